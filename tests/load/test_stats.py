@@ -1,0 +1,197 @@
+"""Tests of load/stats.py on synthetic samples with known answers (all seeded)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from load import stats
+from load.stats import Verdict
+
+
+def paired_samples(n, ratio, cv, seed, level=20_000.0, drift=0.0):
+    """n pairs of RPS-like values: HEAD is ``ratio`` times BASE, each run with noise of ``cv``.
+
+    ``drift`` adds a per-pair machine speed factor shared by both runs of the pair, as on a shared
+    machine whose speed changes between pairs (this is what pairing cancels).
+    """
+    rng = random.Random(seed)
+    base, head = [], []
+    for _ in range(n):
+        machine = 1.0 + rng.gauss(0.0, drift)
+        base.append(level * machine * (1.0 + rng.gauss(0.0, cv)))
+        head.append(level * ratio * machine * (1.0 + rng.gauss(0.0, cv)))
+    return base, head
+
+
+def test_pair_ratios_are_head_over_base():
+    assert stats.pair_ratios([10.0, 20.0], [5.0, 30.0]) == [0.5, 1.5]
+
+
+@pytest.mark.parametrize("base, head", [([1.0], [1.0, 2.0]), ([], []), ([1.0, 0.0], [1.0, 1.0]),
+                                        ([1.0], [float("nan")]), ([-1.0], [1.0])])
+def test_unpaired_empty_or_non_positive_input_is_refused(base, head):
+    with pytest.raises(ValueError):
+        stats.pair_ratios(base, head)
+
+
+def test_ratio_statistics_on_exact_values():
+    base, head = [100.0, 200.0, 300.0], [90.0, 180.0, 300.0]
+    assert stats.ratio_of_means(base, head) == pytest.approx(570 / 600)
+    assert stats.ratio_of_medians(base, head) == pytest.approx(0.9)
+    assert stats.geomean_of_pair_ratios(base, head) == pytest.approx((0.9 * 0.9 * 1.0) ** (1 / 3))
+
+
+def test_geometric_mean_is_symmetric_under_swapping_sides():
+    base, head = paired_samples(10, 0.93, 0.05, seed=1)
+    assert stats.geomean_of_pair_ratios(base, head) * stats.geomean_of_pair_ratios(head, base) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("q, expected", [(0, 1.0), (100, 4.0), (50, 2.5), (25, 1.75)])
+def test_percentile_interpolates_like_numpy_linear(q, expected):
+    assert stats.percentile([1.0, 2.0, 3.0, 4.0], q) == pytest.approx(expected)
+
+
+def test_percentile_rejects_out_of_range():
+    with pytest.raises(ValueError):
+        stats.percentile([1.0], 101)
+
+
+def test_bootstrap_is_reproducible_with_a_seed_and_varies_without():
+    base, head = paired_samples(10, 1.0, 0.05, seed=2)
+    a = stats.bootstrap_ci(base, head, seed=7)
+    assert a == stats.bootstrap_ci(base, head, seed=7)
+    assert a != stats.bootstrap_ci(base, head, seed=8)
+
+
+def test_bootstrap_of_identical_ratios_is_a_point():
+    lo, hi = stats.bootstrap_ci([10.0, 20.0, 30.0], [9.0, 18.0, 27.0], resamples=200)
+    assert lo == pytest.approx(0.9) and hi == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("statistic", sorted(stats.STATISTICS))
+def test_every_statistic_brackets_the_true_ratio(statistic):
+    base, head = paired_samples(12, 0.95, 0.02, seed=3)
+    est = stats.estimate_ratio(base, head, statistic=statistic, resamples=2000)
+    assert est.low <= est.ratio <= est.high
+    assert est.low < 0.95 < est.high
+
+
+def test_unknown_statistic_names_the_choices():
+    with pytest.raises(ValueError, match="geomean"):
+        stats.estimate_ratio([1.0], [1.0], statistic="mode")
+
+
+def test_no_change_gives_no_significant_change():
+    """Same distribution both sides, 2% run-to-run noise, 10 pairs: interval narrow and around 1."""
+    base, head = paired_samples(10, 1.0, 0.02, seed=4)
+    d = stats.decide(stats.estimate_ratio(base, head), threshold=0.05, higher_is_better=True)
+    assert d.verdict is Verdict.NO_CHANGE
+    assert d.estimate.low < 1.0 < d.estimate.high
+
+
+def test_ten_percent_slower_rps_is_a_regression():
+    base, head = paired_samples(10, 0.90, 0.02, seed=5)
+    d = stats.decide(stats.estimate_ratio(base, head), threshold=0.05, higher_is_better=True)
+    assert d.verdict is Verdict.REGRESSION
+    assert d.change == pytest.approx(-0.10, abs=0.02)
+    assert d.more_pairs is None
+
+
+def test_five_percent_slower_with_low_noise_is_a_regression_at_a_four_percent_threshold():
+    base, head = paired_samples(12, 0.95, 0.01, seed=6)
+    d = stats.decide(stats.estimate_ratio(base, head), threshold=0.04, higher_is_better=True)
+    assert d.verdict is Verdict.REGRESSION
+
+
+def test_significant_change_below_threshold_is_no_significant_change():
+    """A real 2% slowdown, measured precisely, is not a regression at a 5% threshold."""
+    base, head = paired_samples(20, 0.98, 0.003, seed=7)
+    d = stats.decide(stats.estimate_ratio(base, head), threshold=0.05, higher_is_better=True)
+    assert d.estimate.high < 1.0
+    assert d.verdict is Verdict.NO_CHANGE
+    assert "below the 5% threshold" in d.reason
+
+
+def test_ten_percent_faster_is_an_improvement():
+    base, head = paired_samples(10, 1.10, 0.02, seed=8)
+    d = stats.decide(stats.estimate_ratio(base, head), threshold=0.05, higher_is_better=True)
+    assert d.verdict is Verdict.IMPROVEMENT and d.change > 0.05
+
+
+def test_latency_direction_is_reversed():
+    """p99 latency 10% higher on HEAD is a regression; 10% lower is an improvement."""
+    base, head = paired_samples(10, 1.10, 0.02, seed=9, level=2.0)
+    assert stats.decide(stats.estimate_ratio(base, head), 0.05, higher_is_better=False).verdict is Verdict.REGRESSION
+    assert stats.decide(stats.estimate_ratio(head, base), 0.05, higher_is_better=False).verdict is Verdict.IMPROVEMENT
+
+
+def test_noisy_samples_are_inconclusive_and_ask_for_more_pairs():
+    """20% run-to-run noise over 8 pairs cannot resolve a 5% threshold."""
+    base, head = paired_samples(8, 0.97, 0.20, seed=10)
+    d = stats.decide(stats.estimate_ratio(base, head), threshold=0.05, higher_is_better=True)
+    assert d.verdict is Verdict.INCONCLUSIVE
+    assert d.more_pairs is not None and d.more_pairs > 8
+    assert d.estimate.width > 0.05
+    total = d.estimate.n + d.more_pairs
+    assert total == math.ceil(8 * (d.estimate.width / 0.05) ** 2)
+
+
+def test_large_regression_is_reported_even_when_the_interval_is_wide():
+    base, head = paired_samples(8, 0.60, 0.08, seed=11)
+    d = stats.decide(stats.estimate_ratio(base, head), threshold=0.05, higher_is_better=True)
+    assert d.estimate.width > 0.05
+    assert d.verdict is Verdict.REGRESSION
+
+
+def test_pairing_cancels_drift_shared_by_both_runs_of_a_pair():
+    """Machine speed varying 15% between pairs would swamp a 10% slowdown without pairing."""
+    base, head = paired_samples(10, 0.90, 0.01, seed=12, drift=0.15)
+    paired = stats.decide(stats.estimate_ratio(base, head, "geomean"), 0.05, True)
+    assert paired.verdict is Verdict.REGRESSION
+    assert paired.estimate.width < 0.05
+
+
+def test_false_alarm_rate_of_the_rule_on_simulated_a_a_gates_is_low():
+    """200 simulated A/A gates (10 pairs, 3% noise): the rule flags almost none of them."""
+    alarms = 0
+    for seed in range(200):
+        base, head = paired_samples(10, 1.0, 0.03, seed=1000 + seed)
+        est = stats.estimate_ratio(base, head, resamples=500, seed=seed)
+        alarms += stats.decide(est, 0.05, True).verdict is Verdict.REGRESSION
+    assert alarms <= 2
+
+
+def test_detection_rate_of_the_rule_on_simulated_ten_percent_slowdowns_is_high():
+    hits = 0
+    for seed in range(100):
+        base, head = paired_samples(10, 0.90, 0.03, seed=2000 + seed)
+        est = stats.estimate_ratio(base, head, resamples=500, seed=seed)
+        hits += stats.decide(est, 0.05, True).verdict is Verdict.REGRESSION
+    assert hits >= 97
+
+
+def test_pairs_needed_follows_inverse_square_root():
+    assert stats.pairs_needed(8, 0.10, 0.05) == 32
+    assert stats.pairs_needed(8, 0.04, 0.05) == 8
+    assert stats.pairs_needed(8, 0.0501, 0.05) == 9
+
+
+def test_decide_rejects_a_threshold_given_in_percent():
+    est = stats.Estimate(1.0, 0.99, 1.01, 8)
+    with pytest.raises(ValueError, match="fraction"):
+        stats.decide(est, 5, True)
+
+
+def test_estimate_refuses_an_inverted_interval():
+    with pytest.raises(ValueError):
+        stats.Estimate(1.0, 1.1, 0.9, 8)
+
+
+def test_stability_warnings_name_a_remedy():
+    assert stats.stability_warnings("base", [100.0, 101.0, 99.0]) == []
+    warnings = stats.stability_warnings("head", [100.0, 140.0, 60.0, 100.0])
+    assert warnings and "rerun" in warnings[0]
+    assert stats.coefficient_of_variation([5.0]) == 0.0
