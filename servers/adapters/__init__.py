@@ -1,0 +1,17 @@
+"""Built-in adapters. Third-party adapters register under the ``gatecheck.adapters`` entry-point group."""
+from __future__ import annotations
+
+from ._base import Adapter, Launch, Option, flag, switch
+from .command import CommandAdapter
+from .daphne import DaphneAdapter
+from .granian import GranianAdapter
+from .gunicorn import GunicornAdapter
+from .hypercorn import HypercornAdapter
+from .uvicorn import UvicornAdapter
+
+__all__ = [
+    "Adapter", "Launch", "Option", "flag", "switch", "BUILTIN",
+    "GranianAdapter", "UvicornAdapter", "HypercornAdapter", "GunicornAdapter", "DaphneAdapter", "CommandAdapter",
+]
+
+BUILTIN = (GranianAdapter, UvicornAdapter, HypercornAdapter, GunicornAdapter, DaphneAdapter, CommandAdapter)

@@ -1,0 +1,183 @@
+"""The adapter contract: how one server turns a Target into a command line.
+
+An adapter is a class with data, not logic, wherever it can be: its capabilities, its interfaces, and a
+table of options (``OPTIONS``) mapping what users type (``runtime-threads=2``) to command-line flags.
+Adding an option means adding a row. ``argv()`` assembles the command; nothing here starts processes.
+"""
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Callable, ClassVar, Sequence
+
+from ..capabilities import Capabilities
+from ..errors import ServerNotInstalled, TargetError
+from ..target import Target
+
+__all__ = ["Adapter", "Option", "flag", "switch", "Launch"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One user-facing option: its help text, accepted values and how it becomes flags."""
+
+    help: str
+    render: Callable[[str], list]
+    choices: tuple = ()
+    integer: bool = False
+
+    def to_args(self, name: str, value: str) -> list:
+        if self.choices and value not in self.choices:
+            raise TargetError(f"option {name}={value!r} not accepted; choose one of {', '.join(self.choices)}")
+        if self.integer and not (value.isdigit() and int(value) >= 1):
+            raise TargetError(f"option {name}={value!r} must be a whole number >= 1")
+        return self.render(value)
+
+
+def flag(name: str, help: str, *, choices: Sequence[str] = (), integer: bool = False) -> Option:
+    """An option rendered as ``name value``."""
+    return Option(help, lambda v: [name, v], tuple(choices), integer)
+
+
+def switch(on: str, off: str, help: str) -> Option:
+    """An on/off option rendered as one of two flags."""
+    return Option(help, lambda v: [on] if v == "on" else [off], ("on", "off"))
+
+
+# Options every adapter accepts; handled by the launcher, not rendered into the server's argv.
+COMMON_OPTIONS = {
+    "python": "interpreter or virtualenv that runs the server (default: the harness's own Python)",
+    "args": "extra command-line arguments appended verbatim (shell-quoted string)",
+}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything needed to start one target: the command, environment additions and readiness protocol."""
+
+    argv: list
+    env: dict
+    probe_http2: bool
+
+
+class Adapter:
+    """Base class. Subclasses set the class attributes and implement ``server_args``."""
+
+    name: ClassVar[str] = ""
+    package: ClassVar[str] = ""          # distribution name, for versions and install hints
+    module: ClassVar[str] = ""           # run as ``python -m module``
+    description: ClassVar[str] = ""
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    default_interface: ClassVar[str] = ""
+    default_http: ClassVar[str] = "h1"
+    OPTIONS: ClassVar[dict] = {}
+    tox_env: ClassVar[str] = ""
+
+    # -- target handling -----------------------------------------------------------------------------
+
+    def resolve(self, target: Target) -> Target:
+        """Fill in defaults and validate the target against this adapter; raise TargetError if it does not fit."""
+        interface = target.interface or self.default_interface
+        if interface not in self.capabilities.interfaces:
+            raise TargetError(
+                f"{self.name} does not serve {interface!r}; it serves "
+                f"{', '.join(sorted(self.capabilities.interfaces))}"
+            )
+        http = target.http or self.default_http
+        if http not in self.capabilities.http_modes:
+            raise TargetError(
+                f"{self.name} has no HTTP mode {http!r}; modes: {', '.join(self.capabilities.http_modes)}"
+            )
+        for name, value in target.options:
+            if name in COMMON_OPTIONS:
+                continue
+            if name not in self.OPTIONS:
+                known = ", ".join(sorted(set(self.OPTIONS) | set(COMMON_OPTIONS)))
+                raise TargetError(f"{self.name} has no option {name!r}; options: {known}")
+            self.OPTIONS[name].to_args(name, value)
+        resolved = replace(target, interface=interface, http=http)
+        self.check_combination(resolved)
+        return resolved
+
+    def check_combination(self, target: Target) -> None:
+        """Hook for rules between options (e.g. a worker class that serves only one interface)."""
+
+    def target_capabilities(self, target: Target) -> Capabilities:
+        """Capabilities of one resolved target; the default narrows HTTP by the target's mode."""
+        caps = self.capabilities
+        return replace(
+            caps,
+            interfaces=frozenset({target.interface}),
+            http1=caps.http1 and target.http in ("h1", "auto"),
+            h2c=caps.h2c and target.http in ("h2", "auto"),
+            h2c_upgrade=caps.h2c_upgrade and target.http == "auto",
+            websockets=caps.websockets and target.interface in ("asgi", "rsgi"),
+            lifespan=caps.lifespan and target.interface == "asgi",
+            pathsend=caps.pathsend and target.interface == "asgi",
+        )
+
+    def option_args(self, target: Target) -> list:
+        args: list = []
+        for name, value in target.options:
+            if name in self.OPTIONS:
+                args += self.OPTIONS[name].to_args(name, value)
+        extra = target.option("args")
+        if extra:
+            args += shlex.split(extra)
+        return args
+
+    def launch(self, target: Target, *, app: str, host: str, port: int, python: str) -> Launch:
+        argv = [python, "-m", self.module] + self.server_args(target, app=app, host=host, port=port)
+        argv += self.option_args(target)
+        return Launch(argv=argv, env=self.server_env(target), probe_http2=(target.http == "h2"))
+
+    def server_args(self, target: Target, *, app: str, host: str, port: int) -> list:
+        raise NotImplementedError
+
+    def server_env(self, target: Target) -> dict:
+        return {}
+
+    # -- installation --------------------------------------------------------------------------------
+
+    def install_hint(self) -> str:
+        env = f"`tox -e {self.tox_env}`" if self.tox_env else "its tox environment"
+        return f"run {env}, or `pip install {self.package}` into the interpreter that runs it"
+
+    def version(self, python: str | None = None) -> str | None:
+        """Installed version of the server's package for ``python`` (None when not installed)."""
+        return _distribution_version(python or sys.executable, self.package)
+
+    def ensure_installed(self, python: str | None = None) -> str:
+        version = self.version(python)
+        if version is None:
+            where = python or sys.executable
+            raise ServerNotInstalled(f"{self.name} is not installed for {where}: {self.install_hint()}")
+        return version
+
+
+@lru_cache(maxsize=None)
+def _distribution_version(python: str, package: str) -> str | None:
+    if not package:
+        return None
+    if python == sys.executable:
+        from importlib import metadata
+
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return None
+    code = (
+        "import sys\nfrom importlib import metadata\n"
+        "try: print(metadata.version(sys.argv[1]))\n"
+        "except metadata.PackageNotFoundError: sys.exit(3)\n"
+    )
+    try:
+        out = subprocess.run(
+            [python, "-c", code, package], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None

@@ -1,0 +1,94 @@
+"""The command adapter: any server, from a command template, without writing Python.
+
+    --server-cmd "myserver --port {port} {app}" --interface asgi
+
+Placeholders: ``{app}`` (``module:attribute`` of the fixture app), ``{host}``, ``{port}``, ``{interface}``,
+``{python}`` (the interpreter). The template is split like a shell command line (no shell runs it).
+Capabilities beyond HTTP/1.1 are declared with ``features=h2c,websockets,lifespan`` because a command
+line says nothing about them.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+
+from ..capabilities import FEATURES, Capabilities
+from ..errors import TargetError
+from ..target import INTERFACES
+from ._base import Adapter, Launch, Option
+
+_PLACEHOLDERS = ("app", "host", "port", "interface", "python")
+
+
+class CommandAdapter(Adapter):
+    name = "command"
+    package = ""
+    module = ""
+    description = "any server, from a command template (--server-cmd)"
+    default_interface = ""
+    default_http = "h1"
+    capabilities = Capabilities(
+        interfaces=frozenset(INTERFACES),
+        http1=True,
+        h2c=True,
+        h2c_upgrade=True,
+        tls=False,
+        websockets=True,
+        lifespan=True,
+        pathsend=True,
+        workers=True,
+        threads=True,
+        http_modes=("h1", "h2", "auto"),
+    )
+    OPTIONS = {
+        "cmd": Option("command template with {app} {host} {port}", lambda v: []),
+        "features": Option("comma-separated features the server has beyond HTTP/1.1", lambda v: []),
+        "name": Option("a name for reports (default: the command's first word)", lambda v: []),
+    }
+
+    def resolve(self, target):
+        if not target.interface:
+            raise TargetError("the command adapter needs the interface: --interface asgi|rsgi|wsgi")
+        template = target.option("cmd")
+        if not template:
+            raise TargetError("the command adapter needs a template: --server-cmd 'myserver --port {port} {app}'")
+        if "{port}" not in template:
+            raise TargetError(f"the command template must contain {{port}}: {template!r}")
+        try:
+            template.format(**{k: "" for k in _PLACEHOLDERS})
+        except (KeyError, IndexError, ValueError) as exc:
+            raise TargetError(
+                f"bad placeholder in command template {template!r} ({exc}); "
+                f"known: {', '.join('{' + p + '}' for p in _PLACEHOLDERS)}"
+            ) from None
+        for feature in self._features(target):
+            if feature not in FEATURES:
+                raise TargetError(f"unknown feature {feature!r} in features=; known: {', '.join(FEATURES)}")
+        return super().resolve(target)
+
+    @staticmethod
+    def _features(target) -> list:
+        return [f.strip() for f in (target.option("features") or "").split(",") if f.strip()]
+
+    def target_capabilities(self, target):
+        declared = set(self._features(target))
+        http = target.http
+        return replace(
+            Capabilities(interfaces=frozenset({target.interface}), http_modes=(http,)),
+            http1=http in ("h1", "auto"),
+            **{f: True for f in declared if f != "http1"},
+        )
+
+    def launch(self, target, *, app, host, port, python):
+        values = {"app": app, "host": host, "port": port, "interface": target.interface, "python": python}
+        argv = [part.format(**values) for part in shlex.split(target.option("cmd"))]
+        extra = target.option("args")
+        if extra:
+            argv += shlex.split(extra)
+        return Launch(argv=argv, env={}, probe_http2=(target.http == "h2"))
+
+    def version(self, python=None):
+        return None
+
+    def ensure_installed(self, python=None):
+        return "unknown"

@@ -1,0 +1,58 @@
+"""gunicorn: WSGI with sync or gthread workers, and its ASGI worker where the installed version has one."""
+from __future__ import annotations
+
+from ..capabilities import Capabilities
+from ..errors import TargetError
+from ._base import Adapter, flag
+
+_WSGI_WORKERS = ("sync", "gthread")
+
+
+class GunicornAdapter(Adapter):
+    name = "gunicorn"
+    package = "gunicorn"
+    module = "gunicorn"
+    tox_env = "gunicorn"
+    description = "gunicorn: WSGI (sync, gthread workers); ASGI through its asgi worker (gunicorn >= 24)"
+    default_interface = "wsgi"
+    default_http = "h1"
+    capabilities = Capabilities(
+        interfaces=frozenset({"wsgi", "asgi"}),
+        http1=True,
+        tls=True,
+        websockets=True,
+        lifespan=True,
+        workers=True,
+        threads=True,
+        http_modes=("h1",),
+    )
+    OPTIONS = {
+        "worker": flag("--worker-class", "worker class", choices=_WSGI_WORKERS + ("asgi",)),
+        "workers": flag("--workers", "worker processes", integer=True),
+        "threads": flag("--threads", "threads per worker (gthread)", integer=True),
+    }
+
+    def check_combination(self, target):
+        worker = target.option("worker")
+        if target.interface == "asgi":
+            if worker not in (None, "asgi"):
+                raise TargetError(f"gunicorn serves ASGI only with worker=asgi, not worker={worker}")
+            if not _has_asgi_worker():
+                raise TargetError("the installed gunicorn has no asgi worker (it arrived in gunicorn 24)")
+        elif worker == "asgi":
+            raise TargetError("gunicorn worker=asgi serves ASGI; use gunicorn:asgi")
+
+    def server_args(self, target, *, app, host, port):
+        args = ["--bind", f"{host}:{port}", "--graceful-timeout", "3"]
+        if target.interface == "asgi" and target.option("worker") is None:
+            args += ["--worker-class", "asgi"]
+        return args + [app]
+
+
+def _has_asgi_worker() -> bool:
+    try:
+        from gunicorn.workers import SUPPORTED_WORKERS
+    except ImportError:
+        # Not importable here (e.g. a server in another interpreter): let the server itself decide.
+        return True
+    return "asgi" in SUPPORTED_WORKERS

@@ -1,0 +1,183 @@
+"""Starting a target: resolve it, pick a loopback port, launch, wait until ready, hand back a handle.
+
+    with start_server(Target.parse("granian:asgi"), app="fixtures.apps.asgi:app", log_dir=tmp) as srv:
+        httpx.get(srv.url + "/ping")
+
+Rules: loopback only unless ``allow_remote=True``; a port we pick ourselves is retried when another process
+grabs it between our check and the server's bind; every failure is a ServerError with the log tail.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from .capabilities import Capabilities
+from .errors import PortInUse, ServerExited, ServerError, TargetError
+from .probe import h2_probe, http1_probe
+from .process import PeakTracker, ResourceSample, ServerProcess, free_port, port_is_free
+from .registry import get_adapter
+from .target import Target
+
+__all__ = ["start_server", "ServerHandle", "resolve", "python_for", "REPO_ROOT"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def resolve(target: Target | str) -> tuple:
+    """(adapter, resolved target) — defaults filled in and options validated."""
+    if isinstance(target, str):
+        target = Target.parse(target)
+    adapter = get_adapter(target.server)
+    return adapter, adapter.resolve(target)
+
+
+def python_for(target: Target, python: str | os.PathLike | None = None) -> str:
+    """The interpreter that runs the server: the ``python`` argument, the target's ``python=`` option,
+    or the harness's own. A virtualenv directory means its ``bin/python``."""
+    chosen = python or target.option("python") or sys.executable
+    path = Path(chosen).expanduser()
+    if path.is_dir():
+        path = path / "bin" / "python"
+    if not path.exists():
+        raise TargetError(f"interpreter {str(path)!r} does not exist (from python={chosen!r})")
+    return str(path)
+
+
+@dataclass
+class ServerHandle:
+    """A running server: where it listens, what it can do, and its process."""
+
+    target: Target
+    capabilities: Capabilities
+    host: str
+    port: int
+    process: ServerProcess
+    python: str
+    versions: dict = field(default_factory=dict)
+    ready_seconds: float = 0.0
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def log_path(self) -> Path:
+        return self.process.log_path
+
+    def log_tail(self, lines: int = 40) -> str:
+        return self.process.log_tail(lines)
+
+    def sample(self) -> ResourceSample:
+        return self.process.sample()
+
+    def track_peak(self, interval: float = 0.2) -> PeakTracker:
+        return self.process.track_peak(interval)
+
+    def alive(self) -> bool:
+        return self.process.alive()
+
+    def stop(self, grace: float = 5.0) -> int | None:
+        return self.process.stop(grace)
+
+    def __enter__(self) -> ServerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_server(
+    target: Target | str,
+    *,
+    app: str,
+    log_dir: str | os.PathLike | None = None,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    env: dict | None = None,
+    cpus: Sequence[int] | None = None,
+    python: str | os.PathLike | None = None,
+    ready_timeout: float = 30.0,
+    allow_remote: bool = False,
+) -> ServerHandle:
+    """Start ``target`` serving ``app`` and return once it answered one HTTP request."""
+    adapter, target = resolve(target)
+    if host not in _LOOPBACK and not allow_remote:
+        raise TargetError(f"refusing to listen on {host!r}: gatecheck uses loopback only unless allow_remote=True")
+    interpreter = python_for(target, python)
+    version = adapter.ensure_installed(interpreter)
+    log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="gatecheck-"))
+    if port is not None and not port_is_free(host, port):
+        raise PortInUse(f"port {port} on {host} is already in use; pick another port or omit it to get a free one")
+
+    child_env = dict(os.environ)
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO_ROOT)] + ([child_env["PYTHONPATH"]] if child_env.get("PYTHONPATH") else [])
+    )
+    child_env["PYTHONUNBUFFERED"] = "1"
+    child_env.update(env or {})
+
+    attempts = 1 if port is not None else 3
+    last_error: ServerError | None = None
+    for attempt in range(attempts):
+        chosen = port if port is not None else free_port(host)
+        launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter)
+        env_for_server = {**child_env, **launch.env}
+        log_path = log_dir / f"{target.id.replace(':', '_')}-{chosen}.log"
+        proc = ServerProcess(launch.argv, log_path=log_path, env=env_for_server, cwd=str(REPO_ROOT), cpus=cpus)
+        try:
+            probe = h2_probe if launch.probe_http2 else http1_probe
+            took = proc.wait_ready(host, chosen, probe, timeout=ready_timeout)
+        except ServerExited as exc:
+            proc.stop()
+            last_error = exc
+            if port is None and _looks_like_port_clash(exc.log_tail) and attempt + 1 < attempts:
+                time.sleep(0.1)
+                continue
+            raise
+        except BaseException:
+            proc.stop()
+            raise
+        versions = {adapter.package or adapter.name: version, "python": _python_version(interpreter)}
+        return ServerHandle(
+            target=target,
+            capabilities=adapter.target_capabilities(target),
+            host=host,
+            port=chosen,
+            process=proc,
+            python=interpreter,
+            versions=versions,
+            ready_seconds=took,
+        )
+    assert last_error is not None
+    raise last_error
+
+
+def _looks_like_port_clash(log_tail: str) -> bool:
+    text = log_tail.lower()
+    return "address already in use" in text or "addrinuse" in text or "errno 98" in text
+
+
+def _python_version(interpreter: str) -> str:
+    if interpreter == sys.executable:
+        return ".".join(map(str, sys.version_info[:3]))
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            [interpreter, "-c", "import sys; print('.'.join(map(str, sys.version_info[:3])))"],
+            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
