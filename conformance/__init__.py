@@ -1,0 +1,1 @@
+"""conformance: pytest checks of gateway servers against the ASGI, RSGI, WSGI, HTTP and WebSocket specs."""

@@ -1,0 +1,77 @@
+"""Known deviations: ``conformance/expectations/<server>.toml``, applied as strict xfails.
+
+    [[deviation]]
+    check = "test_http1_framing.py::test_cl_te_conflict_closes_connection"
+    targets = ["granian:wsgi*"]          # optional fnmatch patterns on the resolved target; default: all
+    clause = "RFC 9112 §6.1"
+    evidence = "sent CL:6 + TE:chunked with body '0\\r\\n\\r\\nX'; got 200 and the connection stayed open"
+    link = "https://github.com/..."      # optional
+
+Each entry must have been confirmed by hand (a raw request and what came back) before it is added: the
+evidence line says what was sent and what came back. Strict: a fixed deviation turns into a failure
+("unexpectedly passed") so the file is kept honest.
+"""
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["Deviation", "load_expectations", "EXPECTATIONS_DIR", "ExpectationError"]
+
+EXPECTATIONS_DIR = Path(__file__).parent / "expectations"
+_REQUIRED = ("check", "clause", "evidence")
+
+
+class ExpectationError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Deviation:
+    server: str
+    check: str
+    clause: str
+    evidence: str
+    targets: tuple = ()
+    link: str = ""
+
+    def applies(self, check_id: str, target: str) -> bool:
+        if check_id != self.check:
+            return False
+        return not self.targets or any(fnmatch.fnmatchcase(target, pattern) for pattern in self.targets)
+
+    def reason(self) -> str:
+        text = f"known deviation [{self.clause}]: {self.evidence}"
+        return f"{text} ({self.link})" if self.link else text
+
+
+def load_expectations(server: str, directory: Path = EXPECTATIONS_DIR) -> list:
+    path = directory / f"{server}.toml"
+    if not path.exists():
+        return []
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ExpectationError(f"{path}: not valid TOML: {exc}") from None
+    entries = data.get("deviation", [])
+    unknown = set(data) - {"deviation"}
+    if unknown:
+        raise ExpectationError(f"{path}: unknown top-level keys {sorted(unknown)}; use [[deviation]] tables")
+    result = []
+    for n, entry in enumerate(entries, 1):
+        missing = [k for k in _REQUIRED if not str(entry.get(k, "")).strip()]
+        if missing:
+            raise ExpectationError(f"{path}: deviation #{n} lacks {', '.join(missing)}")
+        extra = set(entry) - {"check", "clause", "evidence", "targets", "link"}
+        if extra:
+            raise ExpectationError(f"{path}: deviation #{n} has unknown keys {sorted(extra)}")
+        result.append(Deviation(server, entry["check"], entry["clause"], entry["evidence"],
+                                tuple(entry.get("targets", ())), entry.get("link", "")))
+    return result

@@ -1,0 +1,150 @@
+"""WSGI environ (PEP 3333 §environ Variables, §Unicode Issues; RFC 3875 §4.1)."""
+from __future__ import annotations
+
+import pytest
+
+from .client import probe, value_of
+from .markers import interfaces, spec
+
+pytestmark = interfaces("wsgi")
+
+_ENV = "PEP 3333 §environ Variables"
+
+
+def _doc(server, target="/probe", **kw) -> dict:
+    return probe(server, target, **kw)
+
+
+def _environ(server, target="/probe", **kw) -> dict:
+    return value_of(_doc(server, target, **kw)["environ"])
+
+
+@spec("PEP 3333 §Specification Details", "MUST")
+def test_environ_is_a_builtin_dict(server):
+    """environ is exactly a builtin dict, not a subclass or an emulation."""
+    doc = _doc(server)
+    assert doc["environ_is_dict"] is True, doc["environ_type"]
+
+
+@spec(_ENV, "MUST")
+def test_required_cgi_variables_are_present_str(server):
+    """REQUEST_METHOD, SERVER_NAME, SERVER_PORT and SERVER_PROTOCOL are present, non-empty native str."""
+    env = _environ(server)
+    for key in ("REQUEST_METHOD", "SERVER_NAME", "SERVER_PORT", "SERVER_PROTOCOL"):
+        assert key in env, f"{key} missing"
+        assert type(env[key]) is str and env[key], f"{key} = {env[key]!r}"
+
+
+@spec(_ENV, "MUST")
+def test_server_port_is_the_listening_port_as_str(server):
+    """SERVER_PORT is the port as a str ("8000", never the int 8000)."""
+    env = _environ(server)
+    assert env["SERVER_PORT"] == str(server.port)
+
+
+@pytest.mark.parametrize("version", ["HTTP/1.1", "HTTP/1.0"])
+@spec(_ENV, "MUST")
+def test_server_protocol_is_the_request_version(server, version):
+    """SERVER_PROTOCOL is the protocol version the client used."""
+    assert _environ(server, version=version)["SERVER_PROTOCOL"] == version
+
+
+@spec("PEP 3333 §Unicode Issues", "MUST")
+def test_cgi_values_are_native_str_within_latin1(server):
+    """Every environ value whose key has no dot is a str with code points up to U+00FF only."""
+    env = _environ(server, "/probe/caf%C3%A9?q=%C3%A9", headers=[("X-Utf8", "caf\u00e9".encode().decode("latin-1"))])
+    for key, value in env.items():
+        if "." in key:
+            continue
+        assert type(value) is str, f"{key} is {type(value).__name__}"
+        assert all(ord(ch) <= 0xFF for ch in value), f"{key} = {value!r} has code points above U+00FF"
+
+
+@spec(_ENV, "MUST")
+def test_wsgi_version_is_tuple_1_0(server):
+    """wsgi.version is the tuple (1, 0)."""
+    env = _environ(server)
+    assert type(env["wsgi.version"]) is tuple and env["wsgi.version"] == (1, 0)
+
+
+@spec(_ENV, "MUST")
+def test_url_scheme_is_http_on_plain_listener(server):
+    """wsgi.url_scheme is "http" on a plain-text listener."""
+    assert _environ(server)["wsgi.url_scheme"] == "http"
+
+
+@pytest.mark.parametrize("key", ["wsgi.multithread", "wsgi.multiprocess", "wsgi.run_once"])
+@spec(_ENV, "MUST")
+def test_concurrency_flags_are_present(server, key):
+    """wsgi.multithread, wsgi.multiprocess and wsgi.run_once are present (as truth values)."""
+    env = _environ(server)
+    assert key in env
+    assert type(env[key]) in (bool, int), f"{key} is {type(env[key]).__name__}"
+
+
+@spec(_ENV, "MUST")
+def test_run_once_is_false_for_a_long_running_server(server):
+    """wsgi.run_once is false: a gateway server invokes the app many times per process."""
+    assert not _environ(server)["wsgi.run_once"]
+
+
+@pytest.mark.parametrize("query", ["", "a=1&b=2", "x=%20%2F&y=a+b", "caf%C3%A9=1"])
+@spec("RFC 3875 §4.1.7", "MUST")
+def test_query_string_is_raw(server, query):
+    """QUERY_STRING is the raw, still percent-encoded query ("" or absent when there is none)."""
+    env = _environ(server, "/probe" + (f"?{query}" if query else ""))
+    assert env.get("QUERY_STRING", "") == query
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("/probe/a%20b", "/probe/a b"),
+    ("/probe/caf%C3%A9", "/probe/caf\u00c3\u00a9"),
+    ("/probe/100%25", "/probe/100%"),
+])
+@spec("RFC 3875 §4.1.5", "MUST")
+def test_path_info_is_percent_decoded_latin1(server, raw, expected):
+    """PATH_INFO is percent-decoded, its bytes carried as latin-1 code points; SCRIPT_NAME is "" at the root."""
+    env = _environ(server, raw)
+    assert env.get("SCRIPT_NAME", "") == ""
+    assert env["PATH_INFO"] == expected
+
+
+@spec(_ENV, "SHOULD")
+def test_request_headers_become_http_variables(server):
+    """A request header X-Foo-Bar becomes HTTP_X_FOO_BAR; an absent header has no variable."""
+    env = _environ(server, headers=[("X-Foo-Bar", "baz")])
+    assert env.get("HTTP_X_FOO_BAR") == "baz"
+    assert "HTTP_X_GATECHECK_ABSENT" not in env
+
+
+@spec("RFC 3875 §4.1.18", "MUST")
+def test_repeated_headers_are_joined_with_commas(server):
+    """A repeated field arrives as one HTTP_ variable, its values comma-joined in order."""
+    env = _environ(server, headers=[("X-Dup", "one"), ("X-Dup", "two")])
+    value = env.get("HTTP_X_DUP", "")
+    assert [part.strip() for part in value.split(",")] == ["one", "two"], value
+
+
+@spec("PEP 3333 §environ Variables (wsgiref.validate)", "MUST")
+def test_content_type_and_length_are_cgi_variables_only(server):
+    """Content-Type and Content-Length become CONTENT_TYPE/CONTENT_LENGTH, never HTTP_CONTENT_*."""
+    env = _environ(server, method="POST", headers=[("Content-Type", "text/plain")], body=b"hello")
+    assert env.get("CONTENT_TYPE") == "text/plain"
+    assert env.get("CONTENT_LENGTH") == "5"
+    assert "HTTP_CONTENT_TYPE" not in env and "HTTP_CONTENT_LENGTH" not in env
+
+
+@spec("RFC 3875 §4.1.8", "SHOULD")
+def test_remote_addr_is_the_peer(server):
+    """REMOTE_ADDR is the client's IP address."""
+    assert _environ(server).get("REMOTE_ADDR") in ("127.0.0.1", "::ffff:127.0.0.1")
+
+
+@spec("PEP 3333 §Input and Error Streams", "MUST")
+def test_input_and_error_streams_have_the_required_methods(server):
+    """wsgi.input has read, readline, readlines, __iter__; wsgi.errors has write, writelines, flush."""
+    doc = _doc(server)
+    for method in ("read", "readline", "readlines", "__iter__"):
+        assert doc["input_methods"][method], f"wsgi.input lacks {method}"
+    for method in ("write", "writelines", "flush"):
+        assert doc["errors_methods"][method], f"wsgi.errors lacks {method}"
