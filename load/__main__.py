@@ -1,0 +1,266 @@
+"""``python -m load``: run load profiles, render reports, list profiles, gate pull requests.
+
+Rules of this module:
+- Subcommands map to ``cmd_<name>`` functions through ``COMMANDS``; ``main(argv=None) -> int`` so tests call
+  it in-process. Every option has ``help=``; bad values are rejected at parse time by ``type=`` callables
+  that quote the value.
+- ``gate`` belongs to ``load/gate.py`` (the regression gate). This module only imports it when ``gate`` is
+  the command. Hook contract (for ``load/gate.py``):
+
+      def add_arguments(parser: argparse.ArgumentParser) -> None   # optional: the gate's own options
+      def main_from_args(args: argparse.Namespace) -> int           # required: run the gate, exit status
+
+  Without ``add_arguments``, the gate's arguments arrive unparsed in ``args.gate_argv``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+
+# ---- parse-time validators (argparse ``type=`` callables) -------------------------------------------
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def quick_factor(text: str) -> float:
+    value = positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"--quick scales durations down: expected a factor in (0, 1], got {text!r}")
+    return value
+
+
+def concurrency_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        values = ()
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"invalid concurrency list: {text!r} (expected e.g. '64,128')")
+    return values
+
+
+def cpu_list(text: str) -> tuple[int, ...]:
+    from .pinning import parse_cpu_list
+
+    try:
+        return parse_cpu_list(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def profile_arg(text: str):
+    from .profile import ProfileError, load_profile
+
+    try:
+        return load_profile(text)
+    except ProfileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def server_or_target(text: str):
+    """A server name (``granian``) or a full target (``granian:asgi?loop=uvloop``)."""
+    from servers import Target, TargetError
+
+    try:
+        return Target.parse(text)
+    except TargetError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+# ---- commands ---------------------------------------------------------------------------------------
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .pinning import Pinning, available_cpus, split_cpus
+    from .report import write_report
+    from .runner import Method, RunOptions, run_profile
+
+    if args.no_pin:
+        pinning = Pinning(None, None)
+    elif args.server_cpus or args.oha_cpus:
+        if not (args.server_cpus and args.oha_cpus):
+            print("error: give both --server-cpus and --oha-cpus, or neither", file=sys.stderr)
+            return 2
+        try:
+            pinning = Pinning(args.server_cpus, args.oha_cpus)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    else:
+        pinning = split_cpus(available_cpus())
+    target = args.target
+    profile = args.profile
+    method = Method(request_timeout=args.request_timeout)
+    if args.duration:
+        method = Method(duration=args.duration, request_timeout=args.request_timeout)
+    opts = RunOptions(
+        profile=profile,
+        server=target.server if target else None,
+        interface=target.interface if target else None,
+        http=target.http if target else None,
+        target_options=tuple(target.options) if target else (),
+        out_dir=args.out / profile.name,
+        quick=args.quick, full=args.full, repeat=args.repeat, pinning=pinning, oha=args.oha,
+        python=args.python, select=args.select, concurrency=args.concurrency, method=method,
+    )
+    if args.dry_run:
+        from .results import environment
+
+        for item in opts.planned(environment()["cpus_available"]):
+            status = f"skip ({item.skip})" if item.skip else "run"
+            print(f"{item.case.label:<40} {item.target:<45} {item.case.route:<12} c{','.join(map(str, opts.concurrency or item.case.concurrency))}  {status}")
+        return 0
+    try:
+        summary = run_profile(opts)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: runs measured so far are in {opts.out_dir / 'results.jsonl'}", file=sys.stderr)
+        return 130
+    if not args.no_report and (summary.runs or summary.failures or summary.skipped):
+        path = write_report([summary.results], opts.out_dir, plots=True)
+        print(f"report: {path}", file=sys.stderr)
+    return 1 if summary.failures else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+    from .results import ResultsError
+
+    out = args.out or (args.paths[0] if args.paths[0].is_dir() else args.paths[0].parent)
+    try:
+        path = write_report(args.paths, out, plots=not args.no_plots, vs=args.vs, force=args.force)
+    except ResultsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.print:
+        print(path.read_text(encoding="utf-8"), end="")
+    else:
+        print(path)
+    return 0
+
+
+def cmd_list_profiles(args: argparse.Namespace) -> int:
+    from .profile import list_profiles, load_profile
+
+    for name in list_profiles():
+        profile = load_profile(name)
+        routes = sorted({c.route for c in profile.cases})
+        print(f"{name:<14} {profile.title} ({len(profile.cases)} cases; routes {', '.join(routes)})")
+        if args.verbose:
+            for case in profile.cases:
+                print(f"    {case.label:<40} {case.target:<45} {case.route:<12} c{','.join(map(str, case.concurrency))}")
+    return 0
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    gate = getattr(args, "_gate_module", None)
+    if gate is None or not hasattr(gate, "main_from_args"):
+        print("error: the regression gate is not available in this checkout (load/gate.py with "
+              "main_from_args() is missing); see issue 6", file=sys.stderr)
+        return 2
+    return int(gate.main_from_args(args))
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run,
+    "report": cmd_report,
+    "list-profiles": cmd_list_profiles,
+    "gate": cmd_gate,
+}
+
+
+# ---- parser -----------------------------------------------------------------------------------------
+
+def _import_gate():
+    try:
+        return importlib.import_module("load.gate")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("load.gate",):
+            return None
+        raise
+
+
+def build_parser(*, with_gate: bool = False) -> argparse.ArgumentParser:
+    """The CLI. ``with_gate`` imports ``load.gate`` so the gate can add its own options."""
+    parser = argparse.ArgumentParser(prog="python -m load", description="gatecheck load: profiles, reports, regression gate")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a load profile against a server and record the results")
+    run.add_argument("target", nargs="?", type=server_or_target, metavar="SERVER_OR_TARGET",
+                     help="server name (granian) or target (granian:asgi?loop=uvloop); default: the profile's own targets")
+    run.add_argument("--profile", "-p", required=True, type=profile_arg, metavar="NAME",
+                     help="profile name (see list-profiles) or path to a profile .toml")
+    run.add_argument("--quick", nargs="?", const=0.2, default=None, type=quick_factor, metavar="FACTOR",
+                     help="scale every duration by FACTOR (default 0.2 when given) for CI")
+    run.add_argument("--out", type=Path, default=Path("results"),
+                     help="results directory; runs are appended to OUT/PROFILE/results.jsonl (default: results)")
+    run.add_argument("--full", action="store_true", help="also run configurations that need more cores than this host has")
+    run.add_argument("--repeat", type=positive_int, default=1, help="run the whole profile N times (for spread)")
+    run.add_argument("--select", metavar="TEXT", help="only cases whose label contains TEXT (case-insensitive)")
+    run.add_argument("--concurrency", "-c", type=concurrency_list, metavar="LIST",
+                     help="override every case's concurrencies, e.g. 64,128")
+    run.add_argument("--duration", type=positive_float, metavar="SECONDS", help="seconds per measured run (default 10)")
+    run.add_argument("--request-timeout", type=positive_float, default=10.0, metavar="SECONDS",
+                     help="oha's per-request timeout (default 10)")
+    run.add_argument("--no-pin", action="store_true", help="do not pin server and oha to separate CPUs")
+    run.add_argument("--server-cpus", type=cpu_list, metavar="LIST", help="CPUs for the server tree, e.g. 0-1")
+    run.add_argument("--oha-cpus", type=cpu_list, metavar="LIST", help="CPUs for oha, e.g. 2-3")
+    run.add_argument("--oha", type=Path, metavar="PATH", help="oha binary to use (default: cache, PATH, or build it)")
+    run.add_argument("--python", metavar="PATH", help="interpreter or venv that runs the server (default: this one)")
+    run.add_argument("--dry-run", action="store_true", help="print which cases would run or be skipped, and exit")
+    run.add_argument("--no-report", action="store_true", help="do not render OUT/PROFILE/report.md after the run")
+
+    report = sub.add_parser("report", help="render Markdown tables and SVG plots from results")
+    report.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="results directories or .jsonl files")
+    report.add_argument("--out", type=Path, help="directory for report.md and plots (default: the first PATH)")
+    report.add_argument("--vs", action="store_true", help="add a side-by-side comparison of servers per route")
+    report.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
+    report.add_argument("--force", action="store_true", help="render results from different machines together")
+    report.add_argument("--print", action="store_true", help="print the Markdown instead of its path")
+
+    lp = sub.add_parser("list-profiles", help="list the load profiles")
+    lp.add_argument("--verbose", "-v", action="store_true", help="also list every case")
+
+    gate = sub.add_parser("gate", help="regression gate: interleaved A/B runs of two installs (load/gate.py)")
+    module = _import_gate() if with_gate else None
+    if module is not None and hasattr(module, "add_arguments"):
+        module.add_arguments(gate)
+    else:
+        gate.add_argument("gate_argv", nargs=argparse.REMAINDER, help="arguments for the gate")
+    gate.set_defaults(_gate_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(with_gate=bool(argv) and argv[0] == "gate")
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_usage(sys.stderr)
+        return 1
+    return COMMANDS[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Which CPUs the server and the load generator run on.
+
+Rules of this module:
+- Server and oha get disjoint CPU sets whenever at least two CPUs are available: the server takes the
+  first half (rounded up), oha the rest. On one CPU nothing is pinned and the results say so.
+- The split is a pure function of the CPU list, so it is tested without touching the machine;
+  ``available_cpus`` is the only call that asks the kernel.
+- CPU lists are typed by users as ``0-3,6``; ``parse_cpu_list`` rejects anything else, quoting it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+__all__ = ["Pinning", "split_cpus", "available_cpus", "parse_cpu_list", "format_cpu_list"]
+
+
+@dataclass(frozen=True)
+class Pinning:
+    """CPU sets for the server tree and for oha; ``None`` means not pinned (any CPU)."""
+
+    server: tuple[int, ...] | None
+    oha: tuple[int, ...] | None
+
+    def __post_init__(self) -> None:
+        if self.server is not None and self.oha is not None and set(self.server) & set(self.oha):
+            overlap = sorted(set(self.server) & set(self.oha))
+            raise ValueError(f"server and oha CPU sets overlap on {format_cpu_list(overlap)}")
+        for cpus in (self.server, self.oha):
+            if cpus is not None and not cpus:
+                raise ValueError("an empty CPU set; use None for 'not pinned'")
+
+    @property
+    def pinned(self) -> bool:
+        return self.server is not None and self.oha is not None
+
+    def oha_threads(self) -> int:
+        """oha's tokio worker threads: one per CPU it may use."""
+        if self.oha is not None:
+            return len(self.oha)
+        return len(available_cpus())
+
+    def describe(self) -> str:
+        if not self.pinned:
+            return "not pinned (one CPU available, or --no-pin)"
+        return f"server on CPU {format_cpu_list(self.server)}, oha on CPU {format_cpu_list(self.oha)}"
+
+    def to_dict(self) -> dict:
+        return {
+            "server": list(self.server) if self.server is not None else None,
+            "oha": list(self.oha) if self.oha is not None else None,
+        }
+
+
+def split_cpus(cpus: Sequence[int]) -> Pinning:
+    """Split ``cpus`` into a server half (rounded up) and an oha half; unpinned with fewer than two."""
+    ordered = tuple(sorted(set(cpus)))
+    if len(ordered) < 2:
+        return Pinning(None, None)
+    cut = (len(ordered) + 1) // 2
+    return Pinning(ordered[:cut], ordered[cut:])
+
+
+def available_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity mask, which cgroups and taskset narrow)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """Parse ``0-3,6`` into (0, 1, 2, 3, 6); raise ValueError quoting bad input."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                if lo > hi or lo < 0:
+                    raise ValueError
+                cpus.update(range(lo, hi + 1))
+            else:
+                number = int(part)
+                if number < 0:
+                    raise ValueError
+                cpus.add(number)
+    except ValueError:
+        raise ValueError(f"invalid CPU list: {text!r} (expected e.g. '0', '0-3' or '0,2-3')") from None
+    return tuple(sorted(cpus))
+
+
+def format_cpu_list(cpus: Sequence[int] | None) -> str:
+    """(0, 1, 2, 5) -> '0-2,5'."""
+    if not cpus:
+        return "-"
+    ordered = sorted(set(cpus))
+    runs: list[str] = []
+    start = prev = ordered[0]
+    for cpu in ordered[1:] + [None]:  # type: ignore[operator]
+        if cpu is not None and cpu == prev + 1:
+            prev = cpu
+            continue
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
+        if cpu is not None:
+            start = prev = cpu
+    return ",".join(runs)

@@ -1,0 +1,340 @@
+"""Reports: the seed documents' Markdown tables (plus p99, errors, memory), a ``vs`` table, and plots.
+
+Rules of this module:
+- Rendering is a pure function of the records (``render``): no clock, no machine, so golden-text tests
+  can pin it down. ``write_report`` is the only function that touches files.
+- One table row per case. Its number is the best concurrency's (highest 2xx RPS), as in the seed tables;
+  when a concurrency was repeated, the repeat with the median RPS stands for it.
+- When one case was measured in several sessions, the latest session wins (so rerunning a profile into the
+  same directory updates the report); rows of different Python versions are kept apart (``env_columns``).
+- A row with errors or non-2xx responses is marked ⚠ and a generator-bound one †; both are explained under
+  the table. Skips and failures are listed with their reasons, never dropped.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .results import check_compatible, load_records
+
+__all__ = ["Row", "select_rows", "render", "render_vs", "write_report", "METHOD_TEXT"]
+
+METRIC_COLUMNS = ("Total requests", "RPS", "avg latency", "max latency", "p99 latency", "errors", "peak RSS")
+
+METHOD_TEXT = (
+    "Each case is checked first (status and body size), then loaded with [oha]({oha_url}) {oha}: "
+    "{method}. Total requests and RPS count 2xx responses only (RPS = 2xx responses / elapsed time); "
+    "non-2xx responses and connection errors are counted apart, in *errors*. The load generator and the "
+    "server are pinned to separate CPUs ({pinning}). *peak RSS* is the server's whole process tree."
+)
+OHA_URL = "https://github.com/hatoo/oha"
+
+ENV_COLUMN_TITLES = {"python": "Python version"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table row: a case at its best concurrency."""
+
+    key: tuple
+    profile: str
+    group: str
+    label: str
+    cells: tuple[str, ...]
+    env_values: tuple[str, ...]
+    target: str
+    route: str
+    record: Mapping[str, Any]  # the chosen run
+    by_concurrency: Mapping[int, float]  # concurrency -> RPS (median over repeats)
+    repeats: int
+
+    @property
+    def concurrency(self) -> int:
+        return int(self.record["concurrency"])
+
+
+def _env_value(record: Mapping[str, Any], name: str) -> str:
+    versions = record.get("versions", {})
+    if name == "python":  # 3.11.7 -> 3.11, as the seed tables print it
+        return ".".join(str(versions.get("python", "?")).split(".")[:2])
+    return str(versions.get(name) or record.get("environment", {}).get(name, "?"))
+
+
+def _row_key(record: Mapping[str, Any], env_columns: Sequence[str]) -> tuple:
+    return (
+        record.get("profile"),
+        tuple(_env_value(record, c) for c in env_columns),
+        record.get("group", ""),
+        record.get("case"),
+        record.get("target"),
+    )
+
+
+def _latest(records: Iterable[Mapping[str, Any]], env_columns: Sequence[str]) -> "OrderedDict[tuple, list]":
+    """Records per row key, keeping only each key's latest session (sessions sort by their UTC stamp)."""
+    by_key: "OrderedDict[tuple, list]" = OrderedDict()
+    for record in records:
+        by_key.setdefault(_row_key(record, env_columns), []).append(record)
+    for key, items in by_key.items():
+        last = max(str(r.get("session", "")) for r in items)
+        by_key[key] = [r for r in items if str(r.get("session", "")) == last]
+    return by_key
+
+
+def select_rows(records: Sequence[Mapping[str, Any]], env_columns: Sequence[str] = ()) -> list[Row]:
+    """The table rows of ``records`` (kind "run" only), in the order cases first appear."""
+    rows = []
+    for key, items in _latest([r for r in records if r.get("kind") == "run"], env_columns).items():
+        per_conc: dict[int, list] = {}
+        for record in items:
+            per_conc.setdefault(int(record["concurrency"]), []).append(record)
+        chosen: dict[int, Mapping[str, Any]] = {}
+        for conc, runs in per_conc.items():
+            ordered = sorted(runs, key=lambda r: r["rps"])
+            chosen[conc] = ordered[(len(ordered) - 1) // 2]  # the median run (lower median when even)
+        best = max(chosen.values(), key=lambda r: r["rps"])
+        first = items[0]
+        rows.append(Row(
+            key=key,
+            profile=str(first.get("profile")),
+            group=str(first.get("group", "")),
+            label=str(first.get("case")),
+            cells=tuple(first.get("cells") or ()),
+            env_values=key[1],
+            target=str(first.get("target")),
+            route=str(first.get("route")),
+            record=best,
+            by_concurrency={c: float(r["rps"]) for c, r in sorted(chosen.items())},
+            repeats=max(len(v) for v in per_conc.values()),
+        ))
+    return rows
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{round(value, 3)}ms"
+
+
+def _mib(value: int | None) -> str:
+    return "-" if not value else f"{value / 1048576:.1f} MiB"
+
+
+def _errors(record: Mapping[str, Any]) -> int:
+    return sum(record.get("non_2xx", {}).values()) + sum(record.get("errors", {}).values())
+
+
+def _marks(record: Mapping[str, Any]) -> str:
+    marks = ""
+    if _errors(record):
+        marks += " ⚠"
+    if record.get("generator_bound"):
+        marks += " †"
+    return marks
+
+
+def _table(rows: Sequence[Row], columns: Sequence[str], env_columns: Sequence[str], bold_best: bool) -> list[str]:
+    use_cells = any(r.cells for r in rows)
+    head = [ENV_COLUMN_TITLES.get(c, c) for c in env_columns] + list(columns)
+    if use_cells:
+        head.append("Concurrency")
+    head += METRIC_COLUMNS
+    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    best = max(rows, key=lambda r: r.record["rps"]) if bold_best and len(rows) > 1 else None
+    for row in rows:
+        rec = row.record
+        lat = rec.get("latency_ms", {})
+        if use_cells:
+            label_cells = list(row.cells) + [str(row.concurrency)]
+        else:
+            label_cells = [f"{row.label} (c{row.concurrency})"]
+        rps = f"{rec['rps']:.0f}"
+        if row is best:
+            rps = f"**{rps}**"
+        cells = list(row.env_values) + label_cells + [
+            str(rec["ok"]), rps + _marks(rec), _ms(lat.get("avg")), _ms(lat.get("max")), _ms(lat.get("p99")),
+            str(_errors(rec)), _mib(rec.get("server", {}).get("peak_rss")),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _version_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    seen: "OrderedDict[str, list]" = OrderedDict()
+    for record in records:
+        for name, version in sorted(record.get("versions", {}).items()):
+            if version not in seen.setdefault(name, []):
+                seen[name].append(version)
+    lines = []
+    if "python" in seen:
+        lines.append(f"Python version: {', '.join(seen.pop('python'))}")
+    oha = seen.pop("oha", None)
+    for name, versions in seen.items():
+        lines.append(f"{name.capitalize()} version: {', '.join(versions)}")
+    if oha:
+        lines.append(f"oha version: {', '.join(oha)}")
+    return lines
+
+
+def _run_at(session: str) -> str:
+    try:
+        stamp = datetime.strptime(session.split("-")[0], "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        return session or "?"
+    return stamp.strftime("%a %d %b %Y, %H:%M UTC")
+
+
+def _describe_pinning(pinning: Mapping[str, Any] | None) -> str:
+    if not pinning or not pinning.get("server") or not pinning.get("oha"):
+        return "not pinned"
+    from .pinning import format_cpu_list
+
+    return f"server on CPU {format_cpu_list(pinning['server'])}, oha on CPU {format_cpu_list(pinning['oha'])}"
+
+
+def _method_text(record: Mapping[str, Any]) -> str:
+    m = record.get("method") if isinstance(record.get("method"), dict) else {}
+    method = (
+        f"a primer at c{m.get('primer_concurrency', 8)} for {m.get('primer', 4):g} s, a warm-up at the highest "
+        f"concurrency for {m.get('warmup', 3):g} s, then {m.get('duration', 10):g} s per concurrency"
+    )
+    if record.get("quick"):
+        method += f" (--quick {record['quick']:g})"
+    oha = record.get("versions", {}).get("oha", "")
+    return METHOD_TEXT.format(oha_url=OHA_URL, oha=oha, method=method, pinning=_describe_pinning(record.get("pinning")))
+
+
+def render(records: Sequence[Mapping[str, Any]], *, profile=None, plots: Mapping[str, str] | None = None) -> str:
+    """Markdown for one profile's records. ``profile`` (a load.profile.Profile) supplies the title,
+    paragraph and columns; ``plots`` maps a caption to an image path relative to the report."""
+    if not records:
+        return "# gatecheck load\n\nNo results.\n"
+    name = records[0].get("profile", "?")
+    title = profile.title if profile else name
+    columns = profile.columns if profile else ("Request",)
+    env_columns = profile.env_columns if profile else ()
+    rows = select_rows(records, env_columns)
+    runs = [r.record for r in rows]
+    head = runs[0] if runs else records[0]
+    env = head.get("environment", {})
+    latest = max(str(r.get("session", "")) for r in records)
+    out = [f"# gatecheck load: {title}", ""]
+    meta = [
+        f"Run at: {_run_at(latest)}",
+        f"Environment: {env.get('cpu_model', '?')} @ {env.get('os', '?')}, Linux {env.get('kernel', '?')} "
+        f"(CPUs: {env.get('cpu_count', '?')})",
+    ] + _version_lines(runs or records)
+    out += [line + "    " for line in meta[:-1]] + [meta[-1], ""]
+    out += [_method_text(head), ""]
+    if profile and profile.description:
+        out += [profile.description, ""]
+    if profile and profile.note:
+        out += [f"*Note: {profile.note}*", ""]
+    groups: "OrderedDict[str, list]" = OrderedDict()
+    for row in rows:
+        groups.setdefault(row.group, []).append(row)
+    for group, group_rows in groups.items():
+        if group:
+            out += [f"### {group}", ""]
+        out += _table(group_rows, columns, env_columns, profile.bold_best if profile else False) + [""]
+    out += _footnotes(rows, records)
+    for caption, path in (plots or {}).items():
+        out += [f"![{caption}]({path})", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> list[str]:
+    out = []
+    flagged = [r for r in rows if _errors(r.record)]
+    if flagged:
+        out.append("⚠ errors or non-2xx responses in the run (not counted in RPS):")
+        for row in flagged:
+            rec = row.record
+            detail = {**{f"HTTP {k}": v for k, v in rec.get("non_2xx", {}).items()}, **rec.get("errors", {})}
+            out.append(f"- {row.label} (c{row.concurrency}): " + ", ".join(f"{k}: {v}" for k, v in sorted(detail.items())))
+        out.append("")
+    bound = [r for r in rows if r.record.get("generator_bound")]
+    if bound:
+        out += [
+            f"† generator-bound: oha used ≥90% of its CPUs, so the number is partly oha's ceiling on this machine "
+            f"({len(bound)} of {len(rows)} rows).",
+            "",
+        ]
+    if any(r.repeats > 1 for r in rows):
+        out += ["Repeated runs: each number is the median-RPS run of its concurrency.", ""]
+    others = _latest([r for r in records if r.get("kind") in ("skip", "failure")], ())
+    done_labels = {r.label for r in rows}
+    notes = []
+    for _key, items in others.items():
+        rec = items[-1]
+        if rec.get("case") in done_labels:
+            continue
+        word = "Not run" if rec["kind"] == "skip" else "FAILED"
+        notes.append(f"- {word}: {rec.get('case')} ({rec.get('target')}): {str(rec.get('reason', '')).splitlines()[0]}")
+    if notes:
+        out += ["Skipped and failed cases:", ""] + notes + [""]
+    return out
+
+
+def render_vs(records: Sequence[Mapping[str, Any]]) -> str:
+    """Servers side by side: one row per route, one column per target; RPS and ratio to the first target."""
+    rows = select_rows(records)
+    targets: list[str] = []
+    table: "OrderedDict[str, dict]" = OrderedDict()
+    for row in rows:
+        if row.target not in targets:
+            targets.append(row.target)
+        table.setdefault(row.route, {})[row.target] = row
+    out = ["## Side by side (RPS, ratio to the first server)", ""]
+    out.append("| Route | " + " | ".join(f"`{t}`" for t in targets) + " |")
+    out.append("| --- | " + " | ".join("---" for _ in targets) + " |")
+    for route_name, by_target in table.items():
+        base = next((by_target[t].record["rps"] for t in targets if t in by_target), None)
+        cells = []
+        for t in targets:
+            row = by_target.get(t)
+            if row is None:
+                cells.append("-")
+                continue
+            rps = row.record["rps"]
+            ratio = f" ({rps / base:.2f}x)" if base else ""
+            cells.append(f"{rps:.0f}{ratio} c{row.concurrency}{_marks(row.record)}")
+        out.append(f"| {route_name} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def write_report(paths: Sequence[Path | str], out_dir: Path | str, *, plots: bool = True, vs: bool = False, force: bool = False) -> Path:
+    """Render ``report.md`` (and SVG plots) for the records under ``paths`` into ``out_dir``."""
+    from .plot import latency_svg, rps_svg
+    from .profile import ProfileError, load_profile
+
+    records = load_records(paths)
+    if not force:
+        check_compatible(r for r in records if r.get("kind") == "run")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    by_profile: "OrderedDict[str, list]" = OrderedDict()
+    for record in records:
+        by_profile.setdefault(str(record.get("profile")), []).append(record)
+    parts = []
+    for name, items in by_profile.items():
+        try:
+            profile = load_profile(name)
+        except ProfileError:
+            profile = None
+        images = {}
+        rows = select_rows(items, profile.env_columns if profile else ())
+        if plots and rows:
+            rps_path = out_dir / f"{name}-rps.svg"
+            rps_path.write_text(rps_svg(rows, title=f"{profile.title if profile else name}: RPS"), encoding="utf-8")
+            lat_path = out_dir / f"{name}-latency.svg"
+            lat_path.write_text(latency_svg(rows, title=f"{profile.title if profile else name}: latency"), encoding="utf-8")
+            images = {"RPS against concurrency": rps_path.name, "Latency percentiles": lat_path.name}
+        parts.append(render(items, profile=profile, plots=images))
+        if vs:
+            parts.append(render_vs(items))
+    path = out_dir / "report.md"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path

@@ -1,0 +1,308 @@
+"""Running a profile: start each target once, check its routes, prime, warm up, measure, record.
+
+Rules of this module:
+- The method is the seed benchmarks': a primer at c8 for 4 s, a warm-up at the profile's highest
+  concurrency for 3 s, then 10 s per concurrency with short pauses between; ``quick`` scales every duration
+  (and a fixed request count becomes the case's ``quick_requests``).
+- Before any load, each route is checked (status and body size): a benchmark of a broken route is worthless.
+- Each measured run is appended to ``results.jsonl`` the moment it finishes. Skips and failures are records
+  too, with their reason: nothing is silently left out of a report.
+- A run where nothing succeeded is recorded as a failure, never as a number.
+- Progress goes to ``log`` (stderr by default): which run of how many, and about how long is left.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .measure import LoadRun, RouteCheckError, check_route, measure
+from .oha import OhaError, find_oha, oha_version
+from .pinning import Pinning, available_cpus, split_cpus
+from .profile import Case, PlannedCase, Profile, plan
+from .results import RESULTS_FILE, append_record, environment
+from .routes import RouteError, route as lookup_route
+
+__all__ = ["Method", "RunOptions", "RunSummary", "run_profile", "DEFAULT_QUICK"]
+
+DEFAULT_QUICK = 0.2
+
+
+@dataclass(frozen=True)
+class Method:
+    """Durations in seconds; ``scaled`` gives the --quick variant."""
+
+    primer_concurrency: int = 8
+    primer: float = 4.0
+    warmup: float = 3.0
+    duration: float = 10.0
+    pause: float = 1.0
+    request_timeout: float = 10.0
+
+    def scaled(self, factor: float) -> Method:
+        return replace(
+            self,
+            primer=self.primer * factor,
+            warmup=self.warmup * factor,
+            duration=self.duration * factor,
+            pause=self.pause * factor,
+        )
+
+    def describe(self) -> str:
+        return (
+            f"primer at c{self.primer_concurrency} for {self.primer:g} s, warm-up at the highest concurrency "
+            f"for {self.warmup:g} s, then {self.duration:g} s per concurrency with {self.pause:g} s pauses"
+        )
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    profile: Profile
+    server: str | None = None  # server name, or None for the profile's default / every fixed target
+    interface: str | None = None  # from a full target on the command line: only cases of this interface
+    http: str | None = None  # ... run in this HTTP mode
+    target_options: tuple[tuple[str, str], ...] = ()  # ... with these options added
+    out_dir: Path = Path("results")
+    quick: float | None = None
+    full: bool = False
+    repeat: int = 1
+    pinning: Pinning | None = None  # None: split the available CPUs
+    oha: Path | None = None
+    python: str | None = None
+    select: str | None = None
+    concurrency: tuple[int, ...] | None = None  # overrides every case's list
+    method: Method = Method()
+
+    def effective_method(self) -> Method:
+        return self.method.scaled(self.quick) if self.quick else self.method
+
+    def planned(self, host_cores: int) -> list[PlannedCase]:
+        """The profile's cases as they run here: filtered, customised, or skipped with a reason."""
+        items = plan(self.profile, self.server, host_cores=host_cores, full=self.full, select=self.select,
+                     interface=self.interface)
+        return [replace(p, target=_customise(p.target, self.target_options, self.http)) for p in items]
+
+
+@dataclass
+class RunSummary:
+    results: Path
+    runs: int = 0
+    skipped: int = 0
+    failures: int = 0
+    flagged: int = 0
+    session: str = ""
+    messages: list = field(default_factory=list)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _fmt_seconds(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+def _case_concurrencies(case: Case, opts: RunOptions) -> tuple[int, ...]:
+    return opts.concurrency or case.concurrency
+
+
+def _requests_for(case: Case, opts: RunOptions) -> int | None:
+    if case.requests is None:
+        return None
+    if opts.quick:
+        return case.quick_requests or max(1000, int(case.requests * opts.quick * 0.05))
+    return case.requests
+
+
+def _customise(target: str, options: Sequence[tuple[str, str]], http: str | None) -> str:
+    """Apply a command-line target's options (and HTTP mode) to a case's target."""
+    if not options and not http:
+        return target
+    from servers import Target
+
+    parsed = Target.parse(target)
+    if http:
+        parsed = replace(parsed, http=http)
+    return str(parsed.with_options(**{k.replace("-", "_"): v for k, v in options}))
+
+
+def _group(planned: Sequence[PlannedCase]) -> list[tuple[tuple, list[PlannedCase]]]:
+    """Runnable cases grouped by how their server is started, in first-seen order."""
+    groups: dict[tuple, list[PlannedCase]] = {}
+    for item in planned:
+        if item.skip:
+            continue
+        key = (item.target, item.case.app, tuple(sorted(item.case.env.items())))
+        groups.setdefault(key, []).append(item)
+    return list(groups.items())
+
+
+def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSummary:
+    """Run every planned case of ``opts.profile``; append records to ``opts.out_dir/results.jsonl``."""
+    from servers import ServerError, resolve, start_server  # lazy: the harness's tests need no servers
+
+    profile = opts.profile
+    method = opts.effective_method()
+    pin = opts.pinning or split_cpus(available_cpus())
+    out_dir = Path(opts.out_dir)
+    results = out_dir / RESULTS_FILE
+    summary = RunSummary(results=results)
+    session = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
+    summary.session = session
+    oha = Path(opts.oha) if opts.oha else find_oha(build=True, log=log)
+    versions_oha = oha_version(oha)
+    env = environment()
+    planned = opts.planned(env["cpus_available"])
+    base = {
+        "profile": profile.name,
+        "session": session,
+        "quick": opts.quick,
+        "method": asdict(method),
+        "pinning": pin.to_dict(),
+        "environment": env,
+    }
+
+    def record(kind: str, item: PlannedCase, **fields) -> None:
+        case = item.case
+        append_record(results, {
+            **base,
+            "kind": kind,
+            "case": case.label,
+            "group": case.group,
+            "cells": list(case.cells),
+            "target": item.target,
+            "server": item.target.split(":", 1)[0].split("?", 1)[0],
+            "app": case.app,
+            "case_env": dict(case.env),
+            **fields,
+        })
+
+    for item in planned:
+        if item.skip:
+            log(f"skip  {item.case.label}: {item.skip}")
+            record("skip", item, reason=item.skip, versions={"oha": versions_oha})
+            summary.skipped += 1
+
+    groups = _group(planned)
+    costs = []  # seconds each measured run is expected to take, in order (for "time left")
+    for _key, items in groups * opts.repeat:
+        for item in items:
+            concs = _case_concurrencies(item.case, opts)
+            per_case = method.primer + method.warmup + 0.5
+            for index, _c in enumerate(concs):
+                run_s = method.duration if item.case.requests is None else 5.0
+                costs.append(run_s + method.pause + (per_case if index == 0 else 0.0))
+    total = len(costs)
+    log(f"profile {profile.name}: {total} measured runs, about {_fmt_seconds(sum(costs))}; "
+        f"pinning: {pin.describe()}; oha {versions_oha}; results -> {results}")
+    done = 0
+
+    for repeat in range(opts.repeat):
+        for (target, app, env_items), items in groups:
+            try:
+                _adapter, resolved = resolve(target)
+            except ServerError as exc:
+                for item in items:
+                    log(f"skip  {item.case.label}: {exc}")
+                    record("skip", item, reason=str(exc), versions={"oha": versions_oha}, repeat=repeat)
+                    summary.skipped += 1
+                    done += len(_case_concurrencies(item.case, opts))
+                continue
+            interface = resolved.interface
+            app_spec = app or f"fixtures.apps.{interface}:app"
+            http2 = resolved.http == "h2"
+            try:
+                srv = start_server(resolved, app=app_spec, log_dir=out_dir / "logs", env=dict(env_items),
+                                   cpus=list(pin.server) if pin.server else None, python=opts.python)
+            except ServerError as exc:
+                for item in items:
+                    record("failure", item, reason=f"server did not start: {exc}", versions={"oha": versions_oha}, repeat=repeat)
+                    summary.failures += 1
+                    done += len(_case_concurrencies(item.case, opts))
+                log(f"FAIL  {target}: server did not start: {exc}")
+                continue
+            with srv:
+                versions = {**srv.versions, "oha": versions_oha}
+                for item in items:
+                    done = _run_case(item, srv, opts, method, pin, oha, http2, out_dir, versions, repeat,
+                                     record, summary, costs, done, total, log)
+                    if not srv.alive():
+                        log(f"FAIL  {target}: the server died; log tail:\n{srv.log_tail(20)}")
+                        break
+    log(f"done: {summary.runs} runs, {summary.flagged} flagged, {summary.failures} failures, "
+        f"{summary.skipped} skipped -> {results}")
+    return summary
+
+
+def _run_case(item, srv, opts, method, pin, oha, http2, out_dir, versions, repeat, record, summary, costs, done, total, log) -> int:
+    case = item.case
+    concs = _case_concurrencies(case, opts)
+    common = dict(versions=versions, repeat=repeat, target_resolved=str(srv.target))
+    try:
+        spec = lookup_route(case.route).resolve()
+        check_route(srv, spec, http2=http2, oha=oha, workdir=out_dir / "bodies")
+    except (RouteCheckError, RouteError, OhaError) as exc:
+        log(f"FAIL  {case.label}: route check failed: {exc}")
+        record("failure", item, reason=f"route check failed: {exc}", route=case.route, **common)
+        summary.failures += 1
+        return done + len(concs)
+    kwargs = dict(http2=http2, h2_parallel=case.h2_parallel, oha_cpus=pin.oha, server_cpus=pin.server, oha=oha,
+                  request_timeout=method.request_timeout, workdir=out_dir / "bodies")
+    try:
+        if method.primer > 0:
+            measure(srv, spec, method.primer_concurrency, method.primer, **kwargs)
+        if method.warmup > 0:
+            measure(srv, spec, opts.profile.max_concurrency if not opts.concurrency else max(opts.concurrency), method.warmup, **kwargs)
+    except OhaError as exc:
+        log(f"FAIL  {case.label}: primer/warm-up failed: {exc}")
+        record("failure", item, reason=f"primer/warm-up failed: {exc}", route=case.route, **common)
+        summary.failures += 1
+        return done + len(concs)
+    requests = _requests_for(case, opts)
+    for concurrency in concs:
+        left = sum(costs[done:])
+        done += 1
+        what = f"{requests} requests" if requests else f"{method.duration:g} s"
+        log(f"[{done}/{total}] {opts.profile.name}: {case.label} c{concurrency} ({what}) - about {_fmt_seconds(left)} left")
+        try:
+            run = measure(srv, spec, concurrency, None if requests else method.duration, requests=requests, **kwargs)
+        except OhaError as exc:
+            log(f"FAIL  {case.label} c{concurrency}: {exc}")
+            record("failure", item, reason=str(exc), route=case.route, concurrency=concurrency, **common)
+            summary.failures += 1
+            continue
+        fields = {**run.to_dict(), **common}
+        if run.result.all_failed:
+            reason = f"no 2xx response: non-2xx {dict(run.result.non_2xx)}, errors {dict(run.result.errors)}"
+            log(f"FAIL  {case.label} c{concurrency}: {reason}")
+            record("failure", item, reason=reason, **fields)
+            summary.failures += 1
+        else:
+            record("run", item, **fields)
+            summary.runs += 1
+            if set(run.flags()) - {"generator-bound"}:
+                summary.flagged += 1
+            log("      " + _describe(run))
+        if method.pause > 0:
+            time.sleep(method.pause)
+        if not srv.alive():
+            break
+    return done
+
+
+def _describe(run: LoadRun) -> str:
+    r = run.result
+    p99 = f"{r.latency_p99 * 1000:.2f} ms" if r.latency_p99 is not None else "-"
+    parts = [f"{r.rps:,.0f} RPS", f"p99 {p99}", f"server CPU {run.server_util:.0%}", f"oha CPU {run.oha_util:.0%}"]
+    if r.non_2xx:
+        parts.append(f"non-2xx {dict(r.non_2xx)}")
+    if r.errors:
+        parts.append(f"errors {dict(r.errors)}")
+    if run.generator_bound:
+        parts.append("GENERATOR-BOUND")
+    return ", ".join(parts)
