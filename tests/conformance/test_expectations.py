@@ -1,0 +1,43 @@
+"""Expectation files: their format is enforced, and deviations match by check id and target pattern."""
+from __future__ import annotations
+
+import pytest
+
+from conformance.expectations import EXPECTATIONS_DIR, ExpectationError, load_expectations
+
+
+def write(tmp_path, text):
+    (tmp_path / "srv.toml").write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_a_deviation_matches_its_check_and_target_patterns(tmp_path):
+    d = write(tmp_path, '[[deviation]]\ncheck = "t.py::c[x]"\nclause = "RFC"\nevidence = "sent a, got b"\n'
+                        'targets = ["srv:asgi*"]\n')
+    (dev,) = load_expectations("srv", d)
+    assert dev.applies("t.py::c[x]", "srv:asgi:auto")
+    assert not dev.applies("t.py::c[x]", "srv:wsgi:auto")
+    assert not dev.applies("t.py::c[y]", "srv:asgi:auto")
+    assert "sent a, got b" in dev.reason()
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ('[[deviation]]\ncheck = "x"\nclause = "c"\n', "lacks evidence"),
+    ('[[deviation]]\ncheck = "x"\nclause = "c"\nevidence = "e"\nwhy = 1\n', "unknown keys"),
+    ('[[oops]]\ncheck = "x"\n', "unknown top-level keys"),
+    ('not toml [', "not valid TOML"),
+])
+def test_malformed_files_are_refused(tmp_path, text, fragment):
+    with pytest.raises(ExpectationError) as info:
+        load_expectations("srv", write(tmp_path, text))
+    assert fragment in str(info.value)
+
+
+def test_a_server_without_a_file_has_no_deviations(tmp_path):
+    assert load_expectations("nobody", tmp_path) == []
+
+
+@pytest.mark.parametrize("path", sorted(EXPECTATIONS_DIR.glob("*.toml")), ids=lambda p: p.name)
+def test_committed_expectation_files_are_valid(path):
+    for deviation in load_expectations(path.stem):
+        assert "::" in deviation.check and deviation.evidence.strip()

@@ -1,0 +1,62 @@
+"""The raw HTTP/1 response parser the wire checks rely on: every framing, fed whole and byte by byte."""
+from __future__ import annotations
+
+import pytest
+
+from conformance.http1 import ParseError, build_request, parse_responses
+
+CASES = {
+    "length": (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", [b"hello"]),
+    "chunked": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n1\r\n!\r\n0\r\nT: v\r\n\r\n",
+                [b"hello!"]),
+    "interim then final": (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n", [b"", b""]),
+    "pipelined": (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb",
+                  [b"a", b"b"]),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_parses_whole_and_byte_by_byte(name):
+    data, bodies = CASES[name]
+    responses, leftover = parse_responses(data, closed=False)
+    assert [r.body for r in responses] == bodies and leftover == b""
+    # fed one byte at a time, never more responses than are complete
+    for cut in range(len(data)):
+        partial, _ = parse_responses(data[:cut], closed=False)
+        assert len(partial) <= len(bodies)
+
+
+def test_trailers_are_kept_apart_from_headers():
+    responses, _ = parse_responses(CASES["chunked"][0])
+    assert responses[0].trailers == [(b"T", b"v")] and responses[0].framing == "chunked"
+
+
+def test_head_responses_have_no_body_whatever_their_length():
+    data = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    responses, _ = parse_responses(data, methods=["HEAD", "GET"])
+    assert [r.body for r in responses] == [b"", b"ok"]
+
+
+def test_close_delimited_body_needs_the_close():
+    data = b"HTTP/1.0 200 OK\r\n\r\nabc"
+    assert parse_responses(data, closed=False)[0] == []
+    responses, _ = parse_responses(data, closed=True)
+    assert responses[0].body == b"abc" and responses[0].framing == "close"
+
+
+@pytest.mark.parametrize("data", [
+    b"HTTP/1.1 2000 OK\r\n\r\n", b"garbage\r\n\r\n", b"HTTP/1.1 200 OK\r\nno-colon\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx",
+])
+def test_invalid_responses_raise(data):
+    with pytest.raises(ParseError):
+        parse_responses(data)
+
+
+def test_build_request_adds_host_and_length_only_when_absent():
+    assert build_request("POST", "/e", [("X", "1")], b"abc") == (
+        b"POST /e HTTP/1.1\r\nHost: 127.0.0.1\r\nX: 1\r\nContent-Length: 3\r\n\r\nabc")
+    raw = build_request("GET", "/", [("Host", "h")], host="ignored")
+    assert raw.count(b"Host") == 1
+    assert b"Host" not in build_request("GET", "/", host=None)

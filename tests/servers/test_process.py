@@ -1,0 +1,134 @@
+"""Lifecycle: start, readiness, failures with log tails, stop by group, nothing left behind."""
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from servers import (PortInUse, ServerExited, ServerNotInstalled, ServerNotReady, Target, live_pids,
+                     start_server)
+from servers.adapters import Adapter
+
+FAKE = Path(__file__).parent / "fake"
+
+
+def command(script: str, *flags: str, features: str = "") -> Target:
+    cmd = f"{sys.executable} {FAKE / script} " + ("{port} " if script == "http_server.py" else "") + " ".join(flags)
+    options = [("cmd", cmd + (" {port}" if "{port}" not in cmd else ""))]
+    if features:
+        options.append(("features", features))
+    return Target("command", "asgi", "h1", tuple(options))
+
+
+def gone(pid: int, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_real_http_server_starts_answers_and_stops(tmp_path):
+    with start_server(command("http_server.py"), app="x:y", log_dir=tmp_path) as srv:
+        assert srv.alive() and srv.url.startswith("http://127.0.0.1:")
+        with socket.create_connection(srv.process and (srv.host, srv.port), timeout=5) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert sock.recv(100).startswith(b"HTTP/1.")
+        sample = srv.sample()
+        assert sample.rss_bytes > 0 and sample.processes >= 1
+        pid = srv.pid
+    assert gone(pid)
+    assert pid not in live_pids()
+    assert "gatecheck: stopped" in srv.log_path.read_text()
+
+
+def test_a_server_that_exits_at_once_reports_code_and_log_tail(tmp_path):
+    with pytest.raises(ServerExited) as info:
+        start_server(command("exits_at_once.py"), app="x:y", log_dir=tmp_path, ready_timeout=10)
+    message = str(info.value)
+    assert "exited with code 3" in message
+    assert "cannot load application 'nope'" in message
+    assert not live_pids()
+
+
+def test_a_server_that_never_listens_hits_the_deadline_and_is_killed(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(ServerNotReady) as info:
+        start_server(command("never_listens.py"), app="x:y", log_dir=tmp_path, ready_timeout=1.5)
+    assert time.monotonic() - started < 10
+    message = str(info.value)
+    assert "did not answer" in message and "--ready-timeout" in message
+    assert "never listening" in message
+    assert not live_pids()
+
+
+def test_a_server_ignoring_sigterm_is_killed_after_the_grace_period(tmp_path):
+    srv = start_server(command("http_server.py", "--ignore-sigterm"), app="x:y", log_dir=tmp_path)
+    pid = srv.pid
+    started = time.monotonic()
+    code = srv.stop(grace=1.0)
+    assert 0.9 < time.monotonic() - started < 8
+    assert code == -9
+    assert gone(pid)
+    assert "sending SIGKILL" in srv.log_path.read_text()
+
+
+def test_workers_left_behind_by_the_leader_are_killed(tmp_path):
+    srv = start_server(command("http_server.py", "--fork-orphan"), app="x:y", log_dir=tmp_path)
+    children = psutil.Process(srv.pid).children(recursive=True)
+    assert children, "the fake server should have forked a child"
+    srv.stop(grace=2.0)
+    for child in children:
+        assert gone(child.pid), f"child {child.pid} survived the stop"
+
+
+def test_a_taken_port_is_refused_with_a_clear_message(tmp_path):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(PortInUse) as info:
+            start_server(command("http_server.py"), app="x:y", log_dir=tmp_path, port=port)
+    assert str(port) in str(info.value)
+
+
+def test_non_loopback_hosts_are_refused(tmp_path):
+    from servers import TargetError
+
+    with pytest.raises(TargetError) as info:
+        start_server(command("http_server.py"), app="x:y", log_dir=tmp_path, host="0.0.0.0")
+    assert "loopback" in str(info.value)
+
+
+def test_a_missing_server_package_names_the_fix():
+    class Missing(Adapter):
+        name = "missing"
+        package = "gatecheck-no-such-package"
+        tox_env = "missing"
+
+    with pytest.raises(ServerNotInstalled) as info:
+        Missing().ensure_installed()
+    assert "pip install gatecheck-no-such-package" in str(info.value) and "tox -e missing" in str(info.value)
+
+
+def test_cpu_pinning_applies_to_the_server(tmp_path):
+    import os
+
+    cpus = sorted(os.sched_getaffinity(0))[:1]
+    with start_server(command("http_server.py"), app="x:y", log_dir=tmp_path, cpus=cpus) as srv:
+        assert sorted(os.sched_getaffinity(srv.pid)) == cpus
+
+
+def test_peak_tracker_sees_memory_and_cpu(tmp_path):
+    with start_server(command("http_server.py"), app="x:y", log_dir=tmp_path) as srv:
+        with srv.track_peak(interval=0.05) as tracker:
+            time.sleep(0.2)
+        assert tracker.peak_rss_bytes > 0 and tracker.cpu_seconds >= 0
