@@ -1,0 +1,104 @@
+"""python -m servers: list adapters, or serve a fixture app in the foreground for manual poking.
+
+    python -m servers                  # adapters, capabilities, installed versions, options
+    python -m servers list
+    python -m servers run granian:asgi [--port 8000]
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+
+from .capabilities import FEATURES
+from .errors import ServerError
+from .registry import adapters
+from .target import Target
+
+_FIXTURE_APPS = {
+    "asgi": "fixtures.apps.asgi:app",
+    "rsgi": "fixtures.apps.rsgi:app",
+    "wsgi": "fixtures.apps.wsgi:app",
+}
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    for name, adapter in adapters().items():
+        version = adapter.version() if adapter.package else None
+        installed = f"installed {version}" if version else ("-" if not adapter.package else "not installed")
+        caps = adapter.capabilities
+        print(f"{name:<10} {installed:<18} {adapter.description}")
+        print(f"{'':<10} interfaces: {', '.join(sorted(caps.interfaces))}; "
+              f"http: {', '.join(caps.http_modes)} (default {adapter.default_http}); "
+              f"features: {', '.join(caps.features()) or '-'}")
+        if args.verbose:
+            for opt, spec in adapter.OPTIONS.items():
+                choices = f" ({'|'.join(spec.choices)})" if spec.choices else (" (N)" if spec.integer else "")
+                print(f"{'':<12}{opt}{choices}: {spec.help}")
+    if args.verbose:
+        print("\nfeatures:")
+        for feature, meaning in FEATURES.items():
+            print(f"  {feature:<12} {meaning}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .launcher import resolve, start_server
+
+    _adapter, target = resolve(args.target)
+    app = args.app or _FIXTURE_APPS[target.interface]
+    srv = start_server(target, app=app, port=args.port, log_dir=args.log_dir, ready_timeout=args.ready_timeout)
+    print(f"serving {target} ({app}) at {srv.url}  pid {srv.pid}  log {srv.log_path}")
+    print("press Ctrl-C to stop")
+    try:
+        while srv.alive():
+            time.sleep(0.5)
+        print(f"server exited by itself with code {srv.process.popen.returncode}\n{srv.log_tail()}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        srv.stop()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m servers", description="gatecheck server adapters")
+    sub = parser.add_subparsers(dest="command")
+    p_list = sub.add_parser("list", help="list adapters, their capabilities and installed versions")
+    p_list.add_argument("-v", "--verbose", action="store_true", help="also list each adapter's options")
+    p_run = sub.add_parser("run", help="serve the fixture app in the foreground")
+    p_run.add_argument("target", type=_target, help="target, e.g. granian:asgi or uvicorn:asgi?loop=uvloop")
+    p_run.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
+    p_run.add_argument("--app", default=None, help="module:attribute to serve instead of the fixture app")
+    p_run.add_argument("--log-dir", default=None, help="directory for the server log (default: a temp dir)")
+    p_run.add_argument("--ready-timeout", type=float, default=30.0, help="seconds to wait for the first answer")
+    return parser
+
+
+def _target(text: str) -> Target:
+    try:
+        return Target.parse(text)
+    except ServerError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+COMMANDS = {"list": cmd_list, "run": cmd_run}
+
+
+def main(argv: list | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["list"] + list(argv or []))
+    # SIGTERM becomes SystemExit so that every started server is stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        return COMMANDS[args.command](args)
+    except ServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
