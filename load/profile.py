@@ -22,6 +22,8 @@ Case keys (TOML)::
     requests = 1000000              fixed request count instead of a duration (quick_requests in --quick)
     h2_parallel = 1                 oha -p for HTTP/2 targets
     python_lt = "3.12"              skip on this Python version and newer
+    http2 = true                    load over HTTP/2 (implied by an ``:h2`` target; needed for ``auto`` ones)
+    needs = ["fastapi"]             modules the app needs; the case is skipped when one is not importable
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 
 _CASE_KEYS = {
     "label", "target", "route", "concurrency", "group", "cells", "app", "env",
-    "requests", "quick_requests", "h2_parallel", "python_lt", "note",
+    "requests", "quick_requests", "h2_parallel", "python_lt", "note", "http2", "needs",
 }
 _PROFILE_KEYS = {"title", "description", "default_server", "columns", "env_columns", "bold_best", "case", "section", "note"}
 
@@ -67,6 +69,8 @@ class Case:
     h2_parallel: int = 1
     python_lt: str | None = None
     note: str = ""
+    http2: bool = False
+    needs: tuple[str, ...] = ()
 
     def target_for(self, server: str | None, default_server: str) -> str:
         return self.target.replace("{server}", server or default_server)
@@ -140,6 +144,8 @@ def _case(path: Path, index: int, raw: Mapping[str, Any], columns: Sequence[str]
         h2_parallel=int(raw.get("h2_parallel", 1)),
         python_lt=raw.get("python_lt"),
         note=str(raw.get("note", "")),
+        http2=bool(raw.get("http2", False)),
+        needs=tuple(str(n) for n in raw.get("needs", ())),
     )
 
 
@@ -204,13 +210,20 @@ def plan(
     python_version: tuple[int, int] = sys.version_info[:2],
     select: str | None = None,
     interface: str | None = None,
+    importable=None,
 ) -> list[PlannedCase]:
     """Which cases run, with which target, and why the others are skipped.
 
     ``server`` is a server name (fills ``{server}``; fixed-target cases of other servers are skipped) or
     None (every case, ``{server}`` = the profile's default). ``select`` keeps cases whose label contains it;
-    ``interface`` keeps cases of that interface.
+    ``interface`` keeps cases of that interface. ``importable(module) -> bool`` decides ``needs`` (default:
+    importable by this interpreter).
     """
+    if importable is None:
+        import importlib.util
+
+        def importable(module: str) -> bool:
+            return importlib.util.find_spec(module) is not None
     planned = []
     for case in profile.cases:
         if select and select.lower() not in case.label.lower():
@@ -225,6 +238,9 @@ def plan(
         skip = ""
         if case.python_lt and python_version >= _version_tuple(case.python_lt):
             skip = f"needs Python < {case.python_lt}"
+        elif any(not importable(m) for m in case.needs):
+            missing = [m for m in case.needs if not importable(m)]
+            skip = f"needs {', '.join(missing)} (not installed)"
         elif not full and cores_needed(target) > host_cores:
             skip = f"needs {cores_needed(target)} cores, host has {host_cores} (use --full to run anyway)"
         planned.append(PlannedCase(case, target, skip))

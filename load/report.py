@@ -126,12 +126,19 @@ def _errors(record: Mapping[str, Any]) -> int:
     return sum(record.get("non_2xx", {}).values()) + sum(record.get("errors", {}).values())
 
 
+def _busy(record: Mapping[str, Any]) -> bool:
+    load = record.get("host_load", {}).get("loadavg1")
+    return load is not None and load > record.get("environment", {}).get("cpu_count", 1)
+
+
 def _marks(record: Mapping[str, Any]) -> str:
     marks = ""
     if _errors(record):
         marks += " ⚠"
     if record.get("generator_bound"):
         marks += " †"
+    if _busy(record):
+        marks += " ‡"
     return marks
 
 
@@ -260,6 +267,13 @@ def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> lis
         out += [
             f"† generator-bound: oha used ≥90% of its CPUs, so the number is partly oha's ceiling on this machine "
             f"({len(bound)} of {len(rows)} rows).",
+            "",
+        ]
+    busy = [r for r in rows if _busy(r.record)]
+    if busy:
+        out += [
+            f"‡ the machine was busy when {len(busy)} of {len(rows)} rows were measured (1-minute load average above "
+            "its CPU count): other processes competed for the CPUs; rerun on an idle machine for firm numbers.",
             "",
         ]
     if any(r.repeats > 1 for r in rows):

@@ -35,6 +35,7 @@ __all__ = [
     "environment",
     "check_compatible",
     "CHECKED_ENVIRONMENT",
+    "host_load",
 ]
 
 SCHEMA_VERSION = 1
@@ -156,3 +157,20 @@ def environment() -> dict:
         "hostname": socket.gethostname(),
         "harness_python": ".".join(map(str, sys.version_info[:3])),
     }
+
+
+def host_load() -> dict:
+    """How busy the machine was just before a run: 1-minute load average and CPU pressure (PSI, % of
+    the last 10 s some task waited for a CPU). On a shared machine this explains outliers."""
+    load: dict = {}
+    try:
+        load["loadavg1"] = round(os.getloadavg()[0], 2)
+    except OSError:  # pragma: no cover
+        pass
+    try:
+        with open("/proc/pressure/cpu", encoding="utf-8") as fh:
+            first = fh.readline().split()
+        load["cpu_pressure_avg10"] = float(dict(kv.split("=") for kv in first[1:])["avg10"])
+    except (OSError, KeyError, ValueError, IndexError):
+        pass
+    return load

@@ -24,7 +24,7 @@ from .measure import LoadRun, RouteCheckError, check_route, measure
 from .oha import OhaError, find_oha, oha_version
 from .pinning import Pinning, available_cpus, split_cpus
 from .profile import Case, PlannedCase, Profile, plan
-from .results import RESULTS_FILE, append_record, environment
+from .results import RESULTS_FILE, append_record, environment, host_load
 from .routes import RouteError, route as lookup_route
 
 __all__ = ["Method", "RunOptions", "RunSummary", "run_profile", "DEFAULT_QUICK"]
@@ -215,7 +215,7 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
                 continue
             interface = resolved.interface
             app_spec = app or f"fixtures.apps.{interface}:app"
-            http2 = resolved.http == "h2"
+            target_h2 = resolved.http == "h2"
             try:
                 srv = start_server(resolved, app=app_spec, log_dir=out_dir / "logs", env=dict(env_items),
                                    cpus=list(pin.server) if pin.server else None, python=opts.python)
@@ -229,7 +229,7 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
             with srv:
                 versions = {**srv.versions, "oha": versions_oha}
                 for item in items:
-                    done = _run_case(item, srv, opts, method, pin, oha, http2, out_dir, versions, repeat,
+                    done = _run_case(item, srv, opts, method, pin, oha, target_h2, out_dir, versions, repeat,
                                      record, summary, costs, done, total, log)
                     if not srv.alive():
                         log(f"FAIL  {target}: the server died; log tail:\n{srv.log_tail(20)}")
@@ -239,8 +239,9 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
     return summary
 
 
-def _run_case(item, srv, opts, method, pin, oha, http2, out_dir, versions, repeat, record, summary, costs, done, total, log) -> int:
+def _run_case(item, srv, opts, method, pin, oha, target_h2, out_dir, versions, repeat, record, summary, costs, done, total, log) -> int:
     case = item.case
+    http2 = target_h2 or case.http2
     concs = _case_concurrencies(case, opts)
     common = dict(versions=versions, repeat=repeat, target_resolved=str(srv.target))
     try:
@@ -269,6 +270,7 @@ def _run_case(item, srv, opts, method, pin, oha, http2, out_dir, versions, repea
         done += 1
         what = f"{requests} requests" if requests else f"{method.duration:g} s"
         log(f"[{done}/{total}] {opts.profile.name}: {case.label} c{concurrency} ({what}) - about {_fmt_seconds(left)} left")
+        load_before = host_load()
         try:
             run = measure(srv, spec, concurrency, None if requests else method.duration, requests=requests, **kwargs)
         except OhaError as exc:
@@ -276,7 +278,7 @@ def _run_case(item, srv, opts, method, pin, oha, http2, out_dir, versions, repea
             record("failure", item, reason=str(exc), route=case.route, concurrency=concurrency, **common)
             summary.failures += 1
             continue
-        fields = {**run.to_dict(), **common}
+        fields = {**run.to_dict(), **common, "host_load": load_before}
         if run.result.all_failed:
             reason = f"no 2xx response: non-2xx {dict(run.result.non_2xx)}, errors {dict(run.result.errors)}"
             log(f"FAIL  {case.label} c{concurrency}: {reason}")

@@ -1,0 +1,50 @@
+"""The measured run: generator-bound flag, flags, the record layout."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from load.measure import LoadRun, is_generator_bound
+from load.oha import parse_json
+
+DATA = Path(__file__).parent / "data"
+
+
+def run_from(name: str, *, oha_cpu: float, wall: float, oha_cpus=(1,), server_cpus=(0,)) -> LoadRun:
+    result = parse_json((DATA / f"oha-1.16.0-{name}.json").read_text())
+    return LoadRun(route="b1k", method="GET", path="/b1k", concurrency=16, http2=False, result=result, wall=wall,
+                   server_peak_rss=50 << 20, server_cpu_seconds=0.9 * wall, server_processes=2, oha_cpu_seconds=oha_cpu,
+                   oha_cpus=oha_cpus, server_cpus=server_cpus, duration=1.0)
+
+
+@pytest.mark.parametrize(
+    "cpu, wall, cpus, bound",
+    [(0.95, 1.0, 1, True), (0.89, 1.0, 1, False), (1.9, 1.0, 2, True), (1.0, 1.0, 2, False), (1.0, 0.0, 1, False)],
+)
+def test_generator_bound_means_oha_used_90_percent_of_its_cpus(cpu, wall, cpus, bound):
+    assert is_generator_bound(cpu, wall, cpus) is bound
+
+
+def test_a_saturated_oha_flags_the_run():
+    run = run_from("success", oha_cpu=0.98, wall=1.0)
+    assert run.generator_bound and run.flags() == ["generator-bound"]
+    assert run.oha_util == pytest.approx(0.98)
+
+
+def test_a_clean_run_has_no_flags_and_a_flat_record():
+    run = run_from("success", oha_cpu=0.5, wall=1.0)
+    assert run.flags() == []
+    record = run.to_dict()
+    assert record["rps"] == pytest.approx(run.result.ok / run.result.elapsed, rel=1e-6)
+    assert record["latency_ms"]["p99"] == pytest.approx(run.result.latency_p99 * 1000, abs=1e-4)
+    assert record["server"]["cpus"] == [0] and record["oha"]["cpus"] == [1]
+    assert record["server"]["peak_rss"] == 50 << 20
+    assert record["generator_bound"] is False
+    assert record["http_method"] == "GET"
+
+
+def test_errors_and_non_2xx_are_flags_and_all_failed_is_first():
+    assert run_from("server-died", oha_cpu=0.1, wall=3.0).flags() == ["errors"]
+    assert run_from("non2xx", oha_cpu=0.1, wall=1.0).flags() == ["all-failed", "non-2xx"]
+    assert run_from("refused", oha_cpu=0.1, wall=1.0).flags() == ["all-failed", "errors"]
