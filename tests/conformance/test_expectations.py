@@ -41,3 +41,12 @@ def test_a_server_without_a_file_has_no_deviations(tmp_path):
 def test_committed_expectation_files_are_valid(path):
     for deviation in load_expectations(path.stem):
         assert "::" in deviation.check and deviation.evidence.strip()
+
+
+def test_a_star_matches_any_params_and_brackets_stay_literal(tmp_path):
+    d = write(tmp_path, '[[deviation]]\ncheck = "t.py::c[*]"\nclause = "c"\nevidence = "e"\n'
+                        '[[deviation]]\ncheck = "t.py::d[1B]"\nclause = "c"\nevidence = "e"\n')
+    star, exact = load_expectations("srv", d)
+    assert star.applies("t.py::c[1B]", "srv:x") and star.applies("t.py::c[HTTP/1.0-1.0]", "srv:x")
+    assert not star.applies("t.py::c", "srv:x")
+    assert exact.applies("t.py::d[1B]", "srv:x") and not exact.applies("t.py::d1", "srv:x")
