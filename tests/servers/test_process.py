@@ -132,3 +132,27 @@ def test_peak_tracker_sees_memory_and_cpu(tmp_path):
         with srv.track_peak(interval=0.05) as tracker:
             time.sleep(0.2)
         assert tracker.peak_rss_bytes > 0 and tracker.cpu_seconds >= 0
+
+
+def test_a_server_runs_from_another_environment_given_as_a_venv_dir(tmp_path):
+    """python=<venv dir> runs the server with that environment's interpreter (used by the gate)."""
+    from servers import python_for
+
+    venv = Path(sys.prefix)
+    if not (venv / "bin" / "python").exists():
+        pytest.skip("the test interpreter is not inside a virtualenv")
+    target = command("http_server.py").with_options(python=str(venv))
+    assert python_for(target) == str(venv / "bin" / "python")
+    with start_server(Target.parse("granian:asgi").with_options(python=str(venv)), app="fixtures.apps.asgi:app",
+                      log_dir=tmp_path) as srv:
+        assert srv.python == str(venv / "bin" / "python")
+        assert srv.process.argv[0] == str(venv / "bin" / "python")
+        assert srv.versions["granian"]
+
+
+def test_a_missing_interpreter_is_a_clear_target_error():
+    from servers import TargetError, python_for
+
+    with pytest.raises(TargetError) as info:
+        python_for(Target.parse("granian:asgi?python=/no/such/python"))
+    assert "/no/such/python" in str(info.value)
