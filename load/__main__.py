@@ -10,7 +10,8 @@ Rules of this module:
       def add_arguments(parser: argparse.ArgumentParser) -> None   # optional: the gate's own options
       def main_from_args(args: argparse.Namespace) -> int           # required: run the gate, exit status
 
-  Without ``add_arguments``, the gate's arguments arrive unparsed in ``args.gate_argv``.
+  Without ``add_arguments``, the gate's arguments arrive unparsed in ``args.gate_argv``. Without
+  ``load/gate.py`` (or ``main_from_args``), ``gate`` prints "not available" and exits 2.
 """
 from __future__ import annotations
 
@@ -201,8 +202,8 @@ def _import_gate():
         raise
 
 
-def build_parser(*, with_gate: bool = False) -> argparse.ArgumentParser:
-    """The CLI. ``with_gate`` imports ``load.gate`` so the gate can add its own options."""
+def build_parser(gate_module=None) -> argparse.ArgumentParser:
+    """The CLI. ``gate_module`` (``load.gate``, imported only when ``gate`` is the command) adds its options."""
     parser = argparse.ArgumentParser(prog="python -m load", description="gatecheck load: profiles, reports, regression gate")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -242,20 +243,27 @@ def build_parser(*, with_gate: bool = False) -> argparse.ArgumentParser:
     lp = sub.add_parser("list-profiles", help="list the load profiles")
     lp.add_argument("--verbose", "-v", action="store_true", help="also list every case")
 
+    # ---- HOOK for load/gate.py (issue 6): its options come from load.gate.add_arguments(parser) ----
     gate = sub.add_parser("gate", help="regression gate: interleaved A/B runs of two installs (load/gate.py)")
-    module = _import_gate() if with_gate else None
-    if module is not None and hasattr(module, "add_arguments"):
-        module.add_arguments(gate)
-    else:
-        gate.add_argument("gate_argv", nargs=argparse.REMAINDER, help="arguments for the gate")
-    gate.set_defaults(_gate_module=module)
+    if gate_module is not None and hasattr(gate_module, "add_arguments"):
+        gate_module.add_arguments(gate)
+    gate.set_defaults(_gate_module=gate_module)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(with_gate=bool(argv) and argv[0] == "gate")
-    args = parser.parse_args(argv)
+    gate_module = None
+    if argv[:1] == ["gate"]:
+        gate_module = _import_gate()  # lazily: only the gate pays for importing it
+        if gate_module is None or not hasattr(gate_module, "main_from_args"):
+            return cmd_gate(argparse.Namespace(_gate_module=None))
+    parser = build_parser(gate_module)
+    if gate_module is not None and not hasattr(gate_module, "add_arguments"):
+        args, rest = parser.parse_known_args(argv)
+        args.gate_argv = rest  # a gate without add_arguments parses its own arguments
+    else:
+        args = parser.parse_args(argv)
     if not args.command:
         parser.print_usage(sys.stderr)
         return 1

@@ -1,0 +1,94 @@
+"""Reports: golden Markdown from a committed results file of a real run, row selection, plots."""
+from __future__ import annotations
+
+import copy
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from load.plot import latency_svg, rps_svg
+from load.profile import load_profile
+from load.report import render, render_vs, select_rows, write_report
+from load.results import ResultsError, load_records
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture
+def records():
+    return load_records([DATA / "sample-smoke.jsonl"])
+
+
+@pytest.fixture
+def profile():
+    return load_profile(DATA / "sample-smoke-profile.toml")
+
+
+def test_the_report_of_a_real_run_matches_the_golden_text(records, profile):
+    """A quick smoke run on the 2-core dev machine, recorded once (regenerate the golden when the format changes)."""
+    text = render(records, profile=profile, plots={"RPS against concurrency": "smoke-rps.svg"}) + "\n" + render_vs(records)
+    assert text == (DATA / "sample-smoke-report.md").read_text()
+
+
+def test_each_row_shows_its_best_concurrency(records):
+    rows = select_rows(records)
+    first = rows[0]
+    assert first.label == "RSGI get 1KB" and set(first.by_concurrency) == {16, 64}
+    assert first.record["rps"] == max(first.by_concurrency.values())
+
+
+def test_the_latest_session_wins_and_repeats_use_the_median(records):
+    run = next(r for r in records if r["kind"] == "run" and r["case"] == "ASGI get 1KB")
+    older = dict(copy.deepcopy(run), session="20000101T000000Z-1", rps=1.0)
+    repeats = [dict(copy.deepcopy(run), session="29990101T000000Z-1", rps=v, repeat=i) for i, v in enumerate((5.0, 9.0, 7.0))]
+    rows = select_rows([older] + repeats)
+    assert len(rows) == 1 and rows[0].record["rps"] == 7.0 and rows[0].repeats == 3
+
+
+def test_errors_and_generator_bound_runs_are_marked_and_explained(records, profile):
+    runs = [copy.deepcopy(r) for r in records if r["kind"] == "run"]
+    runs[1]["errors"] = {"Connection refused (os error 111)": 12}
+    runs[1]["non_2xx"] = {"503": 3}
+    for r in runs:
+        r["host_load"] = {}
+    runs[-1]["generator_bound"] = True
+    text = render(runs, profile=profile)
+    assert "| 15 |" in text and " ⚠" in text and " †" in text
+    assert "- RSGI get 1KB (c64): Connection refused (os error 111): 12, HTTP 503: 3" in text
+    assert "† generator-bound: oha used ≥90% of its CPUs" in text
+
+
+def test_skipped_cases_are_listed_with_their_reason(records, profile):
+    skip = {"kind": "skip", "profile": "smoke", "case": "RSGI workers 4", "target": "granian:rsgi?workers=4",
+            "session": "29990101T000000Z-1", "reason": "needs 4 cores, host has 2 (use --full to run anyway)"}
+    text = render(records + [skip], profile=profile)
+    assert "- Not run: RSGI workers 4 (granian:rsgi?workers=4): needs 4 cores, host has 2" in text
+
+
+def test_env_columns_split_rows_by_python_version(records):
+    runs = [r for r in records if r["kind"] == "run" and r["case"] == "ASGI get 1KB"]
+    other = dict(copy.deepcopy(runs[0]), versions={**runs[0]["versions"], "python": "3.9.18"}, session="x")
+    rows = select_rows(runs + [other], env_columns=("python",))
+    assert sorted(r.env_values for r in rows) == [("3.11",), ("3.9",)]
+
+
+def test_plots_are_well_formed_svg(records):
+    rows = select_rows(records)
+    for svg in (rps_svg(rows, title="t"), latency_svg(rows, title="t"), rps_svg(rows[1:], title="bars"), rps_svg([], title="none")):
+        root = ET.fromstring(svg)
+        assert root.tag.endswith("svg")
+    assert "<polyline" in rps_svg(rows, title="t")  # several concurrencies: lines
+    assert "<polyline" not in rps_svg(rows[1:], title="bars")  # one each: bars
+
+
+def test_write_report_writes_markdown_and_plots_and_refuses_mixed_machines(tmp_path, records):
+    path = write_report([DATA / "sample-smoke.jsonl"], tmp_path, vs=True)
+    assert path.name == "report.md" and "## Side by side" in path.read_text()
+    assert (tmp_path / "smoke-rps.svg").exists() and (tmp_path / "smoke-latency.svg").exists()
+    mixed = tmp_path / "mixed.jsonl"
+    lines = (DATA / "sample-smoke.jsonl").read_text().splitlines()
+    mixed.write_text(lines[0] + "\n" + lines[1].replace('"cpu_model":"AMD EPYC"', '"cpu_model":"Other CPU"') + "\n")
+    with pytest.raises(ResultsError, match="incompatible results"):
+        write_report([mixed], tmp_path / "m")
+    assert write_report([mixed], tmp_path / "m", force=True).exists()

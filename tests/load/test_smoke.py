@@ -1,0 +1,49 @@
+"""End to end, for real: a Granian server, real oha, the smoke profile in quick mode, then the report.
+
+Skips (saying why) when oha or granian is not installed; ``python -m load run ...`` builds oha once.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from load.oha import OhaNotFound, find_oha
+
+
+def _oha_or_skip():
+    try:
+        return find_oha(build=False)
+    except OhaNotFound as exc:
+        pytest.skip(f"oha is not available: {exc}")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("granian") is None, reason="granian is not installed")
+def test_the_smoke_profile_runs_for_real_and_renders(tmp_path):
+    """Every case is measured with 2xx responses only, recorded, pinned, and rendered; no server outlives it."""
+    oha = _oha_or_skip()
+    from servers import live_pids
+
+    from load.pinning import available_cpus, split_cpus
+    from load.profile import load_profile
+    from load.report import write_report
+    from load.results import load_records
+    from load.runner import RunOptions, run_profile
+
+    lines = []
+    opts = RunOptions(profile=load_profile("smoke"), server="granian", out_dir=tmp_path, quick=0.1, oha=oha,
+                      pinning=split_cpus(available_cpus()))
+    summary = run_profile(opts, log=lines.append)
+    assert summary.failures == 0, "\n".join(lines)
+    records = load_records([summary.results])
+    runs = [r for r in records if r["kind"] == "run"]
+    assert len(runs) == sum(len(c.concurrency) for c in opts.profile.cases)
+    for run in runs:
+        assert run["ok"] > 0 and run["rps"] > 0 and run["errors"] == {} and run["non_2xx"] == {}
+        assert run["server"]["peak_rss"] > 0 and run["server"]["cpu_seconds"] > 0 and run["oha"]["cpu_seconds"] > 0
+        assert run["versions"]["granian"] and run["versions"]["oha"]
+        assert run["pinning"] == opts.pinning.to_dict()
+    assert any(line.startswith("[1/") and "left" in line for line in lines)  # progress with time left
+    assert live_pids() == []
+    report = write_report([summary.results], tmp_path).read_text()
+    assert "| RSGI get 1KB (c" in report and "| WSGI get 1KB (c64) |" in report
