@@ -207,6 +207,7 @@ class GateResult:
     results: List[CaseResult] = field(default_factory=list)
     pairs: int = 0
     seconds: float = 0.0
+    setup_seconds: float = 0.0  # environment-independent start: route checks and calibration
     stopped_because: str = ""
     calibration: Optional[Dict[str, Any]] = None
     started_at: str = ""
@@ -222,6 +223,7 @@ class GateResult:
             "kind": "gatecheck-gate",
             "started_at": self.started_at,
             "seconds": round(self.seconds, 3),
+            "setup_seconds": round(self.setup_seconds, 3),
             "pairs": self.pairs,
             "stopped_because": self.stopped_because,
             "exit_status": self.exit_status,
@@ -412,6 +414,7 @@ def run_gate(
                 check_fn(srv, routes[case.route], http2=case.http2, workdir=kwargs["workdir"])
                 getattr(result, side).setdefault("versions", dict(getattr(srv, "versions", {}) or {}))
 
+    result.setup_seconds = clock() - t0
     pair_seconds: List[float] = []
     servers: Dict[Tuple[str, str], Any] = {}
     try:
@@ -435,7 +438,9 @@ def run_gate(
                     if run.result.all_failed:
                         raise GateError(f"{side.upper()} answered no request with 2xx on {case.name} in pair {pair + 1}; "
                                         f"server log tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
-                    result.runs.append(_run_record(run, case, pair, side, position))
+                    rec = _run_record(run, case, pair, side, position)
+                    rec["gate_seconds"] = round(clock() - t0, 3)  # when this run ended, from the gate's start
+                    result.runs.append(rec)
                 if opts.restart_every == 1:
                     _stop_all([servers.pop((case.name, side)) for side in order])
             result.pairs = pair + 1

@@ -1,0 +1,256 @@
+"""Measure the gate's false-alarm rate and power on this machine, then analyse the stored gates.
+
+    python -m load.experiments.gate_rates calibrate --base granian==2.8.7
+    python -m load.experiments.gate_rates run --out results/gate-rates --base granian==2.8.7 \\
+        --cost 5%=1.7 --cost 10%=3.6 --rounds 20
+    python -m load.experiments.gate_rates analyse results/gate-rates
+
+Rules of this module:
+
+1. Every gate here is the real gate (``load.gate.main_from_args`` through its own argument parser),
+   so what is measured is what users run, including its time per gate.
+2. Kinds are interleaved round by round (A/A, 5%, 10%, A/A, 5%, 10%, ...): whatever else the shared
+   machine is doing at the time hits every kind alike.
+3. The injected cost is fixed in microseconds for a whole experiment (from ``calibrate``), so each
+   kind is one known treatment; its real size is then estimated from all gates of the kind pooled.
+4. Each gate keeps its full ``pairs.json``; ``analyse`` recomputes verdicts offline, exactly (the
+   bootstrap is seeded), for other thresholds, metrics and pair counts, and replays the gate's
+   stopping rule on the stored pairs. ``gates.jsonl`` gets one line per finished gate, so an
+   interrupted experiment keeps every gate it finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import gate as gate_mod
+from ..gate import GateCase, GateOptions, _decisive, analyse
+from ..stats import Verdict
+
+
+def _gate_argv(base: str, head: str, out: Path, cost_us: float, seed: int, extra: Sequence[str]) -> List[str]:
+    argv = ["--base", base, "--head", head, "--out", str(out), "--seed", str(seed), "--quiet", *extra]
+    if cost_us:
+        argv += ["--head-cost", f"{cost_us:.3f}"]
+    return argv
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    parser = argparse.ArgumentParser(prog="gate")
+    gate_mod.add_arguments(parser)
+    kinds: List[Tuple[str, float]] = [("aa", 0.0)] + [(label, us) for label, us in args.cost]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "gates.jsonl"
+    done = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            rec = json.loads(line)
+            done[rec["kind"]] = done.get(rec["kind"], 0) + 1
+    for rnd in range(args.rounds):
+        for kind, cost in kinds:
+            if done.get(kind, 0) > rnd:
+                continue  # resumed: this round of this kind is already measured
+            gdir = out / f"{kind.replace('%', 'pct')}-{rnd:02d}"
+            seed = 1000 * rnd + len(kind) * 7 + int(cost * 1000)
+            argv = _gate_argv(args.base, args.head or args.base, gdir, cost, seed, args.gate_args)
+            t = time.monotonic()
+            status = gate_mod.main_from_args(parser.parse_args(argv))
+            took = time.monotonic() - t
+            summary: Dict[str, Any] = {"kind": kind, "round": rnd, "cost_us": cost, "exit_status": status,
+                                       "seconds": round(took, 1), "dir": gdir.name}
+            pairs = gdir / "pairs.json"
+            if pairs.exists():
+                doc = json.loads(pairs.read_text())
+                summary["pairs"] = doc["pairs"]
+                summary["verdicts"] = {r["case"]: {m: (v or {}).get("verdict") for m, v in r["metrics"].items()}
+                                       for r in doc["results"]}
+            with open(log, "a", encoding="utf-8") as f:
+                f.write(json.dumps(summary, sort_keys=True) + "\n")
+            print(json.dumps(summary, sort_keys=True), flush=True)
+    return 0
+
+
+def _options_from(doc: Dict[str, Any]) -> GateOptions:
+    o = dict(doc["options"])
+    o["cases"] = tuple(GateCase(**{**c, "env": tuple(tuple(e) for e in c.get("env", ()))}) for c in o["cases"])
+    for key in ("fail_on", "server_cpus", "oha_cpus"):
+        if o.get(key) is not None:
+            o[key] = tuple(o[key])
+    return GateOptions(**o)
+
+
+def replay(doc: Dict[str, Any], *, threshold: float, fail_on: Sequence[str], min_pairs: int, max_pairs: int,
+           budget: Optional[float] = None, statistic: Optional[str] = None, resamples: int = 2000
+           ) -> Tuple[Dict[str, Any], int, float]:
+    """Re-run the gate's decision and stopping rule on stored pairs; return (verdicts, pairs used, seconds).
+
+    Stopping is replayed exactly as ``run_gate`` does it: from ``min_pairs`` on, stop at the first
+    pair count whose gated intervals are all narrower than the threshold, or when the next pair would
+    overrun ``budget`` (using the stored end time of each pair), or at ``max_pairs``.
+    """
+    opts = _options_from(doc)
+    opts = replace(opts, threshold=threshold, fail_on=tuple(fail_on), pairs=min_pairs,
+                   max_pairs=max(max_pairs, min_pairs), statistic=statistic or opts.statistic, resamples=resamples)
+    runs = doc["runs"]
+    stored = doc["pairs"]
+    ends = {}
+    for r in runs:
+        ends[r["pair"]] = max(ends.get(r["pair"], 0.0), r.get("gate_seconds", 0.0))
+    setup = doc.get("setup_seconds", 0.0)
+    durations = [ends[p] - (ends[p - 1] if p else setup) for p in sorted(ends)]
+    used = min(stored, max_pairs)
+    for k in range(min_pairs, min(stored, max_pairs) + 1):
+        res = analyse(runs, opts, max_pair=k)
+        if _decisive(res, opts.fail_on):
+            used = k
+            break
+        if budget is not None and ends.get(k - 1, 0) + max(durations[:k]) > budget:
+            used = k
+            break
+    results = analyse(runs, opts, max_pair=used)
+    verdicts = {r.case.name: {m: (d.verdict.value if d else None) for m, d in r.decisions.items()} for r in results}
+    failed = any(r.failed(opts.fail_on) for r in results)
+    seconds = ends.get(used - 1, 0.0) + 0.5  # + stopping the last pair's servers
+    return {"verdicts": verdicts, "failed": failed,
+            "ratios": {r.case.name: {m: (d.estimate.ratio if d else None) for m, d in r.decisions.items()}
+                       for r in results}}, used, seconds
+
+
+def _load(out: Path) -> Dict[str, List[Dict[str, Any]]]:
+    by_kind: Dict[str, List[Dict[str, Any]]] = {}
+    for line in (out / "gates.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        p = out / rec["dir"] / "pairs.json"
+        if p.exists():
+            doc = json.loads(p.read_text())
+            doc["_wall"] = rec["seconds"]
+            by_kind.setdefault(rec["kind"], []).append(doc)
+    return by_kind
+
+
+def pooled_ratio(docs: Sequence[Dict[str, Any]], metric: str) -> Optional[float]:
+    """Geometric mean of every pair's HEAD/BASE ratio over all gates of a kind: the true effect size."""
+    import math
+
+    logs = []
+    for doc in docs:
+        for r in doc["results"]:
+            m = r["metrics"].get(metric)
+            if m:
+                logs += [math.log(h / b) for b, h in zip(m["base"], m["head"])]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def cmd_analyse(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    by_kind = _load(out)
+    kinds = sorted(by_kind, key=lambda k: (k != "aa", float(k.rstrip("%")) if k != "aa" else 0))
+    lines = [f"Gates per kind: " + ", ".join(f"{k}: {len(by_kind[k])}" for k in kinds), ""]
+    lines += ["True effect (all pairs of all gates of a kind pooled, HEAD/BASE geometric mean):", "",
+              "| kind | RPS | p99 | server CPU/request |", "| --- | ---: | ---: | ---: |"]
+    for k in kinds:
+        vals = [pooled_ratio(by_kind[k], m) for m in ("rps", "p99", "cpu")]
+        lines.append(f"| {k} | " + " | ".join(f"{v:.3f}" if v else "-" for v in vals) + " |")
+    lines += ["", "| gated on | threshold | pairs (min..max) | " + " | ".join(
+        f"{k} failed" for k in kinds) + " | pairs used (median, max) | seconds per gate (median, max) |",
+              "| --- | ---: | --- | " + " | ".join("---:" for _ in kinds) + " | --- | --- |"]
+    for fail_on in args.metrics:
+        for threshold in args.thresholds:
+            for lo, hi in args.pair_plans:
+                cells, used_all, secs_all = [], [], []
+                for k in kinds:
+                    failed = 0
+                    for doc in by_kind[k]:
+                        res, used, secs = replay(doc, threshold=threshold, fail_on=fail_on.split(","), min_pairs=lo,
+                                                 max_pairs=hi, budget=args.budget)
+                        failed += res["failed"]
+                        used_all.append(used)
+                        secs_all.append(secs + doc.get("setup_seconds", 0.0))
+                    cells.append(f"{failed}/{len(by_kind[k])}")
+                lines.append(f"| {fail_on} | {threshold:.0%} | {lo}..{hi} | " + " | ".join(cells)
+                             + f" | {statistics.median(used_all):g}, {max(used_all)} | "
+                             f"{statistics.median(secs_all):.0f}, {max(secs_all):.0f} |")
+    lines += ["", "Wall time of the stored gates (full --max-pairs, including env check and route checks): "
+              f"median {statistics.median(d['_wall'] for ds in by_kind.values() for d in ds):.0f} s, "
+              f"max {max(d['_wall'] for ds in by_kind.values() for d in ds):.0f} s."]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        Path(args.write).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Measure BASE alone and print the --head-cost for each asked slowdown."""
+    from servers import start_server
+
+    from ..envs import ensure_env
+    from ..measure import measure
+    from ..pinning import available_cpus, split_cpus
+    from ..routes import route
+
+    env = ensure_env(args.base, package="granian", module="granian")
+    pin = split_cpus(available_cpus())
+    spec = route(args.route).resolve()
+    with start_server(args.target, app=f"fixtures.apps.{args.target.split(':')[1]}:app", log_dir=Path("/tmp/gatecheck-calibrate"),
+                      cpus=list(pin.server) if pin.server else None, python=env.python) as srv:
+        measure(srv, spec, args.concurrency, 1.0, oha_cpus=pin.oha)
+        runs = [measure(srv, spec, args.concurrency, 2.0, oha_cpus=pin.oha) for _ in range(args.runs)]
+    for s in args.slowdowns:
+        cost, info = gate_mod.calibrate(runs, s)
+        print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()}, sort_keys=True))
+    return 0
+
+
+def _cost(text: str) -> Tuple[str, float]:
+    label, _, us = text.partition("=")
+    try:
+        return label, float(us)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LABEL=MICROSECONDS such as '5%=1.7', got {text!r}") from None
+
+
+def _pairs(text: str) -> Tuple[int, int]:
+    lo, _, hi = text.partition("..")
+    return int(lo), int(hi or lo)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m load.experiments.gate_rates", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run rounds of A/A and injected-cost gates, interleaved")
+    run.add_argument("--out", required=True, help="experiment directory (resumes if it exists)")
+    run.add_argument("--base", required=True, help="install spec used on both sides")
+    run.add_argument("--head", help="HEAD install (default: the same as --base)")
+    run.add_argument("--cost", type=_cost, action="append", default=[], help="LABEL=MICROSECONDS, repeatable")
+    run.add_argument("--rounds", type=int, default=20, help="gates per kind (default 20)")
+    run.add_argument("gate_args", nargs="*", help="more gate options after --, e.g. -- --pairs 16 --max-pairs 16")
+    ana = sub.add_parser("analyse", help="rates from a finished (or partial) experiment")
+    ana.add_argument("out", help="experiment directory")
+    ana.add_argument("--metrics", nargs="+", default=["rps", "cpu", "rps,cpu", "p99"], help="gated metric sets")
+    ana.add_argument("--thresholds", type=gate_mod.percent, nargs="+", default=[0.05, 0.03])
+    ana.add_argument("--pair-plans", type=_pairs, nargs="+", default=[(8, 8), (10, 10), (16, 16), (8, 16)],
+                     help="MIN..MAX pairs to replay, e.g. 8..16")
+    ana.add_argument("--budget", type=float, default=None, help="replay a time budget in seconds")
+    ana.add_argument("--write", help="also write the Markdown to this file")
+    cal = sub.add_parser("calibrate", help="BASE's per-request CPU and the --head-cost for given slowdowns")
+    cal.add_argument("--base", required=True)
+    cal.add_argument("--target", default="granian:rsgi")
+    cal.add_argument("--route", default="json")
+    cal.add_argument("--concurrency", type=int, default=64)
+    cal.add_argument("--runs", type=int, default=5)
+    cal.add_argument("--slowdowns", type=gate_mod.percent, nargs="+", default=[0.05, 0.10])
+    args = p.parse_args(argv)
+    return {"run": cmd_run, "analyse": cmd_analyse, "calibrate": cmd_calibrate}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
