@@ -325,7 +325,12 @@ def ensure_env(
 
 
 def ensure_pair(base: str, head: str, **kwargs) -> Tuple[PythonEnv, PythonEnv]:
-    """Both sides' environments; an identical spec on both sides shares one environment (an A/A gate)."""
-    b = ensure_env(base, **kwargs)
-    h = b if parse_spec(head) == b.spec else ensure_env(head, **kwargs)
+    """Both sides' environments; an identical spec on both sides shares one environment (an A/A gate).
+
+    Both specs are parsed before anything is built, so a typo in HEAD fails in a second, not after
+    BASE's build.
+    """
+    base_spec, head_spec = parse_spec(base), parse_spec(head)
+    b = ensure_env(base_spec, **kwargs)
+    h = b if head_spec == base_spec else ensure_env(head_spec, **kwargs)
     return b, h

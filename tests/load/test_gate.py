@@ -1,0 +1,273 @@
+"""Tests of load/gate.py: the pair loop, verdicts, stopping, outputs and CLI, with fake servers and runs.
+
+No server or oha is started here: ``run_gate`` takes ``start``/``measure_fn``/``check_fn`` seams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pytest
+
+from load import gate
+from load.gate import GateCase, GateError, GateOptions, run_gate
+from load.stats import Verdict
+
+CASE = GateCase("granian:rsgi:auto", "json", 64)
+
+
+@dataclass
+class FakeServer:
+    side: str
+    env: dict
+    stopped: bool = False
+    versions: dict = field(default_factory=lambda: {"granian": "9.9.9", "python": "3.11.7"})
+
+    def stop(self):
+        self.stopped = True
+
+    def log_tail(self, lines=40):
+        return "fake log"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class FakeRun:
+    def __init__(self, rps, p99_ms, cpu_us, errors=0, all_failed=False, duration=2.0):
+        ok = 0 if all_failed else int(rps * duration)
+        self.rps = 0.0 if all_failed else rps
+        self.server_cpu_seconds = cpu_us * ok / 1e6
+        self.result = SimpleNamespace(all_failed=all_failed, ok=ok)
+        self._d = {"rps": self.rps, "ok": ok, "errors": {"connection reset": errors} if errors else {},
+                   "non_2xx": {}, "latency_ms": {"p99": p99_ms},
+                   "server": {"cpu_seconds": self.server_cpu_seconds}, "generator_bound": False}
+
+    def to_dict(self):
+        return dict(self._d)
+
+
+class FakeLab:
+    """Servers whose RPS is ``level`` (× ``head_factor`` on HEAD), with seeded noise and shared drift."""
+
+    def __init__(self, head_factor=1.0, noise=0.01, seed=0, head_errors_in_pair=None, head_dead=False):
+        self.head_factor = head_factor
+        self.noise = noise
+        self.rng = random.Random(seed)
+        self.started = []
+        self.measured = []
+        self.head_errors_in_pair = head_errors_in_pair
+        self.head_dead = head_dead
+        self.machine = 1.0
+
+    def start(self, target, *, app, log_dir, env, cpus, python):
+        srv = FakeServer("head" if python == "/head/python" else "base", env)
+        self.started.append(srv)
+        return srv
+
+    def measure(self, srv, route, concurrency, duration, **kwargs):
+        if duration < 1.0:  # warm-up: the machine's speed drifts between pairs
+            self.machine = 1.0 + self.rng.gauss(0, 0.10)
+            return FakeRun(1000.0, 5.0, 50.0)
+        factor = self.head_factor if srv.side == "head" else 1.0
+        rps = 20_000 * self.machine * factor * (1 + self.rng.gauss(0, self.noise))
+        self.measured.append(srv.side)
+        pair = sum(1 for s in self.measured if s == "head") - 1
+        errors = 3 if srv.side == "head" and self.head_errors_in_pair == pair else 0
+        return FakeRun(rps, 3.0 / factor, 50.0 / factor, errors=errors, all_failed=self.head_dead and srv.side == "head")
+
+    def gate(self, tmp_path, **opts):
+        o = dict(cases=(CASE,), seed=1, resamples=500)
+        slowdown = opts.pop("head_slowdown", None)
+        o.update(opts)
+        return run_gate(GateOptions(**o), base_python="/base/python", head_python="/head/python",
+                        base_info={"spec": "granian==1.0"}, head_info={"spec": "granian==1.1"}, out_dir=tmp_path,
+                        start=self.start, measure_fn=self.measure, route_fn=lambda name: name,
+                        check_fn=lambda *a, **k: None, head_slowdown=slowdown, log=lambda s: None)
+
+
+@pytest.mark.parametrize("text, value", [("5%", 0.05), ("0.05", 0.05), ("12.5%", 0.125)])
+def test_percent_accepts_percentages_and_fractions(text, value):
+    assert gate.percent(text) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("text", ["5", "abc", "0%", "100%", "-3%"])
+def test_percent_refuses_ambiguous_or_out_of_range_values_quoting_them(text):
+    with pytest.raises(argparse.ArgumentTypeError, match=repr(text).replace("%", "%")[1:-1]):
+        gate.percent(text)
+
+
+def test_cost_for_slowdown_follows_the_cpu_bound_model():
+    # 20,000 RPS = 50 µs per request; 10% fewer RPS needs 1/0.9 of the time: 5.56 µs more.
+    assert gate.cost_for_slowdown(20_000, 0.10) == pytest.approx(50 / 9)
+    with pytest.raises(ValueError):
+        gate.cost_for_slowdown(0, 0.1)
+
+
+def test_calibration_prefers_server_cpu_per_request_over_one_over_rps():
+    """On a busy machine RPS halves but CPU per request does not; the cost must not double."""
+    runs = [FakeRun(10_000, 3.0, 50.0) for _ in range(3)]  # 10k RPS would mean 100 µs per request
+    cost, info = gate.calibrate(runs, 0.10)
+    assert info["per_request_us"] == pytest.approx(50.0)
+    assert cost == pytest.approx(50 / 9)
+    assert info["source"] == "server CPU per request"
+
+
+def test_options_refuse_fewer_than_eight_pairs_and_unknown_metrics():
+    with pytest.raises(ValueError, match="at least 8"):
+        GateOptions(cases=(CASE,), pairs=5)
+    with pytest.raises(ValueError, match="unknown --fail-on"):
+        GateOptions(cases=(CASE,), fail_on=("speed",))
+
+
+def test_a_ten_percent_slower_head_is_a_regression_and_exits_1(tmp_path):
+    lab = FakeLab(head_factor=0.90)
+    result = lab.gate(tmp_path)
+    d = result.results[0].decisions["rps"]
+    assert d.verdict is Verdict.REGRESSION and d.change == pytest.approx(-0.10, abs=0.02)
+    assert result.results[0].decisions["cpu"].verdict is Verdict.REGRESSION
+    assert result.exit_status == 1
+
+
+def test_same_install_both_sides_passes_and_stops_once_precise(tmp_path):
+    lab = FakeLab(head_factor=1.0, noise=0.005)
+    result = lab.gate(tmp_path, pairs=8, max_pairs=30)
+    assert result.exit_status == 0
+    assert result.results[0].decisions["rps"].verdict is Verdict.NO_CHANGE
+    assert result.pairs == 8 and "narrower than the threshold" in result.stopped_because
+
+
+def test_noisy_runs_go_on_to_max_pairs_and_say_inconclusive(tmp_path):
+    lab = FakeLab(head_factor=1.0, noise=0.25)
+    result = lab.gate(tmp_path, pairs=8, max_pairs=9)
+    assert result.pairs == 9 and "--max-pairs" in result.stopped_because
+    d = result.results[0].decisions["rps"]
+    assert d.verdict is Verdict.INCONCLUSIVE and d.more_pairs > 0
+    assert result.exit_status == 0
+
+
+def test_pairs_are_interleaved_in_random_order_with_fresh_servers_every_pair(tmp_path):
+    lab = FakeLab()
+    result = lab.gate(tmp_path, pairs=10, max_pairs=10, budget=1e9)
+    runs = result.runs
+    assert [r["pair"] for r in runs] == [p for p in range(10) for _ in range(2)]
+    assert all({runs[2 * p]["side"], runs[2 * p + 1]["side"]} == {"base", "head"} for p in range(10))
+    firsts = [runs[2 * p]["side"] for p in range(10)]
+    assert 0 < firsts.count("head") < 10  # the order varies from pair to pair
+    # 2 route checks + 2 servers per pair, all stopped at the end
+    assert len(lab.started) == 2 + 2 * 10
+    assert all(s.stopped for s in lab.started)
+
+
+def test_keeping_servers_running_starts_each_side_once(tmp_path):
+    lab = FakeLab()
+    lab.gate(tmp_path, pairs=8, max_pairs=8, restart_every=0)
+    assert len(lab.started) == 2 + 2
+    assert all(s.stopped for s in lab.started)
+
+
+def test_head_cost_reaches_only_the_head_server(tmp_path):
+    lab = FakeLab()
+    lab.gate(tmp_path, pairs=8, max_pairs=8, head_cost_us=3.5)
+    assert {s.env.get(gate.COST_ENV) for s in lab.started if s.side == "head"} == {"3.500"}
+    assert all(gate.COST_ENV not in s.env for s in lab.started if s.side == "base")
+
+
+def test_head_slowdown_is_calibrated_from_base(tmp_path):
+    lab = FakeLab()
+    result = lab.gate(tmp_path, pairs=8, max_pairs=8, head_slowdown=0.10)
+    assert result.calibration["cost_us"] == pytest.approx(50 / 9)
+    assert result.head["cost_us"] == pytest.approx(50 / 9)
+
+
+def test_errors_on_head_leave_the_pair_out_and_fail_the_gate(tmp_path):
+    lab = FakeLab(head_errors_in_pair=2)
+    result = lab.gate(tmp_path, pairs=8, max_pairs=8)
+    r = result.results[0]
+    assert r.head_errors == 1 and r.excluded_pairs == 1
+    assert r.decisions["rps"].estimate.n == 7
+    assert result.exit_status == 1
+    assert any("left out" in w for w in r.warnings)
+    assert "HEAD has errors" in gate.render_markdown(result)
+
+
+def test_a_head_that_answers_nothing_is_a_harness_error_with_the_log(tmp_path):
+    lab = FakeLab(head_dead=True)
+    with pytest.raises(GateError, match="no request with 2xx"):
+        lab.gate(tmp_path, pairs=8, max_pairs=8)
+    assert all(s.stopped for s in lab.started)
+
+
+def test_analyse_recomputes_a_stored_gate_exactly(tmp_path):
+    lab = FakeLab(head_factor=0.95, noise=0.02)
+    result = lab.gate(tmp_path, pairs=8, max_pairs=12, budget=1e9)
+    again = gate.analyse(json.loads(json.dumps(result.runs)), result.options)
+    assert again[0].decisions["rps"] == result.results[0].decisions["rps"]
+
+
+def test_markdown_summary_has_one_table_per_case_with_every_metric(tmp_path):
+    result = FakeLab(head_factor=0.90).gate(tmp_path)
+    text = gate.render_markdown(result)
+    assert text.startswith("## gatecheck gate: granian==1.0 → granian==1.1")
+    assert "❌ **regression**" in text
+    assert "### json c64 (granian:rsgi:auto)" in text
+    assert "| metric | base | head | head/base | interval | verdict |" in text
+    assert "| RPS |" in text and "| p99 latency (not gated) |" in text and "| server CPU per request (not gated) |" in text
+    assert "❌ regression" in text
+
+
+def test_outputs_are_written_once_with_a_schema_version(tmp_path):
+    result = FakeLab().gate(tmp_path / "work", pairs=8, max_pairs=8)
+    paths = gate.write_outputs(result, tmp_path / "out", storage=tmp_path / "storage")
+    doc = json.loads(paths["pairs"].read_text())
+    assert doc["schema_version"] == gate.SCHEMA_VERSION and doc["kind"] == "gatecheck-gate"
+    assert len(doc["runs"]) == 16 and doc["options"]["seed"] == 1
+    base = json.loads(paths["benchmark_base"].read_text())
+    assert base["benchmarks"][0]["name"] == "gate[json c64 (granian:rsgi:auto)]"
+    assert base["benchmarks"][0]["stats"]["rounds"] == 8
+    assert paths["storage_head"].name == "0002_gate_head.json"
+    with pytest.raises(FileExistsError):
+        gate.write_outputs(result, tmp_path / "out")
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser()
+    gate.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--threshold", "5"], "ambiguous"),
+    (["--pairs", "4"], "--pairs must be a whole number >= 8"),
+    (["--fail-on", "speed"], "invalid metric list"),
+    (["--head-cost", "1", "--head-slowdown", "5%"], "not allowed with"),
+])
+def test_cli_rejects_bad_values_at_parse_time(argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        parse(["--base", "a==1", "--head", "a==2", *argv])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_defaults():
+    args = parse(["--base", "granian==2.8.6", "--head", "granian==2.8.7"])
+    assert (args.threshold, args.pairs, args.max_pairs, args.fail_on, args.restart_every) == (0.05, 10, 30, ("rps",), 1)
+
+
+def test_cli_unknown_install_spec_is_a_clear_error_with_status_2(tmp_path, capsys):
+    status = gate.main(["--base", "granian==2.8.6", "--head", "not a spec!", "--out", str(tmp_path / "o"), "--quiet"])
+    assert status == 2
+    assert "expected a requirement such as 'granian==2.8.6'" in capsys.readouterr().err
+
+
+def test_cli_unknown_route_lists_the_known_ones(tmp_path, capsys):
+    status = gate.main(["--base", "a==1", "--head", "a==1", "--route", "nope", "--out", str(tmp_path / "o")])
+    assert status == 2
+    assert "known routes" in capsys.readouterr().err
