@@ -1,0 +1,145 @@
+"""Request smuggling probes against a lone origin server (RFC 9112 §11.2, §6.1, §6.3; http.md §6).
+
+Every probe hides a second, complete request (``GET /ping`` with its own event-log token) where a
+parser that disagrees with RFC 9112's framing rules would find it. The outcome that keeps any front-end
+safe is: the probe rejected with 4xx, or framed by Transfer-Encoding alone; the connection closed after
+the response; at most one response; and the hidden request never reaching the app.
+"""
+from __future__ import annotations
+
+import pytest
+
+from .markers import needs, spec
+from .wire import (assert_never_parsed, assert_serves, deliver, describe, request, smuggled_request)
+
+pytestmark = needs("http1")
+
+_CT = ("Content-Type", "application/octet-stream")
+
+
+def _probe(server, headers, body: bytes, version: str = "HTTP/1.1") -> bytes:
+    return request(server, "POST", "/echo", [_CT] + list(headers), body, version=version, content_length=False)
+
+
+def _assert_safe(server, data: bytes, token: str, *, te_body: bytes | None, statuses=None,
+                 mode: str = "whole") -> None:
+    """4xx (or one of ``statuses``), or — when ``te_body`` is given — 2xx echoing the TE-decoded body;
+    then the connection closed, one response at most, and the hidden request never parsed."""
+    ex = deliver(server, data, mode=mode, count=2, methods=["POST", "GET"], wait_close=True)
+    assert ex.final, f"no response to the probe: {describe(ex)}"
+    first = ex.final[0]
+    rejected = first.status in (set(statuses) if statuses else set(range(400, 500)))
+    decoded = te_body is not None and 200 <= first.status < 300 and first.body == te_body
+    expected = "4xx" if statuses is None else "/".join(map(str, sorted(statuses)))
+    if te_body is not None:
+        expected += f" or 2xx echoing the TE-decoded body {te_body[:40]!r}"
+    assert rejected or decoded, f"expected {expected}; {describe(ex)}"
+    assert len(ex.final) == 1, f"the hidden request was answered too: {describe(ex)}"
+    assert ex.closed, f"the connection stayed open after a smuggling-shaped request: {describe(ex)}"
+    assert_never_parsed(server, token)
+    assert_serves(server)
+
+
+def _cl_te(server, token: str, te_first: bool) -> bytes:
+    body = b"0\r\n\r\n" + smuggled_request(server, token)
+    cl, te = ("Content-Length", str(len(body))), ("Transfer-Encoding", "chunked")
+    return _probe(server, [te, cl] if te_first else [cl, te], body)
+
+
+def _te_cl_body(server, token: str) -> tuple:
+    """(body, first chunk line length, hidden request): the hidden request is one chunk's data."""
+    hidden = smuggled_request(server, token)
+    size_line = f"{len(hidden):x}\r\n".encode()
+    return size_line + hidden + b"\r\n0\r\n\r\n", len(size_line), hidden
+
+
+_CL_TE_CASES = {"cl-first": (False, "whole"), "te-first": (True, "whole"), "bytewise": (False, "bytewise")}
+
+
+@pytest.mark.parametrize("te_first,mode", list(_CL_TE_CASES.values()), ids=list(_CL_TE_CASES))
+@spec("RFC 9112 §6.1", "MUST")
+def test_cl_te_request_is_rejected_or_te_framed_and_closed(server, te_first, mode):
+    """CL.TE: Content-Length covering ``0\\r\\n\\r\\n`` plus a hidden request, and Transfer-Encoding: chunked →
+    400, or the empty TE-decoded body; either way the connection closes and the hidden request is never parsed."""
+    token = server.new_token()
+    _assert_safe(server, _cl_te(server, token, te_first), token, te_body=b"", mode=mode)
+
+
+_TE_CL_CASES = {"te-first": (True, "whole"), "cl-first": (False, "whole"), "bytewise": (True, "bytewise")}
+
+
+@pytest.mark.parametrize("te_first,mode", list(_TE_CL_CASES.values()), ids=list(_TE_CL_CASES))
+@spec("RFC 9112 §6.1", "MUST")
+def test_te_cl_request_is_rejected_or_te_framed_and_closed(server, te_first, mode):
+    """TE.CL: Transfer-Encoding: chunked and a Content-Length covering only the first chunk-size line →
+    Transfer-Encoding wins (the chunk is body), or 400; the connection closes; the chunk is never a request."""
+    token = server.new_token()
+    body, cl_len, hidden = _te_cl_body(server, token)
+    cl, te = ("Content-Length", str(cl_len)), ("Transfer-Encoding", "chunked")
+    data = _probe(server, [te, cl] if te_first else [cl, te], body)
+    _assert_safe(server, data, token, te_body=hidden, mode=mode)
+
+
+# (headers replacing "Transfer-Encoding: chunked", allowed statuses, TE-decoding acceptable)
+_OBFUSCATED = {
+    "xchunked": ([("Transfer-Encoding", "xchunked")], {400, 501}, False),
+    "chunked-identity": ([("Transfer-Encoding", "chunked, identity")], {400, 501}, False),
+    "chunked-then-x-line": ([("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "x")], {400, 501}, False),
+    "space-before-colon": ([("Transfer-Encoding ", "chunked")], {400}, False),
+    "vertical-tab": ([("Transfer-Encoding", "\x0bchunked")], {400, 501}, False),
+    "obs-fold": ([("Transfer-Encoding", "\r\n chunked")], None, True),
+    "nul-suffix": ([("Transfer-Encoding", "chunked\x00")], None, True),
+    "chunked-twice": ([("Transfer-Encoding", "chunked, chunked")], None, True),
+}
+_OBFUSCATED_CLAUSE = {"xchunked": "RFC 9112 §6.3", "chunked-identity": "RFC 9112 §6.3",
+                      "chunked-then-x-line": "RFC 9112 §6.3", "space-before-colon": "RFC 9112 §5.1",
+                      "vertical-tab": "RFC 9112 §6.3", "obs-fold": "RFC 9112 §5.2",
+                      "nul-suffix": "RFC 9110 §5.5", "chunked-twice": "RFC 9112 §6.1"}
+
+
+@pytest.mark.parametrize("headers,statuses,te_ok", [
+    pytest.param(*case, id=name, marks=spec(_OBFUSCATED_CLAUSE[name], "MUST")) for name, case in _OBFUSCATED.items()])
+def test_obfuscated_transfer_encoding_never_falls_back_to_content_length(server, headers, statuses, te_ok):
+    """TE.TE: an obfuscated Transfer-Encoding next to a short Content-Length is rejected (an unknown or
+    non-final coding: 400/501 [§6.3]; space before the colon: 400 [§5.1]) or — where the obfuscation has a
+    valid reading (obs-fold unfolded [§5.2], NUL replaced by SP [9110 §5.5], chunked twice) — framed as
+    chunked; never framed by Content-Length, always followed by a close."""
+    token = server.new_token()
+    body, cl_len, hidden = _te_cl_body(server, token)
+    data = _probe(server, list(headers) + [("Content-Length", str(cl_len))], body)
+    _assert_safe(server, data, token, te_body=hidden if te_ok else None, statuses=statuses)
+
+
+_HTTP10_TE = {"te-only": False, "te-and-cl": True}
+
+
+@pytest.mark.parametrize("with_cl", list(_HTTP10_TE.values()), ids=list(_HTTP10_TE))
+@spec("RFC 9112 §6.1", "MUST")
+def test_http10_request_with_transfer_encoding_is_faulty_and_closed(server, with_cl):
+    """An HTTP/1.0 request with Transfer-Encoding has faulty framing: handled at most once, then the
+    connection closes (even with keep-alive asked for); the bytes after it are never a request."""
+    token = server.new_token()
+    body = b"0\r\n\r\n" + smuggled_request(server, token)
+    headers = [("Connection", "keep-alive"), ("Transfer-Encoding", "chunked")]
+    if with_cl:
+        headers.append(("Content-Length", str(len(body))))
+    data = _probe(server, headers, body, version="HTTP/1.0")
+    ex = deliver(server, data, count=2, methods=["POST", "GET"], wait_close=True)
+    assert len(ex.final) <= 1, f"more than one response to one HTTP/1.0 request: {describe(ex)}"
+    assert ex.closed, f"the connection stayed open after HTTP/1.0 with Transfer-Encoding: {describe(ex)}"
+    assert_never_parsed(server, token)
+    assert_serves(server)
+
+
+@spec("RFC 9112 §2.2", "SHOULD")
+def test_garbage_after_a_pipelined_request_is_rejected_and_closed(server):
+    """A valid request followed by an invalid one in the same write: the first response is intact, the
+    second is 400, the connection closes, and a request after the garbage is never parsed."""
+    token = server.new_token()
+    data = request(server) + b"GARBAGE\r\n\r\n" + smuggled_request(server, token)
+    ex = deliver(server, data, count=3, methods=["GET", "GET", "GET"], wait_close=True)
+    assert ex.final and ex.final[0].status == 200 and ex.final[0].body == b"ok", describe(ex)
+    assert len(ex.final) >= 2 and ex.final[1].status == 400, f"expected 400 for the garbage: {describe(ex)}"
+    assert len(ex.final) == 2 and ex.closed, f"expected a close after the 400: {describe(ex)}"
+    assert_never_parsed(server, token)
+    assert_serves(server)

@@ -1,0 +1,147 @@
+"""Helpers for the HTTP/1.1 wire checks: deliver bytes three ways, judge rejections, prove no smuggling.
+
+Rules of this module:
+
+1. It builds on ``conformance/http1.py`` (requests from parts, the response parser, ``Connection``) and
+   never parses HTTP itself.
+2. Every wait is bounded: replies within ``REPLY_TIMEOUT``, a close within ``CLOSE_WAIT``. A server that
+   keeps a connection open when it must close costs ``CLOSE_WAIT`` seconds, not a hang.
+3. "Rejected" means what RFC 9112 §2.2 and §6.3 ask for: a 4xx response *and* the connection closed.
+   "Never parsed" is proven by the fixture event log: the smuggled request carries its own token, and
+   any app that sees it writes ``request.start`` under that token.
+"""
+from __future__ import annotations
+
+import socket
+import time
+
+from fixtures import TOKEN_HEADER, typed
+
+from .http1 import Connection, Exchange, build_request
+
+__all__ = ["REPLY_TIMEOUT", "CLOSE_WAIT", "MODES", "request", "deliver", "assert_rejected",
+           "assert_closed", "assert_serves", "smuggled_request", "assert_never_parsed", "app_view",
+           "describe"]
+
+REPLY_TIMEOUT = 3.0   # seconds for a reply to a small request on a loaded 2-core box
+CLOSE_WAIT = 1.5      # seconds a server gets to close after its response
+
+#: how a request's bytes reach the server (h11's tr(): whole, byte by byte, followed by another request)
+MODES = ("whole", "bytewise", "pipelined")
+
+
+def request(server, method: str = "GET", target: str = "/ping", headers=(), body: bytes = b"",
+            version: str = "HTTP/1.1", **kw) -> bytes:
+    """``build_request`` with this server's authority as Host."""
+    kw.setdefault("host", server.authority)
+    return build_request(method, target, headers, body, version=version, **kw)
+
+
+def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods=(),
+            timeout: float = REPLY_TIMEOUT, wait_close: bool = False, shut_write: bool = False,
+            then: bytes = b"") -> Exchange:
+    """Send ``data`` on a new connection and read up to ``count`` final responses.
+
+    ``mode``: "whole" (one write), "bytewise" (one byte per write, Nagle off, a pause between writes)
+    or "pipelined" (``data`` then a ``GET /ping`` in the same write; one more response is read).
+    ``then`` is sent after the first response arrived (on the same connection). ``wait_close`` waits
+    up to ``CLOSE_WAIT`` for the server to close after the responses, so ``closed`` is meaningful."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode == "pipelined":
+        data += request(server)
+        count += 1
+        methods = list(methods) + ["GET"]
+    with Connection(server.address, timeout) as conn:
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            if mode == "bytewise":
+                for i in range(len(data)):
+                    conn.send(data[i:i + 1])
+                    time.sleep(0.001)
+            else:
+                conn.send(data)
+            if shut_write:
+                conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the server may close early (e.g. on a rejected request); read what it sent
+        result = conn.read_responses(count, methods=methods)
+        if then and not result.closed:
+            try:
+                conn.send(then)
+            except OSError:
+                pass
+            more = conn.read_responses(1, methods=["GET"])
+            result = Exchange(result.responses + more.responses, more.closed, more.leftover,
+                              more.timed_out, result.raw + more.raw)
+        if wait_close and not result.closed:
+            conn.wait_closed(CLOSE_WAIT)
+            result.closed = conn.closed
+            result.leftover += conn.buffer
+        return result
+
+
+def describe(ex: Exchange) -> str:
+    """One line for failure messages: what came back and whether the connection closed."""
+    state = "closed" if ex.closed else ("timed out, open" if ex.timed_out else "open")
+    return f"got {ex.raw[:400]!r} ({state})"
+
+
+def assert_rejected(ex: Exchange, statuses=None) -> None:
+    """A 4xx (or one of ``statuses``) as the first final response, and the connection closed after it."""
+    allowed = set(statuses) if statuses else set(range(400, 500))
+    assert ex.final, f"expected a {_what(statuses)} response; no response: {describe(ex)}"
+    first = ex.final[0]
+    assert first.status in allowed, f"expected {_what(statuses)}, {describe(ex)}"
+    assert ex.closed, f"a {first.status} was sent but the connection stayed open: {describe(ex)}"
+
+
+def _what(statuses) -> str:
+    return "/".join(str(s) for s in sorted(statuses)) if statuses else "4xx"
+
+
+def assert_closed(ex: Exchange) -> None:
+    assert ex.closed, f"the connection must be closed after this response: {describe(ex)}"
+
+
+def assert_serves(server) -> None:
+    """The server still answers a normal request on a new connection."""
+    ex = deliver(server, request(server))
+    assert ex.final and ex.final[0].status == 200 and ex.final[0].body == b"ok", (
+        f"after the previous input, a plain GET /ping on a new connection {describe(ex)}")
+
+
+def smuggled_request(server, token: str) -> bytes:
+    """A complete GET whose arrival at the app is logged under ``token``."""
+    return request(server, "GET", "/ping", [(TOKEN_HEADER, token)])
+
+
+def assert_never_parsed(server, token: str, wait: float = 0.1) -> None:
+    """The app never saw a request carrying ``token``."""
+    events = server.events(token, timeout=wait)
+    seen = [(e.get("event"), e.get("path")) for e in events][:5]
+    assert not events, f"the smuggled request reached the app as a request of its own: {seen}"
+
+
+def app_view(doc: dict) -> dict:
+    """What the app was handed, interface-neutral: {"path", "query", "headers": [(name, value)]}.
+
+    Names are lower-case str, values latin-1 str, as received in order; WSGI's HTTP_* keys come back as
+    names with "-" (their order and duplicates are lost by the interface)."""
+    kind = doc["interface"]
+    if kind == "asgi":
+        scope = typed.decode(doc["scope"])
+        headers = [(n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in scope["headers"]]
+        return {"path": scope["path"], "query": scope["query_string"].decode("latin-1"), "headers": headers}
+    if kind == "rsgi":
+        attrs = {k: typed.decode(v["value"]) for k, v in doc["scope"].items() if "value" in v}
+        items = doc["headers"]["items"]
+        pairs = typed.decode(items["value"]) if "value" in items else []
+        headers = [(str(n).lower(), str(v)) for n, v in pairs]
+        return {"path": attrs.get("path"), "query": attrs.get("query_string"), "headers": headers}
+    env = typed.decode(doc["environ"])
+    headers = [(k[5:].lower().replace("_", "-"), v) for k, v in env.items() if k.startswith("HTTP_")]
+    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if env.get(key):
+            headers.append((key.lower().replace("_", "-"), env[key]))
+    return {"path": env.get("PATH_INFO"), "query": env.get("QUERY_STRING"), "headers": headers}
