@@ -167,14 +167,16 @@ def cmd_analyse(args: argparse.Namespace) -> int:
             for lo, hi in args.pair_plans:
                 cells, used_all, secs_all = [], [], []
                 for k in kinds:
-                    failed = 0
+                    failed = inconclusive = 0
                     for doc in by_kind[k]:
                         res, used, secs = replay(doc, threshold=threshold, fail_on=fail_on.split(","), min_pairs=lo,
                                                  max_pairs=hi, budget=args.budget)
                         failed += res["failed"]
+                        inconclusive += any(v.get(m) == Verdict.INCONCLUSIVE.value for v in res["verdicts"].values()
+                                            for m in fail_on.split(","))
                         used_all.append(used)
                         secs_all.append(secs + doc.get("setup_seconds", 0.0))
-                    cells.append(f"{failed}/{len(by_kind[k])}")
+                    cells.append(f"{failed}/{len(by_kind[k])} ({inconclusive} inc.)")
                 lines.append(f"| {fail_on} | {threshold:.0%} | {lo}..{hi} | " + " | ".join(cells)
                              + f" | {statistics.median(used_all):g}, {max(used_all)} | "
                              f"{statistics.median(secs_all):.0f}, {max(secs_all):.0f} |")

@@ -271,3 +271,19 @@ def test_cli_unknown_route_lists_the_known_ones(tmp_path, capsys):
     status = gate.main(["--base", "a==1", "--head", "a==1", "--route", "nope", "--out", str(tmp_path / "o")])
     assert status == 2
     assert "known routes" in capsys.readouterr().err
+
+
+def test_experiment_replay_reproduces_the_gate_and_its_stopping_rule(tmp_path):
+    """load/experiments/gate_rates.py recomputes stored gates for other pair counts and thresholds."""
+    from load.experiments import gate_rates
+
+    result = FakeLab(head_factor=0.90, noise=0.02).gate(tmp_path, pairs=8, max_pairs=16, budget=1e9)
+    doc = json.loads(json.dumps(result.to_dict()))
+    res, used, _secs = gate_rates.replay(doc, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=16,
+                                         resamples=500)
+    assert used == result.pairs and res["failed"] is True
+    name = CASE.name
+    assert res["verdicts"][name]["rps"] == result.results[0].decisions["rps"].verdict.value
+    res, used, _ = gate_rates.replay(doc, threshold=0.20, fail_on=["rps"], min_pairs=8, max_pairs=8)
+    assert used == 8 and res["failed"] is False  # a 10% slowdown is below a 20% threshold
+    assert gate_rates.pooled_ratio([doc], "rps") == pytest.approx(0.90, abs=0.02)
