@@ -1,0 +1,148 @@
+"""RSGI WebSocket protocol (RSGI §Websocket connection scope, §Websocket protocol interface).
+
+The app side is a fixture script (``/script?s=…``, fixtures/ROUTES.md): ``accept``, ``receive``,
+``send_str``/``send_bytes`` and ``close(status)`` are called exactly as the steps say, and each call's outcome
+comes back through the event log. Where RSGI is silent (what ``close(status)`` means before and after
+``accept``) the checks are POLICY readings from the spec digest: an HTTP status before, a close code after.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .client import value_of
+from .markers import interfaces, needs, spec
+from .scripts import script_target
+from .ws import EOF, OP_BINARY, OP_TEXT, accept_for, connect
+
+pytestmark = [interfaces("rsgi"), needs("websockets")]
+
+_SCOPE = "RSGI §Websocket connection scope"
+_PROTO = "RSGI §Websocket protocol interface"
+_NEVER_ON_WIRE = (1005, 1006, 1015)
+
+
+def _script(server, steps, timeout=5.0):
+    token = server.new_token()
+    conn = connect(server.address, script_target(steps), server.authority,
+                   headers=[("x-gatecheck-token", token)], timeout=timeout)
+    return conn, token
+
+
+def _accepted(conn):
+    if conn.handshake.status != 101:
+        conn.close()
+        raise AssertionError(f"handshake answered {conn.handshake.status}: {conn.handshake.raw[:300]!r}")
+    return conn
+
+
+def _steps(server, token, timeout=5.0) -> dict:
+    server.wait_for_event(token, "script.end", timeout)
+    return {e["index"]: e for e in server.events(token) if e["event"] == "step"}
+
+
+@spec(_SCOPE, "DEFINED")
+def test_scope_proto_scheme_method_and_version(server):
+    """The WebSocket scope has proto "ws", scheme "http", method "GET" and http_version "1.1"."""
+    conn = _accepted(connect(server.address, "/ws_probe?q=1", server.authority))
+    try:
+        got = conn.read_message()
+    finally:
+        conn.close()
+    assert isinstance(got, tuple) and got[0] == OP_TEXT, f"no probe document: {got!r}"
+    scope = {k: value_of(v.get("value")) if "value" in v else v for k, v in json.loads(got[1])["scope"].items()}
+    assert scope["proto"] == "ws"
+    assert scope["scheme"] == "http", scope["scheme"]
+    assert scope["method"] == "GET", scope["method"]
+    assert scope["http_version"] == "1.1", scope["http_version"]
+    assert scope["path"] == "/ws_probe" and scope["query_string"] == "q=1", (scope["path"], scope["query_string"])
+
+
+@spec(_PROTO, "DEFINED")
+def test_accept_completes_the_handshake(server):
+    """await protocol.accept() answers the handshake with 101 and the right Sec-WebSocket-Accept."""
+    conn, token = _script(server, [["accept"], ["close", 1000]])
+    with _accepted(conn):
+        assert conn.handshake.header_all("sec-websocket-accept") == [accept_for(conn.handshake.key)]
+    assert _steps(server, token)[0]["ok"]
+
+
+@spec(_PROTO, "DEFINED")
+def test_message_kinds_and_data_types(server):
+    """A text frame is received as kind 2 with str data, binary as kind 1 with bytes, a client Close as kind 0."""
+    conn, token = _script(server, [["accept"], ["receive"], ["receive"], ["receive"]])
+    with _accepted(conn):
+        conn.send_text("héllo ✓")
+        conn.send_binary(b"\x00\xffbin")
+        conn.send_close(1000)
+        conn.read_frames_until_close()
+    steps = _steps(server, token)
+    text, binary, closed = (steps[i]["result"] for i in (1, 2, 3))
+    assert text["kind"] == 2 and text["data"] == "héllo ✓", text
+    assert binary["kind"] == 1 and binary["data"] == b"\x00\xffbin", binary
+    assert closed["kind"] == 0, closed
+
+
+@spec(_PROTO, "DEFINED")
+def test_send_str_and_send_bytes_make_text_and_binary_frames(server):
+    """transport.send_str sends a text frame and send_bytes a binary frame, with identical payloads."""
+    conn, _ = _script(server, [["accept"], ["send_str", "héllo ✓"], ["send_bytes", {"b64": "AP9iaW4="}],
+                               ["close", 1000]])
+    with _accepted(conn):
+        first, second = conn.read_message(), conn.read_message()
+    assert first == (OP_TEXT, "héllo ✓".encode()), first
+    assert second == (OP_BINARY, b"\x00\xffbin"), second
+
+
+@pytest.mark.parametrize("status", [403, 401, 404])
+@spec(_PROTO, "POLICY")
+def test_close_before_accept_is_that_http_status(server, status):
+    """POLICY: protocol.close(status) before accept() refuses the handshake with that HTTP status, no 101."""
+    conn, _ = _script(server, [["close", status]])
+    conn.close()
+    assert conn.handshake.status == status, conn.handshake.raw[:300]
+    assert not conn.handshake.header_all("sec-websocket-accept")
+
+
+@pytest.mark.parametrize("code", [1000, 3000, 4001])
+@spec(_PROTO, "POLICY")
+def test_close_after_accept_sends_that_close_code(server, code):
+    """POLICY: protocol.close(code) after accept() sends a Close frame carrying that code."""
+    conn, _ = _script(server, [["accept"], ["close", code]])
+    with _accepted(conn):
+        _, close, end = conn.read_frames_until_close()
+    assert close is not None and close.close_code == code, f"{close!r} ({end})"
+
+
+@pytest.mark.parametrize("code", _NEVER_ON_WIRE)
+@spec("RFC 6455 §7.4.1", "MUST NOT")
+def test_close_with_local_only_code_never_reaches_the_wire(server, code):
+    """protocol.close(1005 | 1006 | 1015) after accept never puts that code in a Close frame."""
+    conn, _ = _script(server, [["accept"], ["close", code]])
+    with _accepted(conn):
+        _, close, _ = conn.read_frames_until_close()
+    assert close is None or close.close_code not in _NEVER_ON_WIRE, f"server sent {close!r}"
+
+
+@pytest.mark.parametrize("ending", ["return", "raise"])
+@spec(_SCOPE, "SHOULD")
+def test_app_ending_after_accept_closes_the_socket(server, ending):
+    """When the app returns or raises after accept() without closing, the server closes the WebSocket."""
+    conn, _ = _script(server, [["accept"], [ending]])
+    with _accepted(conn):
+        _, close, end = conn.read_frames_until_close(5.0)
+        assert close is not None or end == EOF, f"socket still open 5 s after the app ended ({end})"
+
+
+@spec(_SCOPE, "SHOULD")
+def test_tcp_drop_ends_a_waiting_receive(server):
+    """A client that drops the TCP connection without a Close ends a pending receive() promptly: it returns
+    kind 0 or raises (the app learns the socket is gone), rather than waiting on."""
+    conn, token = _script(server, [["accept"], ["wait_disconnect", 30]])
+    _accepted(conn).abort()
+    step = _steps(server, token, timeout=5.0)[1]
+    if step["ok"]:
+        assert step["result"]["kind"] == 0, step
+    else:
+        assert "TimeoutError" not in step["error"]["type"], step
