@@ -1,0 +1,401 @@
+"""ASGI HTTP messages over HTTP/1.1: http.request, http.disconnect, http.response.start/body (ASGI www.rst §HTTP).
+
+Request side: the body arrives de-chunked in http.request messages whose bodies concatenate to it, the last
+one with more_body False. Disconnect: receive() answers http.disconnect once the response is sent or the
+client has gone, and not before. Response side: omitted keys take their defaults, the server owns the
+transfer coding, every body message is flushed before send() returns, and messages after the response
+completed change nothing on the wire. Every script and event name comes from ``fixtures/apps/_asgi_script.py``.
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import socket
+import struct
+import time
+
+import pytest
+
+from .client import random_bytes, value_of
+from .http1 import Connection, build_request, parse_responses
+from .markers import interfaces, needs, spec
+from .scripted import new_token, wait_event, run_script, script_request, step, wait_steps
+
+pytestmark = [interfaces("asgi"), needs("http1")]
+
+_REQ = "ASGI WWW §Request"
+_DISC = "ASGI WWW §Disconnect"
+_START = "ASGI WWW §Response Start"
+_BODY = "ASGI WWW §Response Body"
+
+
+def _b64(data: bytes) -> dict:
+    return {"b64": base64.b64encode(data).decode("ascii")}
+
+
+def _ping(server) -> bytes:
+    return build_request("GET", "/ping", host=server.authority)
+
+
+def _assert_ping(resp) -> None:
+    assert resp.status == 200 and resp.body == b"ok", (
+        f"the request pipelined after the scripted one got {resp.status} {resp.body[:80]!r}: "
+        "the scripted response left stray bytes or broken framing on the connection")
+
+
+# -- http.request ---------------------------------------------------------------------------------
+
+def _chunked(chunks) -> bytes:
+    return b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks) + b"0\r\n\r\n"
+
+
+def _upload(server, how: str, chunks: list) -> dict:
+    """POST the chunks to /probe and return the probe document (request messages and body digest)."""
+    body = b"".join(chunks)
+    if how == "content-length":
+        data = build_request("POST", "/probe", [("Content-Length", str(len(body)))], body, host=server.authority)
+        parts = [data]
+    else:
+        head = build_request("POST", "/probe", [("Transfer-Encoding", "chunked")], host=server.authority)
+        framed = [f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks] + [b"0\r\n\r\n"]
+        parts = [head + b"".join(framed)] if how == "chunked-one-write" else [head] + framed
+    with Connection(server.address, 10) as conn:
+        for n, part in enumerate(parts):
+            if n:
+                time.sleep(0.05)  # separate writes reach the server as separate reads
+            conn.send(part)
+        resp = conn.read_responses(1, methods=["POST"]).first
+    assert resp.status == 200, resp.body[:200]
+    return json.loads(resp.body)
+
+
+_UPLOADS = ["content-length", "chunked-one-write", "chunked-separate-writes"]
+_CHUNKS = [random_bytes(700, seed=1), random_bytes(1, seed=2), random_bytes(3000, seed=3)]
+
+
+@pytest.mark.parametrize("how", _UPLOADS)
+@spec(_REQ, "MUST")
+def test_request_bodies_concatenate_to_the_decoded_body(server, how):
+    """The bodies of the http.request messages concatenate to the request body, de-chunked when it was chunked."""
+    doc = _upload(server, how, _CHUNKS)
+    body = b"".join(_CHUNKS)
+    assert doc["body_len"] == len(body), f"app received {doc['body_len']} B, client sent {len(body)} B"
+    assert doc["body_sha256"] == hashlib.sha256(body).hexdigest(), "received bytes differ from the sent body"
+    kinds = [m.get("type") for m in value_of(doc["request_messages"])]
+    assert kinds and all(k == "http.request" for k in kinds), kinds
+
+
+@pytest.mark.parametrize("how", _UPLOADS)
+@spec(_REQ, "DEFINED")
+def test_more_body_is_true_until_the_last_request_message(server, how):
+    """Every http.request but the last has more_body True; the last has more_body False (or omits it)."""
+    messages = value_of(_upload(server, how, _CHUNKS)["request_messages"])
+    flags = [m.get("more_body", False) for m in messages]
+    assert all(type(f) is bool for f in flags), f"more_body must be a bool: {flags!r}"
+    assert flags[-1] is False, f"last http.request has more_body {flags[-1]!r}"
+    assert all(flags[:-1]), f"an http.request before the last one has more_body False: {flags}"
+
+
+@pytest.mark.parametrize("how", _UPLOADS)
+@spec("ASGI Core §Events / §Strings and Unicode", "MUST")
+def test_request_messages_have_str_keys_and_bytes_bodies(server, how):
+    """http.request messages are dicts with str keys, a bytes body and a bool more_body."""
+    raw = _upload(server, how, _CHUNKS)["request_messages"]
+    for record in raw["items"]:
+        assert record["type"] == "dict", record["type"]
+        for key, value in record["items"]:
+            assert key["type"] == "str", f"message key of type {key['type']}"
+            name = key.get("value")
+            if name == "body":
+                assert value["type"] == "bytes", f"body is {value['type']}, not bytes"
+            elif name == "more_body":
+                assert value["type"] == "bool", f"more_body is {value['type']}, not bool"
+            elif name == "type":
+                assert value["type"] == "str"
+
+
+@pytest.mark.parametrize("how", ["GET", "POST-content-length-0", "POST-chunked-empty"])
+@spec(_REQ, "DEFINED")
+def test_request_without_body_is_one_empty_request_message(server, how):
+    """A request without a body yields exactly one http.request with body b"" (or absent) and more_body False."""
+    if how == "GET":
+        data = build_request("GET", "/probe", host=server.authority)
+    elif how == "POST-content-length-0":
+        data = build_request("POST", "/probe", [("Content-Length", "0")], host=server.authority)
+    else:
+        data = build_request("POST", "/probe", [("Transfer-Encoding", "chunked")], b"0\r\n\r\n",
+                             host=server.authority, content_length=False)
+    with Connection(server.address, 5) as conn:
+        conn.send(data)
+        resp = conn.read_responses(1, methods=["POST"]).first
+    messages = value_of(json.loads(resp.body)["request_messages"])
+    assert len(messages) == 1, f"expected one http.request, got {messages!r}"
+    (message,) = messages
+    assert message["type"] == "http.request"
+    assert message.get("body", b"") == b"" and message.get("more_body", False) is False, message
+
+
+# -- http.disconnect ------------------------------------------------------------------------------
+
+@spec(_DISC, "DEFINED")
+def test_receive_waits_while_the_request_is_open(server):
+    """After the last http.request, receive() returns nothing while the response is unsent and the client connected."""
+    steps = [["receive_all"], ["watch_disconnect", 1.0], ["sleep", 1.5], ["start", 200], ["body", "x"]]
+    run = run_script(server, steps, timeout=6)
+    assert run.exchange.first.status == 200
+    names = [e["event"] for e in run.events]
+    assert "watch.timeout" in names, (
+        f"receive() returned while the request was still open (events: {names})")
+
+
+@spec(_DISC, "DEFINED")
+def test_receive_after_the_response_returns_disconnect(server):
+    """receive() called after the response was sent returns http.disconnect, even on a kept-alive connection."""
+    token = new_token()
+    steps = [["receive_all"], ["start", 200, [["content-length", "4"]]], ["body", "done"], ["wait_disconnect", 3]]
+    with Connection(server.address, 6) as conn:
+        conn.send(script_request(server, steps, token=token))
+        assert conn.read_responses(1).first.body == b"done"
+        events = wait_steps(server, token, len(steps), timeout=5)  # the client keeps the connection open
+    found = step(events, 3)
+    assert found is not None, "the receive() after the response never returned"
+    assert found["ok"], f"receive() after the response did not return http.disconnect: {found.get('error')}"
+    assert found["result"]["type"] == "http.disconnect", found["result"]
+
+
+def _close(conn: Connection, how: str) -> None:
+    if how == "rst":
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+
+
+@pytest.mark.parametrize("how", ["fin", "rst"])
+@spec(_DISC, "DEFINED")
+def test_receive_returns_disconnect_when_the_client_leaves(server, how):
+    """An app waiting in receive() (long-poll) gets http.disconnect once the client closes the connection."""
+    token = new_token()
+    steps = [["receive_all"], ["wait_disconnect", 10]]
+    conn = Connection(server.address, 5)
+    try:
+        conn.send(script_request(server, steps, token=token))
+        wait_steps(server, token, 1, timeout=5)
+        time.sleep(0.2)  # the app is now inside receive()
+    finally:
+        _close(conn, how)
+    events = wait_steps(server, token, 2, timeout=6)
+    found = step(events, 1)
+    assert found is not None, "the app's receive() did not return within 6 s of the client closing"
+    assert found["ok"] and found["result"]["type"] == "http.disconnect", found
+
+
+@spec(_DISC, "DEFINED")
+def test_disconnect_mid_upload_ends_the_request_messages(server):
+    """A client that leaves mid-body makes receive() return http.disconnect instead of waiting for the rest."""
+    token = new_token()
+    steps = [["receive_all"]]
+    data = script_request(server, steps, token=token, method="POST", headers=[("Content-Length", "1000")])
+    conn = Connection(server.address, 5)
+    try:
+        conn.send(data + b"x" * 10)
+        try:
+            wait_event(server, token, "request.start", timeout=2)
+        except TimeoutError:
+            pytest.skip("the server calls the app only once the whole body arrived: no app waits mid-body")
+        time.sleep(0.3)
+    finally:
+        conn.close()
+    found = step(wait_steps(server, token, 1, timeout=6), 0)
+    assert found is not None, "receive() still waits 6 s after the client closed mid-body"
+    assert found["result"]["last"]["type"] == "http.disconnect", found["result"]
+
+
+# -- http.response.start / http.response.body -------------------------------------------------------
+
+_DEFAULTS = {
+    "start-without-headers": [["send", {"type": "http.response.start", "status": 200}],
+                              ["body", "abc"]],
+    "body-without-body": [["start", 200], ["send", {"type": "http.response.body"}]],
+    "body-without-more-body": [["start", 200], ["send", {"type": "http.response.body", "body": _b64(b"abc")}]],
+}
+_DEFAULT_BODY = {"start-without-headers": b"abc", "body-without-body": b"", "body-without-more-body": b"abc"}
+
+
+@pytest.mark.parametrize("case", list(_DEFAULTS))
+@spec("ASGI WWW §Response Start / §Response Body", "DEFINED")
+def test_omitted_keys_take_their_defaults(server, case):
+    """headers defaults to [], body to b"" and more_body to False: the response completes with that body."""
+    run = run_script(server, _DEFAULTS[case], then=(_ping(server),))
+    assert all(step(run.events, i) and step(run.events, i)["ok"] for i in range(len(_DEFAULTS[case]))), (
+        f"send() refused a message with an omitted optional key: {[e for e in run.events if e.get('ok') is False]}")
+    assert len(run.responses) == 2, f"response not completed: {run.exchange.raw[:300]!r}"
+    assert run.responses[0].status == 200 and run.responses[0].body == _DEFAULT_BODY[case]
+    _assert_ping(run.responses[1])
+
+
+@pytest.mark.parametrize("version", ["HTTP/1.1", "HTTP/1.0"])
+@spec("RFC 9112 §6.1 / ASGI WWW §Response Start", "MUST")
+def test_streamed_body_without_length_is_framed_correctly(server, version):
+    """A body streamed without Content-Length is chunked or close-delimited, never chunked for HTTP/1.0."""
+    steps = [["start", 200], ["body", "one-", True], ["body", "two-", True], ["body", "three"]]
+    run = run_script(server, steps, version=version)
+    resp = run.exchange.first
+    assert resp.body == b"one-two-three", resp.body
+    if version == "HTTP/1.0":
+        assert not resp.header_all("transfer-encoding"), "Transfer-Encoding sent to an HTTP/1.0 client"
+    if resp.framing == "close":
+        assert run.exchange.closed
+
+
+@spec(_BODY, "DEFINED")
+def test_empty_body_message_mid_stream_does_not_end_the_response(server):
+    """An http.response.body with body b"" and more_body True does not complete the response."""
+    steps = [["start", 200], ["body", "a", True], ["body", "", True], ["body", "b", True], ["body", "c"]]
+    run = run_script(server, steps, then=(_ping(server),))
+    assert run.responses and run.responses[0].body == b"abc", run.exchange.raw[:300]
+    assert len(run.responses) == 2, f"no second response: {run.exchange.raw[:400]!r}"
+    _assert_ping(run.responses[1])
+
+
+_TE_CASES = {
+    "chunked-streamed": ([["transfer-encoding", "chunked"]], "HTTP/1.1"),
+    "chunked-with-length": ([["transfer-encoding", "chunked"], ["content-length", "11"]], "HTTP/1.1"),
+    "chunked-to-http-1.0": ([["transfer-encoding", "chunked"]], "HTTP/1.0"),
+}
+
+
+@pytest.mark.parametrize("case", list(_TE_CASES))
+@spec(_START, "MUST")
+def test_app_transfer_encoding_is_ignored(server, case):
+    """An app-supplied Transfer-Encoding is ignored: the server's own framing stays valid and the body intact."""
+    headers, version = _TE_CASES[case]
+    if case == "chunked-with-length":
+        steps = [["start", 200, headers], ["body", "hello world"]]
+    else:
+        steps = [["start", 200, headers], ["body", "hello", True], ["body", " world"]]
+    token = new_token()
+    data = script_request(server, steps, token=token, version=version)
+    with Connection(server.address, 5) as conn:
+        conn.send(data)
+        ex = conn.read_responses(1)
+        if version == "HTTP/1.0":
+            conn.wait_closed(2)
+        raw = conn.buffer if not ex.raw else ex.raw + conn.buffer
+    responses, _ = parse_responses(raw, closed=True)
+    assert responses, f"no parseable response: {raw[:300]!r}"
+    resp = responses[0]
+    codings = [c.strip().lower() for v in resp.header_all("transfer-encoding") for c in v.split(",")]
+    assert codings.count("chunked") <= 1, f"chunked applied twice: {resp.header_all('transfer-encoding')}"
+    if version == "HTTP/1.0":
+        assert not codings, f"Transfer-Encoding {codings} sent to an HTTP/1.0 client (RFC 9112 §6.1)"
+    if codings:
+        assert not resp.header_all("content-length"), "both Transfer-Encoding and Content-Length sent (RFC 9112 §6.2)"
+    assert resp.body == b"hello world", resp.body
+
+
+@spec(_START, "DEFINED")
+def test_content_encoding_is_left_to_the_app(server):
+    """An app-supplied Content-Encoding and its encoded body go out unchanged."""
+    packed = gzip.compress(b"gatecheck " * 50, mtime=0)
+    headers = [["content-encoding", "gzip"], ["content-length", str(len(packed))]]
+    run = run_script(server, [["start", 200, headers], ["body", _b64(packed)]],
+                     headers=[("Accept-Encoding", "gzip")])
+    resp = run.exchange.first
+    assert resp.header_all("content-encoding") == ["gzip"]
+    assert resp.body == packed
+
+
+@spec(_START, "DEFINED")
+def test_response_headers_keep_duplicates_in_order(server):
+    """Repeated response header names (Set-Cookie) reach the client as separate fields in the app's order."""
+    headers = [["set-cookie", "a=1"], ["x-between", "y"], ["set-cookie", "b=2"], ["set-cookie", "c=3"]]
+    run = run_script(server, [["start", 200, headers], ["body", "ok"]])
+    assert run.exchange.first.header_all("set-cookie") == ["a=1", "b=2", "c=3"]
+
+
+def _body_bytes_so_far(data: bytes) -> int:
+    """How many body bytes of a (possibly incomplete) response have arrived, framing removed."""
+    head_end = data.find(b"\r\n\r\n")
+    if head_end < 0:
+        return 0
+    head, body = data[:head_end].lower(), data[head_end + 4:]
+    if b"\ntransfer-encoding:" not in head:
+        return len(body)
+    total, pos = 0, 0
+    while True:
+        eol = body.find(b"\r\n", pos)
+        if eol < 0:
+            return total
+        size = int(body[pos:eol].split(b";")[0].strip() or b"0", 16)
+        available = len(body) - (eol + 2)
+        if size == 0 or available < size:
+            return total + max(0, min(size, available))
+        total += size
+        pos = eol + 2 + size + 2
+
+
+@pytest.mark.parametrize("size", [1, 16384], ids=["1B", "16KiB"])
+@spec(_BODY, "MUST")
+def test_each_body_message_is_flushed_before_the_next(server, size):
+    """The client receives a body chunk before the app sends the next one (flush before send() returns)."""
+    token = new_token()
+    steps = [["start", 200], ["body", {"size": size}, True], ["sleep", 2.0, {"label": "pause"}], ["body", "end"]]
+    seen_at, data = None, b""
+    with Connection(server.address, 8) as conn:
+        conn.send(script_request(server, steps, token=token))
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            conn.sock.settimeout(max(0.05, deadline - time.monotonic()))
+            try:
+                chunk = conn.sock.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            data += chunk
+            if seen_at is None and _body_bytes_so_far(data) >= size:
+                seen_at = time.time()
+            if _body_bytes_so_far(data) >= size + 3:
+                break
+    events = wait_steps(server, token, len(steps), timeout=5)
+    paused = step(events, label="pause")
+    assert paused is not None, f"the script did not get past its pause: {[e['event'] for e in events]}"
+    assert seen_at is not None, f"the first chunk never arrived: {data[:200]!r}"
+    assert seen_at < paused["t"], (
+        f"the first chunk arrived {seen_at - paused['t']:.2f} s after the app sent the next one")
+
+
+_AFTER = {
+    "body-after-length": ([["start", 200, [["content-length", "4"]]], ["body", "done"]], ["body", "extra"]),
+    "body-after-chunked": ([["start", 200], ["body", "done"]], ["body", "extra"]),
+    "start-after-chunked": ([["start", 200], ["body", "done"]], ["start", 500, [["x-late", "1"]]]),
+    "more-body-after-length": ([["start", 200, [["content-length", "4"]]], ["body", "done"]],
+                               ["body", "extra", True]),
+}
+
+
+@pytest.mark.parametrize("case", list(_AFTER))
+@spec(_BODY, "DEFINED")
+def test_messages_after_completion_change_nothing(server, case):
+    """Messages sent after the response completed are ignored: the response and the connection are unchanged."""
+    steps, extra = _AFTER[case]
+    run = run_script(server, steps + [extra], then=(_ping(server),))
+    assert run.responses, f"no response: {run.exchange.raw[:300]!r}"
+    first = run.responses[0]
+    assert first.status == 200 and first.body == b"done", (first.status, first.body)
+    assert not first.header_all("x-late")
+    assert len(run.responses) == 2, f"the next request was not answered: {run.exchange.raw[:400]!r}"
+    _assert_ping(run.responses[1])
+
+
+@spec("ASGI Core §Error Handling", "SHOULD NOT")
+def test_unknown_keys_in_events_are_accepted(server):
+    """Events with extra, unknown keys are accepted (forward compatibility) and behave as without them."""
+    steps = [["send", {"type": "http.response.start", "status": 200, "headers": [], "x_gatecheck": 1}],
+             ["send", {"type": "http.response.body", "body": _b64(b"ok"), "x_gatecheck": [True]}]]
+    run = run_script(server, steps)
+    for index in range(2):
+        found = step(run.events, index)
+        assert found is not None and found["ok"], f"send() raised for an extra key: {found}"
+    assert run.exchange.first.body == b"ok"
