@@ -364,6 +364,7 @@ _BAD_UTF8 = {
     "lone-continuation": b"\x80",
     "invalid-byte": b"ok\xff",
     "truncated-2-byte": b"\xc3(",
+    "ends-mid-code-point": b"ab\xce",
     "overlong": b"\xc0\xaf",
     "surrogate": b"\xed\xa0\x80",
     "above-U+10FFFF": b"\xf4\x90\x80\x80",
@@ -372,7 +373,8 @@ _BAD_UTF8 = {
 
 def _bad_text(case: str) -> bytes:
     if case == "fragmented":
-        return _frames((OP_TEXT, "κό".encode(), {"fin": False}), (OP_CONT, b"\xce"), (OP_CONT, b"\xff"))
+        return _frames((OP_TEXT, "κό".encode(), {"fin": False}), (OP_CONT, b"\xce", {"fin": False}),
+                       (OP_CONT, b"\xff"))
     return encode_frame(OP_TEXT, _BAD_UTF8[case])
 
 
