@@ -376,6 +376,8 @@ def run_gate(
     result = GateResult(base=dict(base_info or {}, python=base_python), head=dict(head_info or {}, python=head_python),
                         options=opts, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     logs = Path(out_dir) / "logs"
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    stream = Path(out_dir) / "runs.jsonl"
     server_cpus = list(opts.server_cpus) if opts.server_cpus else None
     kwargs = dict(oha_cpus=opts.oha_cpus, server_cpus=opts.server_cpus, workdir=Path(out_dir) / "bodies")
 
@@ -441,6 +443,8 @@ def run_gate(
                     rec = _run_record(run, case, pair, side, position)
                     rec["gate_seconds"] = round(clock() - t0, 3)  # when this run ended, from the gate's start
                     result.runs.append(rec)
+                    with open(stream, "a", encoding="utf-8") as f:  # a crash keeps every finished run
+                        f.write(json.dumps(rec, sort_keys=True) + "\n")
                 if opts.restart_every == 1:
                     _stop_all([servers.pop((case.name, side)) for side in order])
             result.pairs = pair + 1

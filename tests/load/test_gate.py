@@ -157,6 +157,8 @@ def test_pairs_are_interleaved_in_random_order_with_fresh_servers_every_pair(tmp
     lab = FakeLab()
     result = lab.gate(tmp_path, pairs=10, max_pairs=10, budget=1e9)
     runs = result.runs
+    streamed = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert streamed == json.loads(json.dumps(runs))  # appended as each run finished
     assert [r["pair"] for r in runs] == [p for p in range(10) for _ in range(2)]
     assert all({runs[2 * p]["side"], runs[2 * p + 1]["side"]} == {"base", "head"} for p in range(10))
     firsts = [runs[2 * p]["side"] for p in range(10)]
