@@ -28,7 +28,7 @@ def _chunked(*chunks: bytes, last: bytes = b"0\r\n\r\n") -> bytes:
 
 
 def _rejected(server, data: bytes, statuses=None, mode: str = "whole") -> None:
-    ex = deliver(server, data, mode=mode, methods=["POST"], wait_close=True)
+    ex = deliver(server, data, mode=mode, methods=["POST"], wait_close="if-refused")
     assert_rejected(ex, statuses)
     assert_serves(server)
 
@@ -58,7 +58,7 @@ def test_invalid_content_length_is_rejected_and_closed(server, value):
 def test_content_length_overflow_does_not_wrap(server):
     """A Content-Length of 2**64 + 5 is never read as 5: no integer overflow or precision loss."""
     data = _post(server, [("Content-Length", str(2 ** 64 + 5))], b"hello")
-    ex = deliver(server, data, methods=["POST"], wait_close=True)
+    ex = deliver(server, data, methods=["POST"])
     for resp in ex.final:
         assert resp.body != b"hello", f"a 2**64+5 length was read as 5: {describe(ex)}"
     assert_serves(server)
@@ -81,7 +81,8 @@ def test_differing_content_lengths_are_rejected_and_closed(server, headers):
 @spec("RFC 9112 §6.3", "MAY")
 def test_identical_content_lengths_are_one_value_or_rejected(server, headers):
     """Identical Content-Length values may be taken as that one value, or rejected with 400 and a close."""
-    ex = deliver(server, _post(server, headers, b"hello"), mode="pipelined", methods=["POST"], wait_close=True)
+    ex = deliver(server, _post(server, headers, b"hello"), mode="pipelined", methods=["POST"],
+                 wait_close="if-refused")
     if ex.final and ex.final[0].status == 400:
         assert_rejected(ex, {400})
     else:
@@ -173,8 +174,7 @@ def test_invalid_chunk_size_is_rejected_and_closed(server, size):
 def test_chunk_size_overflow_does_not_wrap(server):
     """A chunk-size of 2**64 + 5 is never read as 5: no integer overflow when parsing hex numerals."""
     body = f"{2 ** 64 + 5:x}".encode() + b"\r\nhello\r\n0\r\n\r\n"
-    ex = deliver(server, _post(server, [("Transfer-Encoding", "chunked")], body), methods=["POST"],
-                 wait_close=True)
+    ex = deliver(server, _post(server, [("Transfer-Encoding", "chunked")], body), methods=["POST"])
     for resp in ex.final:
         assert resp.body != b"hello", f"a 2**64+5 chunk-size was read as 5: {describe(ex)}"
     assert_serves(server)
@@ -259,7 +259,7 @@ def test_unread_body_does_not_desynchronise_the_connection(server):
     token = server.new_token()
     smuggled = smuggled_request(server, token)
     data = _post(server, [("Content-Length", str(len(smuggled)))], smuggled, "/ping") + request(server)
-    ex = deliver(server, data, count=2, methods=["POST", "GET"], wait_close=True)
+    ex = deliver(server, data, count=2, methods=["POST", "GET"])
     assert ex.final and ex.final[0].status == 405, describe(ex)
     assert len(ex.final) == 2 or ex.closed, f"the next request was neither answered nor the connection closed: {describe(ex)}"
     if len(ex.final) == 2:

@@ -12,16 +12,18 @@ Rules of this module:
 """
 from __future__ import annotations
 
+import json
 import socket
 import time
+from urllib.parse import quote
 
 from fixtures import TOKEN_HEADER, typed
 
-from .http1 import Connection, Exchange, build_request
+from .http1 import Connection, Exchange, ParseError, build_request
 
 __all__ = ["REPLY_TIMEOUT", "CLOSE_WAIT", "MODES", "request", "deliver", "assert_rejected",
            "assert_closed", "assert_serves", "smuggled_request", "assert_never_parsed", "app_view",
-           "describe"]
+           "describe", "script_target", "response_script", "read_first"]
 
 REPLY_TIMEOUT = 3.0   # seconds for a reply to a small request on a loaded 2-core box
 CLOSE_WAIT = 1.5      # seconds a server gets to close after its response
@@ -38,14 +40,16 @@ def request(server, method: str = "GET", target: str = "/ping", headers=(), body
 
 
 def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods=(),
-            timeout: float = REPLY_TIMEOUT, wait_close: bool = False, shut_write: bool = False,
+            timeout: float = REPLY_TIMEOUT, wait_close=False, shut_write: bool = False,
             then: bytes = b"") -> Exchange:
     """Send ``data`` on a new connection and read up to ``count`` final responses.
 
     ``mode``: "whole" (one write), "bytewise" (one byte per write, Nagle off, a pause between writes)
     or "pipelined" (``data`` then a ``GET /ping`` in the same write; one more response is read).
     ``then`` is sent after the first response arrived (on the same connection). ``wait_close`` waits
-    up to ``CLOSE_WAIT`` for the server to close after the responses, so ``closed`` is meaningful."""
+    up to ``CLOSE_WAIT`` for the server to close after the responses, so ``closed`` is meaningful;
+    ``"if-refused"`` waits only when the first response is not a 2xx (a check that needs a refusal fails
+    on the 2xx anyway, so it need not spend the wait)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if mode == "pipelined":
@@ -65,20 +69,31 @@ def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods
                 conn.sock.shutdown(socket.SHUT_WR)
         except OSError:
             pass  # the server may close early (e.g. on a rejected request); read what it sent
-        result = conn.read_responses(count, methods=methods)
+        result = _read(conn, count, methods)
         if then and not result.closed:
             try:
                 conn.send(then)
             except OSError:
                 pass
-            more = conn.read_responses(1, methods=["GET"])
+            more = _read(conn, 1, ["GET"])
             result = Exchange(result.responses + more.responses, more.closed, more.leftover,
                               more.timed_out, result.raw + more.raw)
+        if wait_close == "if-refused":
+            wait_close = not (result.final and 200 <= result.final[0].status < 300)
         if wait_close and not result.closed:
             conn.wait_closed(CLOSE_WAIT)
             result.closed = conn.closed
             result.leftover += conn.buffer
         return result
+
+
+def _read(conn: Connection, count: int, methods) -> Exchange:
+    """``read_responses``, with unparseable server bytes turned into a check failure (not a harness error)."""
+    try:
+        return conn.read_responses(count, methods=methods)
+    except ParseError as exc:
+        raise AssertionError(f"the server sent bytes that are not a valid HTTP/1.x response: {exc}; "
+                             f"got {conn.buffer[:400]!r}") from None
 
 
 def describe(ex: Exchange) -> str:
@@ -145,3 +160,58 @@ def app_view(doc: dict) -> dict:
         if env.get(key):
             headers.append((key.lower().replace("_", "-"), env[key]))
     return {"path": env.get("PATH_INFO"), "query": env.get("QUERY_STRING"), "headers": headers}
+
+
+# -- scripted responses (the /script route of fixtures/ROUTES.md, one vocabulary per interface) ----
+
+_REASONS = {200: "OK", 204: "No Content", 299: "Gatecheck", 304: "Not Modified"}
+
+
+def script_target(steps: list) -> str:
+    """The request target that makes the fixture app run ``steps``."""
+    return "/script?s=" + quote(json.dumps(steps, separators=(",", ":")), safe="")
+
+
+def response_script(interface: str, status: int, headers=(), chunks=(), pause: float = 0.0) -> list:
+    """Steps that answer ``status`` with ``headers`` and the body ``chunks`` (str), sent one by one with
+    ``pause`` seconds between them, in the interface's own vocabulary (ASGI start/body, RSGI
+    stream/send_bytes, WSGI start_response/yield)."""
+    headers = [list(h) for h in headers]
+    chunks = list(chunks)
+    if interface == "asgi":
+        steps = [["start", status, headers]]
+        for i, chunk in enumerate(chunks):
+            if i and pause:
+                steps.append(["sleep", pause])
+            steps.append(["body", chunk, i < len(chunks) - 1])
+        return steps if chunks else steps + [["body", ""]]
+    if interface == "rsgi":
+        if len(chunks) <= 1 and not pause:
+            return [["response_bytes", status, headers, chunks[0] if chunks else ""]]
+        steps = [["stream", status, headers]]
+    else:
+        steps = [["start_response", f"{status} {_REASONS.get(status, 'Status')}", headers]]
+    for i, chunk in enumerate(chunks):
+        if i and pause:
+            steps.append(["sleep", pause])
+        steps.append(["send_bytes" if interface == "rsgi" else "yield", chunk])
+    return steps
+
+
+def read_first(conn: Connection, methods=(), timeout: float = REPLY_TIMEOUT) -> Exchange:
+    """Read until the first response of any kind (interim or final) arrives, the server closes, or
+    ``timeout`` passes; ``read_responses`` alone would wait past a 1xx for a final response."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        ex = _read_for(conn, methods, max(0.01, min(0.1, remaining)))
+        if ex.responses or ex.closed or remaining <= 0:
+            return ex
+
+
+def _read_for(conn: Connection, methods, timeout: float) -> Exchange:
+    try:
+        return conn.read_responses(1, methods=methods, timeout=timeout)
+    except ParseError as exc:
+        raise AssertionError(f"the server sent bytes that are not a valid HTTP/1.x response: {exc}; "
+                             f"got {conn.buffer[:400]!r}") from None
