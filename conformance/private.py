@@ -71,9 +71,10 @@ class Private:
 
 @contextlib.contextmanager
 def private_server(server, *, app: str | None = None, env: dict | None = None, target=None,
-                   ready_timeout: float = 20.0, expect_failure: bool = False):
+                   port: int | None = None, ready_timeout: float = 20.0, expect_failure: bool = False):
     """Start ``target`` (default: the session server's own target) serving ``app`` (default: the
-    fixture app for its interface) with extra ``env``; yield a :class:`Private`; always stop it."""
+    fixture app for its interface) with extra ``env`` (on ``port``, default a free one); yield a
+    :class:`Private`; always stop it."""
     target = target if target is not None else server.target
     app = app or fixtures.APPS[target.interface]
     base = Path(tempfile.mkdtemp(prefix="private-"))
@@ -84,7 +85,8 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
     child_env = {fixtures.EVENT_DIR_ENV: str(event_dir), **(env or {})}
     started_at = time.time()
     try:
-        handle = start_server(target, app=app, log_dir=log_dir, env=child_env, ready_timeout=ready_timeout)
+        handle = start_server(target, app=app, log_dir=log_dir, env=child_env, port=port,
+                              ready_timeout=ready_timeout)
     except ServerError as exc:
         if not expect_failure:
             raise
