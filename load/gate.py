@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import statistics
 import sys
@@ -104,16 +105,18 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-def calibrate(runs: Sequence[Any], slowdown: float) -> Tuple[float, Dict[str, Any]]:
+def calibrate(runs: Sequence[Any], slowdown: float, cpu_seconds: Optional[Sequence[Optional[float]]] = None
+              ) -> Tuple[float, Dict[str, Any]]:
     """The ``--head-cost`` that fakes ``slowdown``, from a few BASE runs (LoadRun-like objects).
 
     The per-request time is the server's CPU time per 2xx response when it was sampled (it does not
     grow when other processes take the CPU away, as ``1 / RPS`` does on a shared machine), else
-    ``1 / RPS``. Returns ``(cost_us, details)``.
+    ``1 / RPS``. ``cpu_seconds`` overrides each run's sampled CPU time (e.g. from :func:`tree_cpu_ns`).
+    Returns ``(cost_us, details)``.
     """
     rps = statistics.median(r.rps for r in runs)
-    per_request = [r.server_cpu_seconds / r.result.ok * 1e6 for r in runs
-                   if getattr(r, "server_cpu_seconds", 0) > 0 and r.result.ok]
+    cpus = list(cpu_seconds) if cpu_seconds is not None else [getattr(r, "server_cpu_seconds", 0) for r in runs]
+    per_request = [c / r.result.ok * 1e6 for r, c in zip(runs, cpus) if c and c > 0 and r.result.ok]
     per_request_us = statistics.median(per_request) if per_request else 1e6 / rps
     cost = cost_for_slowdown(1e6 / per_request_us, slowdown)
     return cost, {"slowdown": slowdown, "base_rps": rps, "per_request_us": per_request_us, "cost_us": cost,
@@ -256,8 +259,9 @@ def _clean(run: Dict[str, Any]) -> bool:
 def _metric_value(run: Dict[str, Any], metric: str) -> Optional[float]:
     if metric == "rps":
         return run.get("rps")
-    if metric == "cpu":
-        cpu, ok = (run.get("server") or {}).get("cpu_seconds"), run.get("ok")
+    if metric == "cpu":  # µs per 2xx response; nanosecond counters when recorded, else psutil's ticks
+        ok = run.get("ok")
+        cpu = run["server_cpu_ns"] / 1e9 if run.get("server_cpu_ns") else (run.get("server") or {}).get("cpu_seconds")
         return cpu / ok * 1e6 if cpu and ok else None
     return (run.get("latency_ms") or {}).get("p99")
 
@@ -319,6 +323,40 @@ def _decisive(results: Sequence[CaseResult], fail_on: Sequence[str]) -> bool:
 
 
 # ---- running ---------------------------------------------------------------------------------------------
+
+def tree_cpu_ns(pid: Optional[int]) -> Optional[int]:
+    """Nanoseconds on CPU of every thread of ``pid`` and its descendants (Linux ``schedstat``).
+
+    ``psutil``'s CPU times come in clock ticks (10 ms): on a 2 s run that is 1-2% of quantisation
+    noise per run, as large as the effects the gate looks for. The scheduler's own per-thread
+    counter is in nanoseconds. A thread that exits between two readings drops out of the sum, so the
+    difference is only meaningful for servers whose threads live as long as the run (they do here).
+    Returns None where ``/proc`` or psutil is not available.
+    """
+    if pid is None:
+        return None
+    try:
+        import psutil
+
+        parent = psutil.Process(pid)
+        pids = [pid] + [c.pid for c in parent.children(recursive=True)]
+    except Exception:
+        return None
+    total, seen = 0, False
+    for p in pids:
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{p}/task/{task}/schedstat", encoding="ascii") as f:
+                    total += int(f.read().split()[0])
+                seen = True
+            except (OSError, ValueError, IndexError):
+                continue
+    return total if seen else None
+
 
 def _stop_all(handles: Sequence[Any]) -> None:
     """Stop servers concurrently (each stop waits out its own grace period)."""
@@ -400,9 +438,13 @@ def run_gate(
         case = opts.cases[0]
         with launch(case, "base", 0.0) as srv:
             measure_fn(srv, routes[case.route], case.concurrency, max(opts.warmup, 1.0), http2=case.http2, **kwargs)
-            runs = [measure_fn(srv, routes[case.route], case.concurrency, opts.duration, http2=case.http2, **kwargs)
-                    for _ in range(3)]
-        cost_us, calib = calibrate(runs, head_slowdown)
+            runs, cpus = [], []
+            for _ in range(3):
+                c0 = tree_cpu_ns(getattr(srv, "pid", None))
+                runs.append(measure_fn(srv, routes[case.route], case.concurrency, opts.duration, http2=case.http2, **kwargs))
+                c1 = tree_cpu_ns(getattr(srv, "pid", None))
+                cpus.append((c1 - c0) / 1e9 if c0 is not None and c1 is not None else None)
+        cost_us, calib = calibrate(runs, head_slowdown, cpus if all(c for c in cpus) else None)
         result.calibration = dict(calib, case=case.name)
         log(f"calibration: BASE {calib['base_rps']:,.0f} RPS, {calib['per_request_us']:.1f} µs of server CPU per request "
             f"on {case.name} -> {cost_us:.2f} µs per request on HEAD for a {head_slowdown:.0%} slowdown")
@@ -436,11 +478,16 @@ def run_gate(
                             measure_fn(servers[key], routes[case.route], case.concurrency, opts.warmup, http2=case.http2, **kwargs)
                 for position, side in enumerate(order):
                     srv = servers[(case.name, side)]
+                    pid = getattr(srv, "pid", None)
+                    cpu0 = tree_cpu_ns(pid)
                     run = measure_fn(srv, routes[case.route], case.concurrency, opts.duration, http2=case.http2, **kwargs)
+                    cpu1 = tree_cpu_ns(pid)
                     if run.result.all_failed:
                         raise GateError(f"{side.upper()} answered no request with 2xx on {case.name} in pair {pair + 1}; "
                                         f"server log tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
                     rec = _run_record(run, case, pair, side, position)
+                    if cpu0 is not None and cpu1 is not None and cpu1 > cpu0:
+                        rec["server_cpu_ns"] = cpu1 - cpu0
                     rec["gate_seconds"] = round(clock() - t0, 3)  # when this run ended, from the gate's start
                     result.runs.append(rec)
                     with open(stream, "a", encoding="utf-8") as f:  # a crash keeps every finished run

@@ -289,3 +289,25 @@ def test_experiment_replay_reproduces_the_gate_and_its_stopping_rule(tmp_path):
     res, used, _ = gate_rates.replay(doc, threshold=0.20, fail_on=["rps"], min_pairs=8, max_pairs=8)
     assert used == 8 and res["failed"] is False  # a 10% slowdown is below a 20% threshold
     assert gate_rates.pooled_ratio([doc], "rps") == pytest.approx(0.90, abs=0.02)
+
+
+def test_tree_cpu_ns_counts_this_process_in_nanoseconds():
+    import os
+    import time
+
+    before = gate.tree_cpu_ns(os.getpid())
+    if before is None:
+        pytest.skip("no /proc schedstat here")
+    end = time.perf_counter() + 0.05
+    while time.perf_counter() < end:
+        pass
+    spent = gate.tree_cpu_ns(os.getpid()) - before
+    assert 30e6 < spent < 5e9  # about 50 ms of CPU, measured in ns
+    assert gate.tree_cpu_ns(None) is None
+
+
+def test_cpu_metric_prefers_nanosecond_counters():
+    run = {"ok": 1000, "server": {"cpu_seconds": 0.05}, "server_cpu_ns": 31_000_000}
+    assert gate._metric_value(run, "cpu") == pytest.approx(31.0)
+    del run["server_cpu_ns"]
+    assert gate._metric_value(run, "cpu") == pytest.approx(50.0)
