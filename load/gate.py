@@ -497,6 +497,8 @@ def run_gate(
             result.pairs = pair + 1
             pair_seconds.append(clock() - p0)
             elapsed = clock() - t0
+            log(f"pair {pair + 1}: " + ", ".join(
+                f"{r['side']} {r['rps']:,.0f}" for r in result.runs if r["pair"] == pair) + f" RPS ({elapsed:.0f} s)")
             if result.pairs >= opts.pairs:
                 current = analyse(result.runs, opts)
                 if _decisive(current, opts.fail_on):
@@ -505,8 +507,6 @@ def run_gate(
                 if elapsed + max(pair_seconds) > opts.budget:
                     result.stopped_because = f"time budget of {opts.budget:.0f} s reached"
                     break
-            log(f"pair {pair + 1}: " + ", ".join(
-                f"{r['side']} {r['rps']:,.0f}" for r in result.runs if r["pair"] == pair) + f" RPS ({elapsed:.0f} s)")
         else:
             result.stopped_because = f"--max-pairs {opts.max_pairs} reached"
     finally:
