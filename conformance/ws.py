@@ -240,10 +240,17 @@ class WSConnection:
                     raw = self.buffer
                 self.handshake = Handshake(resp, key, raw, self.closed)
                 return self.handshake
-            if not self._fill(deadline):
-                if self.closed or time.monotonic() >= deadline:
-                    self.handshake = Handshake(None, key, self.buffer, self.closed)
-                    return self.handshake
+            if not self._fill(deadline) and (self.closed or time.monotonic() >= deadline):
+                if self.closed:  # a close-delimited error response is complete now
+                    try:
+                        responses, _ = parse_responses(self.buffer, closed=True)
+                    except ParseError:
+                        responses = []
+                    if responses and not responses[0].interim:
+                        self.handshake = Handshake(responses[0], key, self.buffer, True)
+                        return self.handshake
+                self.handshake = Handshake(None, key, self.buffer, self.closed)
+                return self.handshake
 
     # -- frames -----------------------------------------------------------------------------------
 
