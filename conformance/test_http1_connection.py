@@ -45,11 +45,13 @@ def test_connection_close_request_gets_connection_close_in_response(server):
 
 @spec("RFC 9112 §9.6", "MUST NOT")
 def test_request_pipelined_after_connection_close_is_not_processed(server):
-    """After a request with Connection: close, a request pipelined behind it is never processed."""
+    """After a request with Connection: close, a request pipelined behind it is never processed (the
+    client broke the rule by sending it, so the first request's answer is not judged here)."""
     token = server.new_token()
     data = request(server, headers=[("Connection", "close")]) + smuggled_request(server, token)
-    ex = deliver(server, data, count=2, methods=["GET", "GET"], wait_close=True)
-    assert len(ex.final) == 1 and ex.final[0].body == b"ok", describe(ex)
+    ex = deliver(server, data, methods=["GET"], wait_close=True)
+    assert len(ex.final) <= 1 and not ex.leftover.strip(), (
+        f"the request after Connection: close was answered: {describe(ex)}")
     assert_closed(ex)
     assert_never_parsed(server, token)
 

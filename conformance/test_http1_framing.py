@@ -58,7 +58,7 @@ def test_invalid_content_length_is_rejected_and_closed(server, value):
 def test_content_length_overflow_does_not_wrap(server):
     """A Content-Length of 2**64 + 5 is never read as 5: no integer overflow or precision loss."""
     data = _post(server, [("Content-Length", str(2 ** 64 + 5))], b"hello")
-    ex = deliver(server, data, methods=["POST"])
+    ex = deliver(server, data, methods=["POST"], timeout=2.0)
     for resp in ex.final:
         assert resp.body != b"hello", f"a 2**64+5 length was read as 5: {describe(ex)}"
     assert_serves(server)
@@ -174,7 +174,7 @@ def test_invalid_chunk_size_is_rejected_and_closed(server, size):
 def test_chunk_size_overflow_does_not_wrap(server):
     """A chunk-size of 2**64 + 5 is never read as 5: no integer overflow when parsing hex numerals."""
     body = f"{2 ** 64 + 5:x}".encode() + b"\r\nhello\r\n0\r\n\r\n"
-    ex = deliver(server, _post(server, [("Transfer-Encoding", "chunked")], body), methods=["POST"])
+    ex = deliver(server, _post(server, [("Transfer-Encoding", "chunked")], body), methods=["POST"], timeout=2.0)
     for resp in ex.final:
         assert resp.body != b"hello", f"a 2**64+5 chunk-size was read as 5: {describe(ex)}"
     assert_serves(server)
@@ -261,7 +261,8 @@ def test_unread_body_does_not_desynchronise_the_connection(server):
     data = _post(server, [("Content-Length", str(len(smuggled)))], smuggled, "/ping") + request(server)
     ex = deliver(server, data, count=2, methods=["POST", "GET"])
     assert ex.final and ex.final[0].status == 405, describe(ex)
-    assert len(ex.final) == 2 or ex.closed, f"the next request was neither answered nor the connection closed: {describe(ex)}"
+    assert len(ex.final) == 2 or ex.closed, (
+        f"the next request was neither answered nor the connection closed: {describe(ex)}")
     if len(ex.final) == 2:
         assert ex.final[1].status == 200 and ex.final[1].body == b"ok", describe(ex)
     assert_never_parsed(server, token)

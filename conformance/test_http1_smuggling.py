@@ -25,7 +25,7 @@ def _assert_safe(server, data: bytes, token: str, *, te_body: bytes | None, stat
                  mode: str = "whole") -> None:
     """4xx (or one of ``statuses``), or — when ``te_body`` is given — 2xx echoing the TE-decoded body;
     then the connection closed, one response at most, and the hidden request never parsed."""
-    ex = deliver(server, data, mode=mode, count=2, methods=["POST", "GET"], wait_close=True)
+    ex = deliver(server, data, mode=mode, methods=["POST"], wait_close=True)
     assert ex.final, f"no response to the probe: {describe(ex)}"
     first = ex.final[0]
     rejected = first.status in (set(statuses) if statuses else set(range(400, 500)))
@@ -34,7 +34,7 @@ def _assert_safe(server, data: bytes, token: str, *, te_body: bytes | None, stat
     if te_body is not None:
         expected += f" or 2xx echoing the TE-decoded body {te_body[:40]!r}"
     assert rejected or decoded, f"expected {expected}; {describe(ex)}"
-    assert len(ex.final) == 1, f"the hidden request was answered too: {describe(ex)}"
+    assert len(ex.final) == 1 and not ex.leftover.strip(), f"the hidden request was answered too: {describe(ex)}"
     assert ex.closed, f"the connection stayed open after a smuggling-shaped request: {describe(ex)}"
     assert_never_parsed(server, token)
     assert_serves(server)
@@ -89,7 +89,7 @@ _OBFUSCATED = {
     "vertical-tab": ([("Transfer-Encoding", "\x0bchunked")], {400, 501}, False),
     "obs-fold": ([("Transfer-Encoding", "\r\n chunked")], None, True),
     "nul-suffix": ([("Transfer-Encoding", "chunked\x00")], None, True),
-    "chunked-twice": ([("Transfer-Encoding", "chunked, chunked")], None, True),
+    "chunked-twice": ([("Transfer-Encoding", "chunked, chunked")], set(range(400, 500)) | {501}, True),
 }
 _OBFUSCATED_CLAUSE = {"xchunked": "RFC 9112 §6.3", "chunked-identity": "RFC 9112 §6.3",
                       "chunked-then-x-line": "RFC 9112 §6.3", "space-before-colon": "RFC 9112 §5.1",
@@ -102,8 +102,8 @@ _OBFUSCATED_CLAUSE = {"xchunked": "RFC 9112 §6.3", "chunked-identity": "RFC 911
 def test_obfuscated_transfer_encoding_never_falls_back_to_content_length(server, headers, statuses, te_ok):
     """TE.TE: an obfuscated Transfer-Encoding next to a short Content-Length is rejected (an unknown or
     non-final coding: 400/501 [§6.3]; space before the colon: 400 [§5.1]) or — where the obfuscation has a
-    valid reading (obs-fold unfolded [§5.2], NUL replaced by SP [9110 §5.5], chunked twice) — framed as
-    chunked; never framed by Content-Length, always followed by a close."""
+    valid reading (obs-fold unfolded [§5.2], NUL replaced by SP [9110 §5.5], chunked twice: 4xx/501 or
+    decoded once) — framed as chunked; never framed by Content-Length, always followed by a close."""
     token = server.new_token()
     body, cl_len, hidden = _te_cl_body(server, token)
     data = _probe(server, list(headers) + [("Content-Length", str(cl_len))], body)
@@ -124,8 +124,9 @@ def test_http10_request_with_transfer_encoding_is_faulty_and_closed(server, with
     if with_cl:
         headers.append(("Content-Length", str(len(body))))
     data = _probe(server, headers, body, version="HTTP/1.0")
-    ex = deliver(server, data, count=2, methods=["POST", "GET"], wait_close=True)
-    assert len(ex.final) <= 1, f"more than one response to one HTTP/1.0 request: {describe(ex)}"
+    ex = deliver(server, data, methods=["POST"], wait_close=True)
+    assert len(ex.final) <= 1 and not ex.leftover.strip(), (
+        f"more than one response to one HTTP/1.0 request: {describe(ex)}")
     assert ex.closed, f"the connection stayed open after HTTP/1.0 with Transfer-Encoding: {describe(ex)}"
     assert_never_parsed(server, token)
     assert_serves(server)
@@ -137,9 +138,9 @@ def test_garbage_after_a_pipelined_request_is_rejected_and_closed(server):
     second is 400, the connection closes, and a request after the garbage is never parsed."""
     token = server.new_token()
     data = request(server) + b"GARBAGE\r\n\r\n" + smuggled_request(server, token)
-    ex = deliver(server, data, count=3, methods=["GET", "GET", "GET"], wait_close=True)
+    ex = deliver(server, data, count=2, methods=["GET", "GET"], wait_close=True)
     assert ex.final and ex.final[0].status == 200 and ex.final[0].body == b"ok", describe(ex)
-    assert len(ex.final) >= 2 and ex.final[1].status == 400, f"expected 400 for the garbage: {describe(ex)}"
-    assert len(ex.final) == 2 and ex.closed, f"expected a close after the 400: {describe(ex)}"
+    assert len(ex.final) == 2 and ex.final[1].status == 400, f"expected 400 for the garbage: {describe(ex)}"
+    assert ex.closed and not ex.leftover.strip(), f"expected a close after the 400: {describe(ex)}"
     assert_never_parsed(server, token)
     assert_serves(server)

@@ -48,8 +48,9 @@ def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods
     or "pipelined" (``data`` then a ``GET /ping`` in the same write; one more response is read).
     ``then`` is sent after the first response arrived (on the same connection). ``wait_close`` waits
     up to ``CLOSE_WAIT`` for the server to close after the responses, so ``closed`` is meaningful;
-    ``"if-refused"`` waits only when the first response is not a 2xx (a check that needs a refusal fails
-    on the 2xx anyway, so it need not spend the wait)."""
+    ``"if-refused"`` waits only when a first response came and is not a 2xx (a check that needs a refusal
+    fails on a 2xx or on silence anyway, so it need not spend the wait). Bytes that arrive while waiting
+    for the close end up in ``leftover``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if mode == "pipelined":
@@ -79,11 +80,11 @@ def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods
             result = Exchange(result.responses + more.responses, more.closed, more.leftover,
                               more.timed_out, result.raw + more.raw)
         if wait_close == "if-refused":
-            wait_close = not (result.final and 200 <= result.final[0].status < 300)
+            wait_close = bool(result.final) and not 200 <= result.final[0].status < 300
         if wait_close and not result.closed:
             conn.wait_closed(CLOSE_WAIT)
             result.closed = conn.closed
-            result.leftover += conn.buffer
+            result.leftover = conn.buffer
         return result
 
 
