@@ -14,9 +14,10 @@ import time
 
 import pytest
 
-from .http1 import Connection, build_request
+from .http1 import Connection
 from .markers import interfaces, needs, spec
-from .scripted import new_token, script_request, step, wait_steps
+from .scripted import script_request, step, wait_steps
+from .scriptrun import outcome, ping, send
 from .wire import REPLY_TIMEOUT, describe
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
@@ -27,23 +28,13 @@ _OK = [["start_response", "200 OK", [["Content-Type", "text/plain"]]], ["return_
 
 
 def _run(server, ops: list, *, body: bytes = _LINES, method: str = "POST", headers=(), chunks=None,
-         then: bytes = b"", content_length: bool = True):
+         then: bytes = b""):
     """Run ``ops`` (wsgi.input steps) then answer 200 "ok"; return (results, exchange).
 
     ``results[i]`` is step i's event (``ok``, ``result`` or ``error``). ``chunks`` sends the body with
     chunked transfer coding; ``then`` is pipelined after the request on the same connection."""
-    token = new_token()
-    headers = list(headers)
-    if chunks is not None:
-        body = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks if c) + b"0\r\n\r\n"
-        headers.append(("Transfer-Encoding", "chunked"))
-        content_length = False
-    data = script_request(server, ops + _OK, token=token, method=method, headers=headers, body=body,
-                          content_length=content_length)
-    count = 1 + (1 if then else 0)
-    with Connection(server.address, REPLY_TIMEOUT) as conn:
-        conn.send(data + then)
-        ex = conn.read_responses(count, methods=[method] + ["GET"] * (count - 1))
+    token, ex = send(server, ops + _OK, method=method, headers=headers, body=body, chunks=chunks, then=then,
+                     count=2 if then else 1)
     events = wait_steps(server, token, len(ops) + len(_OK), timeout=REPLY_TIMEOUT)
     results = [step(events, i) for i in range(len(ops))]
     assert ex.final and ex.final[0].status == 200, f"the script was not answered 200: {describe(ex)}"
@@ -72,15 +63,8 @@ def _first_response(conn: Connection, timeout: float = REPLY_TIMEOUT):
             return ex
 
 
-def _value(result: dict | None, what: str):
-    """The value a wsgi.input call returned, failing with what it raised instead."""
-    assert result is not None, f"{what} never ran (the app was not called, or stopped before it)"
-    assert result.get("ok"), f"{what} raised {result.get('error')}"
-    return result.get("result")
-
-
 def _bytes(result: dict | None, what: str) -> bytes:
-    value = _value(result, what)
+    value = outcome(result, what)
     assert type(value) is bytes, f"{what} returned {type(value).__name__} {value!r:.80}, not bytes"
     return value
 
@@ -139,7 +123,7 @@ def test_readline_with_size_returns_at_most_size_bytes(server):
 def test_readlines_returns_every_line(server):
     """readlines() returns the list of every line, newlines kept."""
     results, _ = _run(server, [["readlines"]])
-    lines = _value(results[0], "readlines()")
+    lines = outcome(results[0], "readlines()")
     assert lines == [b"line one\n", b"line two\n", b"last"], lines
     assert all(type(x) is bytes for x in lines), [type(x).__name__ for x in lines]
 
@@ -148,7 +132,7 @@ def test_readlines_returns_every_line(server):
 def test_readlines_with_hint_returns_whole_lines_from_the_start(server):
     """readlines(hint) returns complete lines in order (the hint may be ignored, never honoured mid-line)."""
     results, _ = _run(server, [["readlines", 5]])
-    lines = _value(results[0], "readlines(5)")
+    lines = outcome(results[0], "readlines(5)")
     assert lines and all(type(x) is bytes for x in lines), lines
     assert _LINES.startswith(b"".join(lines)), lines
     assert all(x.endswith(b"\n") for x in lines[:-1]) and lines[0] == b"line one\n", lines
@@ -158,7 +142,7 @@ def test_readlines_with_hint_returns_whole_lines_from_the_start(server):
 def test_iteration_yields_the_lines(server):
     """Iterating wsgi.input yields its lines, newlines kept, like a binary file."""
     results, _ = _run(server, [["iter_input"]])
-    lines = _value(results[0], "list(wsgi.input)")
+    lines = outcome(results[0], "list(wsgi.input)")
     assert lines == [b"line one\n", b"line two\n", b"last"], lines
 
 
@@ -168,7 +152,7 @@ def test_read_readline_and_iteration_share_one_position(server):
     results, _ = _run(server, [["read", 2], ["readline"], ["iter_input"]])
     assert _bytes(results[0], "read(2)") == b"li"
     assert _bytes(results[1], "readline() after read(2)") == b"ne one\n"
-    assert _value(results[2], "list(wsgi.input) after readline()") == [b"line two\n", b"last"]
+    assert outcome(results[2], "list(wsgi.input) after readline()") == [b"line two\n", b"last"]
 
 
 # -- EOF ---------------------------------------------------------------------------------------
@@ -187,7 +171,7 @@ def test_exhausted_input_returns_empty_from_every_method(server):
     ops = [["read", 1000], ["read", 1], ["read"], ["readline"], ["readlines"], ["iter_input"]]
     results, _ = _run(server, ops)
     assert _bytes(results[0], "read(1000)") == _LINES
-    got = [_value(r, " ".join(map(str, op))) for r, op in zip(results[1:], ops[1:])]
+    got = [outcome(r, " ".join(map(str, op))) for r, op in zip(results[1:], ops[1:])]
     assert got == [b"", b"", b"", [], []], got
 
 
@@ -202,8 +186,7 @@ def test_request_without_body_reads_empty(server):
 @spec("RFC 9112 §6.3", "MUST")
 def test_input_never_returns_the_next_pipelined_request(server):
     """Reading past the body returns b"", never the bytes of the request pipelined behind it."""
-    ping = build_request("GET", "/ping", host=server.authority)
-    results, ex = _run(server, [["read", 4096], ["read"]], body=b"hello", then=ping)
+    results, ex = _run(server, [["read", 4096], ["read"]], body=b"hello", then=ping(server))
     assert _bytes(results[0], "read(4096)") == b"hello"
     assert _bytes(results[1], "read() at EOF") == b""
 
@@ -212,8 +195,7 @@ def test_input_never_returns_the_next_pipelined_request(server):
 def test_unread_body_does_not_become_the_next_request(server):
     """When the app reads only part of the body, the rest is discarded: a pipelined request behind it is
     answered as itself (or the server closes the connection after announcing it), never misparsed."""
-    ping = build_request("GET", "/ping", host=server.authority)
-    results, ex = _run(server, [["read", 3]], body=b"GET /gatecheck-smuggled HTTP/1.1\r\n\r\n", then=ping)
+    results, ex = _run(server, [["read", 3]], body=b"GET /gatecheck-smuggled HTTP/1.1\r\n\r\n", then=ping(server))
     assert _bytes(results[0], "read(3)") == b"GET"
     _assert_next_answered(ex, "the unread body was parsed as a request")
 
@@ -237,8 +219,8 @@ def test_chunked_body_is_readable_by_a_portable_app(server):
     so with neither the app reads nothing.)"""
     ops = [["environ_get", "wsgi.input_terminated"], ["environ_get", "CONTENT_LENGTH"], ["read_body"]]
     results, _ = _run(server, ops, chunks=_CHUNKS)
-    terminated, length = _value(results[0], "flag"), _value(results[1], "CONTENT_LENGTH")
-    body = _value(results[2], "read_body")
+    terminated, length = outcome(results[0], "flag"), outcome(results[1], "CONTENT_LENGTH")
+    body = outcome(results[2], "read_body")
     expected = b"".join(_CHUNKS)
     assert terminated or length == str(len(expected)), (
         f"wsgi.input_terminated={terminated!r} and CONTENT_LENGTH={length!r}: a portable app cannot read "
@@ -250,7 +232,7 @@ def test_chunked_body_is_readable_by_a_portable_app(server):
 def test_chunked_body_content_length_is_absent_or_the_decoded_length(server):
     """For a chunked upload CONTENT_LENGTH is absent, empty, or the length after removing the chunking."""
     results, _ = _run(server, [["environ_get", "CONTENT_LENGTH"]], chunks=_CHUNKS)
-    length = _value(results[0], "CONTENT_LENGTH")
+    length = outcome(results[0], "CONTENT_LENGTH")
     assert length in (None, "", str(len(b"".join(_CHUNKS)))), f"CONTENT_LENGTH={length!r}"
 
 
@@ -258,10 +240,9 @@ def test_chunked_body_content_length_is_absent_or_the_decoded_length(server):
 def test_input_terminated_stream_ends_exactly_at_the_body(server):
     """When wsgi.input_terminated is true, reading to EOF yields exactly the decoded body, then b"", and the
     request pipelined behind it is still answered."""
-    ping = build_request("GET", "/ping", host=server.authority)
     ops = [["environ_get", "wsgi.input_terminated"], ["read", 4096], ["read", 4096], ["read", 4096]]
-    results, ex = _run(server, ops, chunks=_CHUNKS, then=ping)
-    if not _value(results[0], "flag"):
+    results, ex = _run(server, ops, chunks=_CHUNKS, then=ping(server))
+    if not outcome(results[0], "flag"):
         pytest.skip("not supported: the server does not set wsgi.input_terminated")
     got = [_bytes(r, f"read(4096) #{i + 1}") for i, r in enumerate(results[1:])]
     assert b"".join(got) == b"".join(_CHUNKS) and got[-1] == b"", got
@@ -300,7 +281,7 @@ _TEXTS = {"non-latin-1": "caf\u00e9 \u20ac \U0001f600 \u4e2d\n", "lone-surrogate
 def test_errors_accepts_arbitrary_unicode(server, text):
     """wsgi.errors.write(str) accepts any unicode text without raising (substitution is allowed)."""
     results, _ = _run(server, [["errors_write", text]], method="GET", body=b"")
-    _value(results[0], "wsgi.errors.write")
+    outcome(results[0], "wsgi.errors.write")
 
 
 @spec(_INPUT, "MUST")
@@ -308,5 +289,5 @@ def test_errors_writelines_and_flush_work(server):
     """wsgi.errors.writelines(seq) and flush() can be called."""
     results, _ = _run(server, [["errors_writelines", ["gatecheck one\n", "gatecheck two\n"]], ["errors_flush"]],
                       method="GET", body=b"")
-    _value(results[0], "wsgi.errors.writelines")
-    _value(results[1], "wsgi.errors.flush")
+    outcome(results[0], "wsgi.errors.writelines")
+    outcome(results[1], "wsgi.errors.flush")

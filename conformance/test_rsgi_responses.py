@@ -1,0 +1,222 @@
+"""RSGI 1.6 response methods (RSGI §HTTP protocol interface; RFC 9110 §9.3.2 for HEAD).
+
+``response_empty/str/bytes/file/file_range/stream`` send the app's int status, every header tuple
+(repeated names included, in order) and the exact body, which the protocol leaves unframed for the server
+to frame validly; HEAD never carries a body whichever method answers it. The spec is silent on misuse — a
+second response call, an empty or inverted range, a range past EOF, a missing file, an app that raises or
+returns without responding — so those checks are POLICY and ask only for a well-formed wire, an error
+rather than a fake success, and no hang. The app side is the fixture's ``/script`` RSGI interpreter.
+"""
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+import fixtures
+
+from .markers import interfaces, needs, spec
+from .scripted import step, wait_steps
+from .scriptrun import ping, send
+from .wire import REPLY_TIMEOUT, describe
+
+pytestmark = [interfaces("rsgi"), needs("http1")]
+
+_PROTO = "RSGI §HTTP protocol interface"
+_PLAIN = [["content-type", "text/plain"]]
+_OK = ["response_bytes", 200, [["content-type", "text/plain"], ["content-length", "2"]], "ok"]
+_SMALL = (fixtures.STATIC_DIR / fixtures.STATIC_SMALL).read_bytes()
+
+
+def _send(server, steps: list, **kw) -> tuple:
+    """``scriptrun.send``, then the step events: (exchange, events)."""
+    token, ex = send(server, steps, **kw)
+    return ex, wait_steps(server, token, len(steps), timeout=kw.get("timeout", REPLY_TIMEOUT))
+
+
+# -- response methods --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("status", [204, 200])
+@spec(_PROTO, "DEFINED")
+def test_response_empty_sends_the_status_without_body(server, status):
+    """``response_empty(status, headers)`` sends that status and the app's headers with no body: a 204
+    without Content-Length or Transfer-Encoding, a 200 framed as zero-length."""
+    ex, _ = _send(server, [["response_empty", status, [["x-empty", "yes"]]]], then=ping(server), count=2)
+    resp = ex.first
+    assert resp.status == status and resp.header("x-empty") == "yes" and resp.body == b"", describe(ex)
+    if status == 204:
+        assert not resp.header_all("content-length") and not resp.header_all("transfer-encoding"), describe(ex)
+    assert len(ex.final) == 2 and ex.final[1].body == b"ok", f"stray bytes after the empty response: {describe(ex)}"
+
+
+@spec(_PROTO, "DEFINED")
+def test_response_bytes_sends_status_headers_and_exact_body(server):
+    """``response_bytes`` sends the app's status, headers and the exact bytes (NUL, 0xFF, CR LF included)."""
+    body = b"\x00\x01\r\n\xff0\r\n\r\nend"
+    b64 = {"b64": base64.b64encode(body).decode()}
+    ex, _ = _send(server, [["response_bytes", 202, [["x-a", "1"]], b64]], then=ping(server), count=2)
+    resp = ex.first
+    assert resp.status == 202 and resp.header("x-a") == "1" and resp.body == body, describe(ex)
+    assert len(ex.final) == 2 and ex.final[1].body == b"ok", describe(ex)
+
+
+@spec(_PROTO + " (str encoding)", "POLICY")
+def test_response_str_is_sent_utf8_encoded(server):
+    """``response_str`` sends the text UTF-8 encoded. (The spec names no encoding; UTF-8 is the suite's
+    reading.)"""
+    text = "h\u00e9llo \u20ac \U0001f600"
+    ex, _ = _send(server, [["response_str", 201, [["content-type", "text/plain; charset=utf-8"]], text]])
+    assert ex.first.status == 201 and ex.first.body == text.encode("utf-8"), describe(ex)
+
+
+_REPEATED = [["set-cookie", "a=1"], ["x-other", "o"], ["set-cookie", "b=2"]]
+_BY_METHOD = {
+    "response_bytes": [["response_bytes", 200, _REPEATED, "x"]],
+    "response_str": [["response_str", 200, _REPEATED, "x"]],
+    "response_empty": [["response_empty", 200, _REPEATED]],
+    "response_file": [["response_file", 200, _REPEATED, fixtures.STATIC_SMALL]],
+    "response_stream": [["stream", 200, _REPEATED], ["send_bytes", "x"]],
+}
+
+
+@pytest.mark.parametrize("steps", list(_BY_METHOD.values()), ids=list(_BY_METHOD))
+@spec(_PROTO, "DEFINED")
+def test_repeated_header_names_are_all_sent_in_order(server, steps):
+    """Every header tuple the app passes is sent, a repeated name such as set-cookie once per tuple, in order."""
+    ex, _ = _send(server, steps)
+    assert ex.first.header_all("set-cookie") == ["a=1", "b=2"], describe(ex)
+    assert ex.first.header("x-other") == "o", describe(ex)
+
+
+@pytest.mark.parametrize("status", [200, 201, 299, 404, 418, 503])
+@spec(_PROTO, "DEFINED")
+def test_response_status_is_sent_as_given(server, status):
+    """The int status passed to a response method is the status code on the wire."""
+    ex, _ = _send(server, [["response_bytes", status, _PLAIN, "s"]])
+    assert ex.first.status == status, describe(ex)
+
+
+@spec(_PROTO + " (1.1)", "DEFINED")
+def test_stream_sends_every_chunk_in_order(server):
+    """``response_stream`` then ``send_bytes``/``send_str`` calls deliver every chunk, in order."""
+    steps = [["stream", 200, _PLAIN], ["send_bytes", "one,"], ["send_str", "tw\u00f6,"], ["send_bytes", ""],
+             ["send_bytes", "three"]]
+    ex, _ = _send(server, steps, then=ping(server), count=2)
+    assert ex.first.body == "one,tw\u00f6,three".encode(), describe(ex)
+    if len(ex.final) == 2:
+        assert ex.final[1].body == b"ok", describe(ex)
+
+
+# -- files -------------------------------------------------------------------------------------
+
+def _refused(ex, events, index: int) -> bool:
+    """The response call raised, or the server answered an error status."""
+    call = step(events, index)
+    raised = call is not None and not call.get("ok")
+    return raised or (bool(ex.final) and ex.final[0].status >= 400)
+
+
+_BAD_RANGES = {"inverted": (10, 5), "empty": (5, 5)}
+
+
+@pytest.mark.parametrize("start,end", list(_BAD_RANGES.values()), ids=list(_BAD_RANGES))
+@spec(_PROTO + " (1.6, invalid range)", "POLICY")
+def test_response_file_range_refuses_an_empty_or_inverted_range(server, start, end):
+    """``response_file_range`` with start >= end raises or answers an error; it never sends file bytes as
+    a success, and never hangs. (Unspecified; suite policy.)"""
+    steps = [["response_file_range", 206, _PLAIN, fixtures.STATIC_SMALL, start, end]]
+    ex, events = _send(server, steps)
+    assert ex.final, f"no response within {REPLY_TIMEOUT}s: {describe(ex)}"
+    assert _refused(ex, events, 0), f"range [{start}, {end}) was answered as a success: {describe(ex)}"
+
+
+@spec(_PROTO + " (1.6, range beyond EOF)", "POLICY")
+def test_response_file_range_beyond_eof_never_sends_more_than_the_file(server):
+    """A range reaching past the end of the file is refused, or sends exactly the bytes up to EOF, validly
+    framed; no hang. (Unspecified; suite policy.)"""
+    start = len(_SMALL) - 10
+    ex, events = _send(server, [["response_file_range", 206, _PLAIN, fixtures.STATIC_SMALL, start, start + 100]],
+                       then=ping(server), count=2)
+    assert ex.final, f"no response within {REPLY_TIMEOUT}s: {describe(ex)}"
+    if not _refused(ex, events, 0):
+        assert ex.final[0].body == _SMALL[start:], describe(ex)
+        assert len(ex.final) == 2 and ex.final[1].body == b"ok", describe(ex)
+
+
+_MISSING = {"response_file": [["response_file", 200, _PLAIN, {"missing": "file.txt"}]],
+            "response_file_range": [["response_file_range", 206, _PLAIN, {"missing": "range.txt"}, 0, 5]]}
+
+
+@pytest.mark.parametrize("steps", list(_MISSING.values()), ids=list(_MISSING))
+@spec(_PROTO + " (missing file)", "POLICY")
+def test_missing_file_is_an_error_not_a_hang(server, steps):
+    """A file response for a path that does not exist raises or answers an error status — promptly, never
+    a success, never a hang. (Unspecified; suite policy.)"""
+    ex, events = _send(server, steps)
+    assert ex.final, f"no response within {REPLY_TIMEOUT}s: {describe(ex)}"
+    assert _refused(ex, events, 0), f"a missing file was answered as a success: {describe(ex)}"
+
+
+# -- HEAD --------------------------------------------------------------------------------------
+
+_HEAD = {
+    "response_bytes": [["response_bytes", 200, _PLAIN, "body"]],
+    "response_str": [["response_str", 200, _PLAIN, "body"]],
+    "response_empty": [["response_empty", 200, _PLAIN]],
+    "response_file": [["response_file", 200, _PLAIN, fixtures.STATIC_SMALL]],
+    "response_file_range": [["response_file_range", 206, _PLAIN, fixtures.STATIC_SMALL, 0, 10]],
+    "response_stream": [["stream", 200, _PLAIN], ["send_bytes", "body"], ["send_str", "more"]],
+}
+
+
+@pytest.mark.parametrize("steps", list(_HEAD.values()), ids=list(_HEAD))
+@spec("RFC 9110 §9.3.2", "MUST NOT")
+def test_head_is_answered_without_body_by_every_response_method(server, steps):
+    """A HEAD request answered through any response method carries no body bytes: the response pipelined
+    behind it parses cleanly."""
+    ex, _ = _send(server, steps, method="HEAD", then=ping(server), count=2)
+    assert len(ex.final) == 2, f"expected 2 responses: {describe(ex)}"
+    assert ex.final[0].body == b"" and ex.final[1].status == 200 and ex.final[1].body == b"ok", describe(ex)
+
+
+# -- misbehaving apps --------------------------------------------------------------------------
+
+@spec(_PROTO + " (app error)", "POLICY")
+def test_app_raising_before_responding_gets_a_server_error(server):
+    """An app that raises before calling a response method gets a 5xx for the client, and the server goes
+    on serving. (Unspecified; suite policy.)"""
+    ex, _ = _send(server, [["raise", "before responding"]])
+    assert ex.final and 500 <= ex.first.status < 600, describe(ex)
+    after, _ = _send(server, [_OK])
+    assert after.first.body == b"ok", describe(after)
+
+
+@spec(_PROTO + " (no response)", "POLICY")
+def test_app_returning_without_responding_gets_a_server_error(server):
+    """An app that returns without calling any response method gets a 5xx for the client, not a hang.
+    (Unspecified; suite policy.)"""
+    ex, _ = _send(server, [["log", "returns without responding"]])
+    assert ex.final and 500 <= ex.first.status < 600, describe(ex)
+
+
+_SECOND = {
+    "bytes-after-bytes": [["response_bytes", 200, [["content-length", "5"]], "first"],
+                          ["response_bytes", 500, [["content-length", "6"]], "second"]],
+    "bytes-after-stream": [["stream", 200, _PLAIN], ["send_bytes", "first"],
+                           ["response_bytes", 500, [["content-length", "6"]], "second"], ["send_bytes", "-more"]],
+}
+
+
+@pytest.mark.parametrize("steps", list(_SECOND.values()), ids=list(_SECOND))
+@spec(_PROTO + " (second response)", "POLICY")
+def test_second_response_call_does_not_corrupt_the_wire(server, steps):
+    """A second response method call after a response started is ignored or raises: the wire carries one
+    well-formed response for the request, and the next pipelined request is answered. (Suite policy.)"""
+    ex, _ = _send(server, steps, then=ping(server), count=2)
+    first = ex.first
+    assert first.status == 200 and first.body.startswith(b"first"), describe(ex)
+    assert b"second" not in ex.raw, f"the second response reached the wire: {describe(ex)}"
+    if len(ex.final) == 2:
+        assert ex.final[1].body == b"ok", describe(ex)
+    else:
+        assert ex.closed, describe(ex)

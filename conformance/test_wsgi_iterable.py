@@ -1,0 +1,248 @@
+"""The WSGI response iterable: close(), Content-Length, framing, errors and wsgi.file_wrapper (PEP 3333
+§Specification Details, §Handling the Content-Length Header, §Error Handling, §Optional Platform-Specific
+File Handling).
+
+The returned iterable must be closed exactly once however the request ends — completed, failed in the
+middle, or abandoned by the client — and never iterated after close(). The app's Content-Length bounds
+what is sent, and a short body must not leave the connection looking reusable. wsgi.file_wrapper, when a
+server offers it, sends from the file's current position, honours Content-Length, closes the file, works
+without fileno(), and sends nothing when the app drops it. The app side is the fixture's ``/script`` WSGI
+interpreter: its iterable logs ``wsgi.close``/``wsgi.next_after_close``, its files ``file.close``.
+"""
+from __future__ import annotations
+
+import base64
+import socket
+import time
+
+import pytest
+
+import fixtures
+
+from .http1 import Connection
+from .markers import interfaces, needs, spec
+from .scripted import new_token, script_request, step, wait_steps
+from .scriptrun import events_until, named, ping, send
+from .wire import REPLY_TIMEOUT, describe
+
+pytestmark = [interfaces("wsgi"), needs("http1")]
+
+_SPEC = "PEP 3333 §Specification Details"
+_CL = "PEP 3333 §Handling the Content-Length Header"
+_FW = "PEP 3333 §Optional Platform-Specific File Handling"
+_OCTETS = ["Content-Type", "application/octet-stream"]
+_SMALL = (fixtures.STATIC_DIR / fixtures.STATIC_SMALL).read_bytes()
+_STREAM_BLOCKS = 100          # blocks of the slow stream a client abandons, _BLOCK_PAUSE apart (4 s)
+_BLOCK_PAUSE = 0.04
+_DISCONNECT_GRACE = 2.0       # seconds a server gets to stop iterating after the client left
+
+
+def _sr(status: str = "200 OK", *headers) -> list:
+    return ["start_response", status, [_OCTETS, *map(list, headers)]]
+
+
+def _closes(server, token: str, timeout: float = REPLY_TIMEOUT) -> tuple:
+    """(wsgi.close events, all events) once close() was logged, plus a moment for a duplicate."""
+    events = events_until(server, token, ("wsgi.close",), timeout=timeout, settle=0.2)
+    return named(events, "wsgi.close"), events
+
+
+# -- close() -----------------------------------------------------------------------------------
+
+@spec(_SPEC, "MUST")
+def test_close_is_called_once_after_a_complete_response(server):
+    """The iterable's close() is called exactly once when the response is complete."""
+    token, ex = send(server, [_sr(), ["yield", "a"], ["yield", "b"]])
+    assert ex.first.body == b"ab", describe(ex)
+    closes, events = _closes(server, token)
+    assert len(closes) == 1, f"close() called {len(closes)} times; events: {[e['event'] for e in events]}"
+
+
+@spec(_SPEC, "MUST")
+def test_close_is_called_once_when_iteration_raises(server):
+    """close() is called exactly once when the iterable raises in the middle of the response."""
+    token, _ = send(server, [_sr(), ["yield", "a"], ["raise", "mid-body"], ["yield", "b"]])
+    closes, events = _closes(server, token)
+    assert len(closes) == 1, f"close() called {len(closes)} times; events: {[e['event'] for e in events]}"
+
+
+_ABORTED = {"chunked": [], "content-length": [["Content-Length", "10"]]}
+
+
+@pytest.mark.parametrize("headers", list(_ABORTED.values()), ids=list(_ABORTED))
+@spec("PEP 3333 §Error Handling", "SHOULD")
+def test_response_is_aborted_when_iteration_raises(server, headers):
+    """When the iterable raises after body bytes of a non-text response were sent, the response is
+    aborted (connection closed, truncation visible), never completed as if it were whole."""
+    _, ex = send(server, [_sr("200 OK", *headers), ["yield", "abc"], ["raise", "mid-body"]])
+    complete = [r for r in ex.final if r.status == 200]
+    assert not complete, f"the failed response was framed as complete ({complete[0].framing}): {describe(ex)}"
+    assert ex.closed, f"the connection stayed open after the aborted response: {describe(ex)}"
+
+
+@pytest.fixture(scope="module")
+def abandoned_stream(server):
+    """A slow stream the client leaves after its first bytes: (close events, all events, time it left)."""
+    token = new_token()
+    steps = [_sr(), ["repeat", _STREAM_BLOCKS, [["yield", {"size": 1000}], ["sleep", _BLOCK_PAUSE]]]]
+    with socket.create_connection(server.address, timeout=REPLY_TIMEOUT) as sock:
+        sock.sendall(script_request(server, steps, token=token))
+        sock.recv(4096)
+        time.sleep(0.2)
+        left = time.time()
+    closes, events = _closes(server, token, timeout=_STREAM_BLOCKS * _BLOCK_PAUSE + 4)
+    return closes, events, left
+
+
+@spec(_SPEC, "MUST")
+def test_close_is_called_after_the_client_disconnects(server, abandoned_stream):
+    """When the client goes away during a slow streamed response, the iterable's close() is still called,
+    exactly once."""
+    closes, events, _ = abandoned_stream
+    assert len(closes) == 1, f"close() called {len(closes)} times; events: {[e['event'] for e in events][-8:]}"
+
+
+@spec(_SPEC + " (early disconnect)", "POLICY")
+def test_iteration_stops_soon_after_the_client_disconnects(server, abandoned_stream):
+    """After the client disconnects, the server stops iterating and calls close() within a few blocks,
+    rather than producing the rest of the response for nobody. (Suite policy: PEP 3333 asks for close()
+    when the request ends early and for apps to expect early close; it sets no deadline.)"""
+    closes, _, left = abandoned_stream
+    assert closes, "close() was never called"
+    late = closes[0]["t"] - left
+    assert late < _DISCONNECT_GRACE and not closes[0].get("exhausted"), (
+        f"close() came {late:.1f}s after the disconnect, exhausted={closes[0].get('exhausted')} "
+        f"({closes[0].get('items')} of {_STREAM_BLOCKS} blocks produced)")
+
+
+_CLOSE_RUNS = {"complete": [_sr(), ["yield", "a"]], "error": [_sr(), ["yield", "a"], ["raise", "x"]]}
+
+
+@pytest.mark.parametrize("steps", list(_CLOSE_RUNS.values()), ids=list(_CLOSE_RUNS))
+@spec(_SPEC + " (wsgiref.validate)", "POLICY")
+def test_no_next_after_close(server, steps):
+    """The server never calls next() on the iterable after close(). (wsgiref.validate asserts it; the
+    PEP implies it.)"""
+    token, _ = send(server, steps)
+    closes, events = _closes(server, token)
+    assert closes, f"close() was never called: {[e['event'] for e in events]}"
+    assert not named(events, "wsgi.next_after_close"), [e["event"] for e in events]
+
+
+# -- Content-Length and framing ----------------------------------------------------------------
+
+@spec(_CL, "SHOULD NOT")
+def test_body_longer_than_content_length_is_not_sent(server):
+    """When the app yields more than its Content-Length, no more than that many bytes are sent: the client
+    never reads the excess as the start of the next response."""
+    steps = [_sr("200 OK", ["Content-Length", "3"]), ["yield", "abc"], ["yield", "EXCESS"]]
+    _, ex = send(server, steps, then=ping(server), count=2)
+    assert b"EXCESS" not in ex.raw, f"bytes beyond Content-Length were sent: {describe(ex)}"
+    if len(ex.final) == 2:
+        assert ex.final[0].body == b"abc" and ex.final[1].body == b"ok", describe(ex)
+
+
+@spec(_CL, "SHOULD")
+def test_body_shorter_than_content_length_closes_the_connection(server):
+    """When the app sends fewer bytes than its Content-Length, the server closes the connection promptly
+    instead of reusing it (which would splice the next response into this body)."""
+    steps = [_sr("200 OK", ["Content-Length", "10"]), ["yield", "abc"]]
+    with Connection(server.address, REPLY_TIMEOUT) as conn:
+        conn.send(script_request(server, steps, token=None) + ping(server))
+        closed = conn.wait_closed(1.5)
+        raw = conn.buffer
+    assert b"HTTP/1." not in raw.partition(b"\r\n\r\nabc")[2], f"the next response was spliced in: {raw!r}"
+    assert closed, f"the connection stayed open 1.5s after a short body: {raw[-200:]!r}"
+
+
+@spec("RFC 9112 §6.3", "MUST")
+def test_one_element_list_without_length_is_framed(server):
+    """A one-element list without Content-Length arrives whole and delimited (computed length, chunked, or
+    close); a computed Content-Length is the element's length."""
+    _, ex = send(server, [_sr(), ["return_list", ["hello world"]]], then=ping(server), count=2)
+    assert ex.first.body == b"hello world", describe(ex)
+    assert ex.first.header("content-length") in (None, "11"), describe(ex)
+    if len(ex.final) == 2:
+        assert ex.final[1].body == b"ok", describe(ex)
+
+
+@spec(_SPEC, "SHOULD")
+def test_binary_body_is_transmitted_unmodified(server):
+    """Yielded bytes are sent unmodified: line endings, NUL, 0xFF and chunk-terminator look-alikes."""
+    blocks = [b"a\r\nb\nc\rd", b"\x00\xff\x80", b"0\r\n\r\n", b"\r\n"]
+    steps = [_sr()] + [["yield", {"b64": base64.b64encode(b).decode()}] for b in blocks]
+    _, ex = send(server, steps, then=ping(server), count=2)
+    assert ex.first.body == b"".join(blocks), describe(ex)
+
+
+@spec("PEP 3333 §Error Handling", "SHOULD")
+def test_app_exception_before_output_gives_a_server_error(server):
+    """An exception escaping the app before any output is trapped: the client gets a 5xx response and the
+    server goes on serving."""
+    _, ex = send(server, [["raise", "before any output"]])
+    assert 500 <= ex.first.status < 600, describe(ex)
+    _, after = send(server, [_sr(), ["yield", "still here"]])
+    assert after.first.body == b"still here", describe(after)
+
+
+# -- wsgi.file_wrapper -------------------------------------------------------------------------
+
+def _offered(event: dict | None) -> None:
+    if event is not None and not event.get("ok") and "not in environ" in str(event.get("error")):
+        pytest.skip("not supported: the server offers no wsgi.file_wrapper")
+
+
+def _file_wrapper_run(server, options: dict | None = None, headers=(), name: str = fixtures.STATIC_SMALL):
+    step_ = ["file_wrapper", name, options] if options else ["file_wrapper", name]
+    token, ex = send(server, [_sr("200 OK", *headers), step_])
+    made = step(wait_steps(server, token, 2), 1)
+    _offered(made)
+    assert made is not None and made.get("ok"), f"wsgi.file_wrapper failed: {made}"
+    return ex, events_until(server, token, ("file.close",), settle=0.2)
+
+
+@spec(_FW, "MUST")
+def test_file_wrapper_close_closes_the_file(server):
+    """The iterable from wsgi.file_wrapper has a close() that calls the file's close(), once."""
+    ex, events = _file_wrapper_run(server)
+    assert ex.first.body == _SMALL, describe(ex)
+    assert len(named(events, "file.close")) == 1, [e["event"] for e in events]
+
+
+@spec(_FW, "MUST")
+def test_file_wrapper_starts_at_the_current_position(server):
+    """Transmission starts at the file's current position, not at its beginning."""
+    ex, _ = _file_wrapper_run(server, {"seek": 10})
+    assert ex.first.body == _SMALL[10:], describe(ex)
+
+
+@spec(_FW, "MUST")
+def test_file_wrapper_honours_content_length(server):
+    """With a Content-Length, no more than that many bytes of the file are sent (from the current position)."""
+    ex, _ = _file_wrapper_run(server, {"seek": 3}, headers=[["Content-Length", "7"]])
+    assert ex.first.body == _SMALL[3:10], describe(ex)
+    assert not ex.leftover, describe(ex)
+
+
+@spec(_FW, "MUST")
+def test_file_wrapper_works_without_fileno(server):
+    """A file-like object with only read() and close() (no fileno, so no sendfile) is still sent whole."""
+    ex, events = _file_wrapper_run(server, {"fileno": False})
+    assert ex.first.body == _SMALL, describe(ex)
+    assert len(named(events, "file.close")) == 1, [e["event"] for e in events]
+
+
+@spec(_FW, "MUST")
+def test_file_wrapper_accepts_a_block_size(server):
+    """wsgi.file_wrapper(file, block_size) takes the optional block size and still sends the whole file."""
+    ex, _ = _file_wrapper_run(server, {"block_size": 7, "fileno": False})
+    assert ex.first.body == _SMALL, describe(ex)
+
+
+@spec(_FW, "MUST NOT")
+def test_discarded_file_wrapper_transmits_nothing(server):
+    """A wsgi.file_wrapper result the app drops (as middleware may) sends nothing of the file."""
+    token, ex = send(server, [_sr(), ["discard_file_wrapper", fixtures.STATIC_SMALL], ["yield", "other"]])
+    _offered(step(wait_steps(server, token, 3), 1))
+    assert ex.first.body == b"other", describe(ex)
+    assert _SMALL[:20] not in ex.raw, describe(ex)
