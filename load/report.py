@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .results import check_compatible, load_records
 
-__all__ = ["Row", "select_rows", "render", "render_vs", "write_report", "METHOD_TEXT"]
+__all__ = ["Row", "select_rows", "render", "render_vs", "write_report", "oha_ceiling", "METHOD_TEXT"]
 
 METRIC_COLUMNS = ("Total requests", "RPS", "avg latency", "max latency", "p99 latency", "errors", "peak RSS")
 
@@ -51,6 +51,14 @@ class Row:
     record: Mapping[str, Any]  # the chosen run
     by_concurrency: Mapping[int, float]  # concurrency -> RPS (median over repeats)
     repeats: int
+    samples: tuple[float, ...] = ()  # RPS of every repeat at the chosen concurrency
+
+    @property
+    def cv(self) -> float | None:
+        """Coefficient of variation of RPS over the repeats (sample std dev / mean); None under 2 repeats."""
+        if len(self.samples) < 2 or not statistics.mean(self.samples):
+            return None
+        return statistics.stdev(self.samples) / statistics.mean(self.samples)
 
     @property
     def concurrency(self) -> int:
@@ -110,6 +118,7 @@ def select_rows(records: Sequence[Mapping[str, Any]], env_columns: Sequence[str]
             record=best,
             by_concurrency={c: float(r["rps"]) for c, r in sorted(chosen.items())},
             repeats=max(len(v) for v in per_conc.values()),
+            samples=tuple(float(r["rps"]) for r in per_conc[int(best["concurrency"])]),
         ))
     return rows
 
@@ -144,7 +153,7 @@ def _marks(record: Mapping[str, Any]) -> str:
 
 def _table(rows: Sequence[Row], columns: Sequence[str], env_columns: Sequence[str], bold_best: bool) -> list[str]:
     use_cells = any(r.cells for r in rows)
-    head = [ENV_COLUMN_TITLES.get(c, c) for c in env_columns] + list(columns)
+    head = [ENV_COLUMN_TITLES.get(c, f"{c.capitalize()} version") for c in env_columns] + list(columns)
     if use_cells:
         head.append("Concurrency")
     head += METRIC_COLUMNS
@@ -174,6 +183,8 @@ def _version_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
         for name, version in sorted(record.get("versions", {}).items()):
             if version not in seen.setdefault(name, []):
                 seen[name].append(version)
+    for name in seen:
+        seen[name].sort(key=_version_key)
     lines = []
     if "python" in seen:
         lines.append(f"Python version: {', '.join(seen.pop('python'))}")
@@ -223,6 +234,8 @@ def render(records: Sequence[Mapping[str, Any]], *, profile=None, plots: Mapping
     columns = profile.columns if profile else ("Request",)
     env_columns = profile.env_columns if profile else ()
     rows = select_rows(records, env_columns)
+    if profile:
+        rows = _profile_order(rows, profile)
     runs = [r.record for r in rows]
     head = runs[0] if runs else records[0]
     env = head.get("environment", {})
@@ -252,6 +265,22 @@ def render(records: Sequence[Mapping[str, Any]], *, profile=None, plots: Mapping
     return "\n".join(out).rstrip() + "\n"
 
 
+def _profile_order(rows: Sequence[Row], profile) -> list[Row]:
+    """Rows in the profile's case order (runs are grouped by server start, so they finish in another order)."""
+    order = {(c.group, c.label): i for i, c in enumerate(profile.cases)}
+    groups = {c.group: i for i, c in reversed(list(enumerate(profile.cases)))}
+    return sorted(rows, key=lambda r: (groups.get(r.group, len(groups)), tuple(_version_key(v) for v in r.env_values),
+                                       order.get((r.group, r.label), len(order))))
+
+
+def _version_key(text: str) -> tuple:
+    """'3.9' < '3.10' < '3.13'; anything not a version sorts as text after the versions."""
+    try:
+        return (0,) + tuple(int(x) for x in text.split("."))
+    except ValueError:
+        return (1, text)
+
+
 def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> list[str]:
     out = []
     flagged = [r for r in rows if _errors(r.record)]
@@ -269,6 +298,15 @@ def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> lis
             f"({len(bound)} of {len(rows)} rows).",
             "",
         ]
+    ceiling = oha_ceiling(rows)
+    if ceiling:
+        fastest, per_cpu, cpus = ceiling
+        out += [
+            f"oha's ceiling here: about {per_cpu * cpus:,.0f} RPS on its {cpus} CPU{'s' if cpus > 1 else ''} ({per_cpu:,.0f} 2xx responses per "
+            f"oha CPU-second in the fastest row); the fastest row, {fastest.label} (c{fastest.concurrency}), reached "
+            f"{fastest.record['rps']:,.0f} RPS, {fastest.record['rps'] / (per_cpu * cpus):.0%} of it.",
+            "",
+        ]
     busy = [r for r in rows if _busy(r.record)]
     if busy:
         out += [
@@ -276,20 +314,45 @@ def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> lis
             "its CPU count): other processes competed for the CPUs; rerun on an idle machine for firm numbers.",
             "",
         ]
-    if any(r.repeats > 1 for r in rows):
-        out += ["Repeated runs: each number is the median-RPS run of its concurrency.", ""]
-    others = _latest([r for r in records if r.get("kind") in ("skip", "failure")], ())
+    repeated = [r for r in rows if r.cv is not None]
+    if repeated:
+        out += ["Run-to-run spread: each number is the median-RPS run of its concurrency; coefficient of variation "
+                "of RPS over the repeats (each repeat restarts the server):", ""]
+        for row in repeated:
+            warn = " (unstable: rerun with more repeats, on an idle machine)" if row.cv >= 0.10 else ""
+            out.append(f"- {row.label} (c{row.concurrency}): CV {row.cv:.1%} over {len(row.samples)} runs, "
+                       f"RPS {min(row.samples):.0f} to {max(row.samples):.0f}{warn}")
+        out.append("")
+    others = _latest([r for r in records if r.get("kind") in ("skip", "failure")], ("python",))
     done_labels = {r.label for r in rows}
+    done_with_python = {(r.label, _env_value(r.record, "python")) for r in rows}
     notes = []
     for _key, items in others.items():
         rec = items[-1]
-        if rec.get("case") in done_labels:
+        if rec.get("versions", {}).get("python"):
+            python = _env_value(rec, "python")
+            if (rec.get("case"), python) in done_with_python:
+                continue
+        elif rec.get("case") in done_labels:
             continue
         word = "Not run" if rec["kind"] == "skip" else "FAILED"
-        notes.append(f"- {word}: {rec.get('case')} ({rec.get('target')}): {str(rec.get('reason', '')).splitlines()[0]}")
+        where = f"{rec.get('target')}, Python {_env_value(rec, 'python')}" if rec.get("versions", {}).get("python") else rec.get("target")
+        notes.append(f"- {word}: {rec.get('case')} ({where}): {str(rec.get('reason', '')).splitlines()[0]}")
     if notes:
         out += ["Skipped and failed cases:", ""] + notes + [""]
     return out
+
+
+def oha_ceiling(rows: Sequence[Row]) -> tuple[Row, float, int] | None:
+    """(fastest row, 2xx responses per oha CPU-second in it, oha's CPU count): oha's throughput if it had its
+    CPUs to itself, extrapolated from its own CPU time (exact, from rusage) in the fastest run."""
+    timed = [r for r in rows if r.record.get("oha", {}).get("cpu_seconds")]
+    if not timed:
+        return None
+    fastest = max(timed, key=lambda r: r.record["rps"])
+    oha = fastest.record["oha"]
+    cpus = len(oha.get("cpus") or []) or int(fastest.record.get("environment", {}).get("cpus_available", 1))
+    return fastest, fastest.record["ok"] / oha["cpu_seconds"], cpus
 
 
 def render_vs(records: Sequence[Mapping[str, Any]]) -> str:
@@ -345,7 +408,7 @@ def write_report(paths: Sequence[Path | str], out_dir: Path | str, *, plots: boo
             rps_path.write_text(rps_svg(rows, title=f"{profile.title if profile else name}: RPS"), encoding="utf-8")
             lat_path = out_dir / f"{name}-latency.svg"
             lat_path.write_text(latency_svg(rows, title=f"{profile.title if profile else name}: latency"), encoding="utf-8")
-            images = {"RPS against concurrency": rps_path.name, "Latency percentiles": lat_path.name}
+            images = {"RPS (2xx) per case and concurrency": rps_path.name, "Latency percentiles (p50, p99, max)": lat_path.name}
         parts.append(render(items, profile=profile, plots=images))
         if vs:
             parts.append(render_vs(items))

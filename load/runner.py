@@ -81,9 +81,12 @@ class RunOptions:
         return self.method.scaled(self.quick) if self.quick else self.method
 
     def planned(self, host_cores: int) -> list[PlannedCase]:
-        """The profile's cases as they run here: filtered, customised, or skipped with a reason."""
+        """The profile's cases as they run here: filtered, customised, or skipped with a reason.
+
+        Python-version limits and ``needs`` are judged for the interpreter that runs the server."""
+        version, importable = _interpreter(self.python)
         items = plan(self.profile, self.server, host_cores=host_cores, full=self.full, select=self.select,
-                     interface=self.interface)
+                     interface=self.interface, python_version=version, importable=importable)
         return [replace(p, target=_customise(p.target, self.target_options, self.http)) for p in items]
 
 
@@ -117,6 +120,31 @@ def _requests_for(case: Case, opts: RunOptions) -> int | None:
     if opts.quick:
         return case.quick_requests or max(1000, int(case.requests * opts.quick * 0.05))
     return case.requests
+
+
+def _interpreter(python: str | None) -> tuple[tuple[int, int], Callable[[str], bool] | None]:
+    """(major, minor) of the server's interpreter and an ``importable(module)`` test run inside it."""
+    if not python:
+        return sys.version_info[:2], None
+    import subprocess
+
+    path = Path(python)
+    exe = str(path / "bin" / "python") if path.is_dir() else str(path)
+    script = "import sys; print('%d.%d' % sys.version_info[:2])"
+    try:
+        out = subprocess.run([exe, "-c", script], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        major, minor = (int(x) for x in out.stdout.strip().split("."))
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return sys.version_info[:2], None  # start_server will report the broken interpreter clearly
+
+    def importable(module: str) -> bool:
+        probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+        try:
+            return subprocess.run([exe, "-c", probe], timeout=30, stdin=subprocess.DEVNULL).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    return (major, minor), importable
 
 
 def _customise(target: str, options: Sequence[tuple[str, str]], http: str | None) -> str:
@@ -182,10 +210,11 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
             **fields,
         })
 
+    python_version = ".".join(map(str, _interpreter(opts.python)[0]))
     for item in planned:
         if item.skip:
             log(f"skip  {item.case.label}: {item.skip}")
-            record("skip", item, reason=item.skip, versions={"oha": versions_oha})
+            record("skip", item, reason=item.skip, versions={"oha": versions_oha, "python": python_version})
             summary.skipped += 1
 
     groups = _group(planned)

@@ -44,6 +44,17 @@ def test_the_latest_session_wins_and_repeats_use_the_median(records):
     repeats = [dict(copy.deepcopy(run), session="29990101T000000Z-1", rps=v, repeat=i) for i, v in enumerate((5.0, 9.0, 7.0))]
     rows = select_rows([older] + repeats)
     assert len(rows) == 1 and rows[0].record["rps"] == 7.0 and rows[0].repeats == 3
+    assert rows[0].samples == (5.0, 9.0, 7.0)
+    assert rows[0].cv == pytest.approx(2.0 / 7.0)  # stdev 2 over mean 7
+    text = render([older] + repeats)
+    assert "ASGI get 1KB (c64): CV 28.6% over 3 runs, RPS 5 to 9 (unstable: rerun" in text
+
+
+def test_the_oha_ceiling_is_extrapolated_from_its_cpu_time(records, profile):
+    text = render(records, profile=profile)
+    fastest = max((r for r in records if r["kind"] == "run"), key=lambda r: r["rps"])
+    per_cpu = fastest["ok"] / fastest["oha"]["cpu_seconds"]
+    assert f"oha's ceiling here: about {per_cpu:,.0f} RPS on its 1 CPU (" in text
 
 
 def test_errors_and_generator_bound_runs_are_marked_and_explained(records, profile):

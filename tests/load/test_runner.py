@@ -1,0 +1,47 @@
+"""The runner's pure parts: the method's --quick scaling, grouping by server start, the server's interpreter."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from load.profile import Case, PlannedCase, load_profile
+from load.runner import Method, RunOptions, _group, _interpreter, _requests_for
+
+
+def test_quick_scales_every_duration_but_not_the_primer_concurrency():
+    quick = Method().scaled(0.2)
+    assert (quick.primer, quick.warmup, quick.duration, quick.pause) == pytest.approx((0.8, 0.6, 2.0, 0.2))
+    assert quick.primer_concurrency == 8 and quick.request_timeout == 10.0
+    assert "primer at c8 for 4 s" in Method().describe()
+
+
+def test_fixed_count_cases_use_quick_requests_in_quick_mode():
+    case = Case("json", "granian:rsgi", "json", (100,), requests=1_000_000, quick_requests=20_000)
+    profile = load_profile("json")
+    assert _requests_for(case, RunOptions(profile=profile)) == 1_000_000
+    assert _requests_for(case, RunOptions(profile=profile, quick=0.2)) == 20_000
+    assert _requests_for(Case("x", "a:rsgi", "b1k", (1,)), RunOptions(profile=profile, quick=0.2)) is None
+
+
+def test_cases_sharing_a_server_start_are_grouped_in_first_seen_order_and_skips_left_out():
+    def item(label, target, env=None, skip=""):
+        return PlannedCase(Case(label, target, "b1k", (1,), env=env or {}), target, skip)
+
+    groups = _group([item("a", "g:rsgi"), item("b", "g:asgi"), item("c", "g:rsgi"), item("d", "g:rsgi", {"X": "1"}),
+                     item("e", "g:wsgi", skip="no")])
+    assert [[p.case.label for p in items] for _key, items in groups] == [["a", "c"], ["b"], ["d"]]
+
+
+def test_the_servers_interpreter_decides_version_limits_and_needs():
+    version, importable = _interpreter(sys.executable)
+    assert version == sys.version_info[:2]
+    assert importable("json") and not importable("no_such_module_gatecheck")
+    assert _interpreter(None) == (sys.version_info[:2], None)
+
+
+def test_a_full_target_customises_every_case():
+    opts = RunOptions(profile=load_profile("interfaces"), server="granian", interface="asgi", http="h1",
+                      target_options=(("loop", "uvloop"),))
+    targets = {p.target for p in opts.planned(host_cores=2)}
+    assert targets == {"granian:asgi:h1?blocking-threads=1&loop=uvloop"}
