@@ -159,25 +159,27 @@ def cmd_analyse(args: argparse.Namespace) -> int:
     for k in kinds:
         vals = [pooled_ratio(by_kind[k], m) for m in ("rps", "p99", "cpu")]
         lines.append(f"| {k} | " + " | ".join(f"{v:.3f}" if v else "-" for v in vals) + " |")
-    lines += ["", "| gated on | threshold | pairs (min..max) | " + " | ".join(
-        f"{k} failed" for k in kinds) + " | pairs used (median, max) | seconds per gate (median, max) |",
-              "| --- | ---: | --- | " + " | ".join("---:" for _ in kinds) + " | --- | --- |"]
-    for fail_on in args.metrics:
-        for threshold in args.thresholds:
-            for lo, hi in args.pair_plans:
+    lines += ["", "Failed gates (exit status 1) per kind, with how many were inconclusive on a gated metric:", "",
+              "| gated on | statistic | threshold | pairs (min..max) | " + " | ".join(
+        f"{k}" for k in kinds) + " | pairs used (median, max) | seconds per gate (median, max) |",
+              "| --- | --- | ---: | --- | " + " | ".join("---:" for _ in kinds) + " | --- | --- |"]
+    plans = [(f, st, t, lo, hi) for f in args.metrics for st in args.statistics for t in args.thresholds
+             for lo, hi in args.pair_plans]
+    for fail_on, statistic, threshold, lo, hi in plans:
+            if True:
                 cells, used_all, secs_all = [], [], []
                 for k in kinds:
                     failed = inconclusive = 0
                     for doc in by_kind[k]:
                         res, used, secs = replay(doc, threshold=threshold, fail_on=fail_on.split(","), min_pairs=lo,
-                                                 max_pairs=hi, budget=args.budget)
+                                                 max_pairs=hi, budget=args.budget, statistic=statistic)
                         failed += res["failed"]
                         inconclusive += any(v.get(m) == Verdict.INCONCLUSIVE.value for v in res["verdicts"].values()
                                             for m in fail_on.split(","))
                         used_all.append(used)
                         secs_all.append(secs + doc.get("setup_seconds", 0.0))
                     cells.append(f"{failed}/{len(by_kind[k])} ({inconclusive} inc.)")
-                lines.append(f"| {fail_on} | {threshold:.0%} | {lo}..{hi} | " + " | ".join(cells)
+                lines.append(f"| {fail_on} | {statistic} | {threshold:.0%} | {lo}..{hi} | " + " | ".join(cells)
                              + f" | {statistics.median(used_all):g}, {max(used_all)} | "
                              f"{statistics.median(secs_all):.0f}, {max(secs_all):.0f} |")
     lines += ["", "Wall time of the stored gates (full --max-pairs, including env check and route checks): "
@@ -238,6 +240,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ana = sub.add_parser("analyse", help="rates from a finished (or partial) experiment")
     ana.add_argument("out", help="experiment directory")
     ana.add_argument("--metrics", nargs="+", default=["rps", "cpu", "rps,cpu", "p99"], help="gated metric sets")
+    ana.add_argument("--statistics", nargs="+", default=["geomean"], help="statistics to replay (geomean, mean, median)")
     ana.add_argument("--thresholds", type=gate_mod.percent, nargs="+", default=[0.05, 0.03])
     ana.add_argument("--pair-plans", type=_pairs, nargs="+", default=[(8, 8), (10, 10), (16, 16), (8, 16)],
                      help="MIN..MAX pairs to replay, e.g. 8..16")
