@@ -136,13 +136,13 @@ def test_state_copy_is_shallow(server):
 
 @spec(f"{_LS} §Startup Complete", "MUST")
 def test_no_request_reaches_the_app_before_startup_complete(server):
-    """No request is handed to the app until the app sent lifespan.startup.complete (startup takes 2 s here)."""
+    """No request is handed to the app until the app sent lifespan.startup.complete (startup takes 1.5 s here)."""
     port, token = free_port(), new_token()
     done, box = threading.Event(), {}
 
     def launch():
         try:
-            with private_server(server, env={fixtures.LIFESPAN_ENV: "slow:2"}, port=port) as priv:
+            with private_server(server, env={fixtures.LIFESPAN_ENV: "slow:1.5"}, port=port) as priv:
                 box["priv"] = priv
                 done.wait(20)
         except Exception as exc:  # reported below
@@ -170,7 +170,7 @@ def test_no_request_reaches_the_app_before_startup_complete(server):
     requests = fixtures.read_events(box["priv"].event_dir, token)
     first = min((e["t"] for e in requests if e["event"] == "request.start"), default=None)
     assert first is not None, "no request reached the app"
-    earliest_complete = starts[0]["t"] + 2.0  # the app sleeps 2 s before it sends startup.complete
+    earliest_complete = starts[0]["t"] + 1.5  # the app sleeps 1.5 s before it sends startup.complete
     assert first >= earliest_complete - 0.05, (
         f"a request reached the app {earliest_complete - first:.2f} s before startup.complete was sent")
 
@@ -258,10 +258,10 @@ def _terminate(priv, timeout: float = 8.0) -> None:
 
 @pytest.fixture(scope="module")
 def shutdown_run(server):
-    """SIGTERM a server (shutdown takes the app 1 s) while a 1.5 s streamed response is in flight."""
+    """SIGTERM a server (shutdown takes the app 0.5 s) while a 1 s streamed response is in flight."""
     token = new_token()
-    steps = [["start", 200], ["body", "first-", True], ["sleep", 1.5], ["body", "last"]]
-    with private_server(server, env={fixtures.LIFESPAN_ENV: "shutdown_slow:1"}) as priv:
+    steps = [["start", 200], ["body", "first-", True], ["sleep", 1.0], ["body", "last"]]
+    with private_server(server, env={fixtures.LIFESPAN_ENV: "shutdown_slow:0.5"}) as priv:
         conn, stopper = Connection(priv.address, 8), None
         try:
             conn.send(script_request(priv, steps, token=token))
@@ -294,7 +294,7 @@ def test_shutdown_is_sent_after_connections_closed(server, shutdown_run):
 
 @spec(f"{_LS} §Shutdown Complete", "MUST")
 def test_server_waits_for_shutdown_complete(server, shutdown_run):
-    """The server does not terminate before the app sent lifespan.shutdown.complete (it takes 1 s here)."""
+    """The server does not terminate before the app sent lifespan.shutdown.complete (it takes 0.5 s here)."""
     assert _lifespan(shutdown_run["events"], "lifespan.shutdown"), "the app never got lifespan.shutdown"
     completes = _lifespan(shutdown_run["events"], "lifespan.shutdown.complete")
     assert completes, "the server terminated while the app was still shutting down"

@@ -142,7 +142,7 @@ def test_request_without_body_is_one_empty_request_message(server, how):
 @spec(_DISC, "DEFINED")
 def test_receive_waits_while_the_request_is_open(server):
     """After the last http.request, receive() returns nothing while the response is unsent and the client connected."""
-    steps = [["receive_all"], ["watch_disconnect", 1.0], ["sleep", 1.5], ["start", 200], ["body", "x"]]
+    steps = [["receive_all"], ["watch_disconnect", 0.6], ["sleep", 0.9], ["start", 200], ["body", "x"]]
     run = run_script(server, steps, timeout=6)
     assert run.exchange.first.status == 200
     names = [e["event"] for e in run.events]
@@ -340,7 +340,7 @@ def _body_bytes_so_far(data: bytes) -> int:
 def test_each_body_message_is_flushed_before_the_next(server, size):
     """The client receives a body chunk before the app sends the next one (flush before send() returns)."""
     token = new_token()
-    steps = [["start", 200], ["body", {"size": size}, True], ["sleep", 2.0, {"label": "pause"}], ["body", "end"]]
+    steps = [["start", 200], ["body", {"size": size}, True], ["sleep", 1.0, {"label": "pause"}], ["body", "end"]]
     seen_at, data = None, b""
     with Connection(server.address, 8) as conn:
         conn.send(script_request(server, steps, token=token))

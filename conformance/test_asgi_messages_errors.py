@@ -47,7 +47,7 @@ def _scripted(server, steps, *, close_wait: float = 3.0, version: str = "HTTP/1.
     token = new_token()
     with Connection(server.address, 6) as conn:
         conn.send(script_request(server, steps, token=token, version=version))
-        result = conn.read_responses(1, timeout=5)
+        result = conn.read_responses(1, timeout=3)
         closed = result.closed or (close_wait > 0 and conn.wait_closed(close_wait))
     events = wait_steps(server, token, len(steps), timeout=5)
     return result, closed, events
@@ -133,8 +133,8 @@ def test_exception_before_start_is_answered_with_5xx(server):
 @spec(_ERR, "MUST")
 def test_exception_before_start_ends_the_connection(server):
     """An app instance that raises is terminated together with its connection (the server closes it)."""
-    _, closed, _ = _scripted(server, [["raise", "gatecheck: before start"]], close_wait=2.0)
-    assert closed, "the connection stayed open 2 s after the app raised"
+    _, closed, _ = _scripted(server, [["raise", "gatecheck: before start"]], close_wait=1.5)
+    assert closed, "the connection stayed open 1.5 s after the app raised"
     _still_serving(server)
 
 
@@ -164,9 +164,9 @@ def _no_complete_success(result) -> None:
 @spec("ASGI Core §Error Handling / RFC 9112 §8", "MUST")
 def test_exception_after_start_ends_the_connection_detectably(server, case):
     """An app raising after http.response.start: its connection is closed and the response never looks complete."""
-    result, closed, _ = _scripted(server, _RAISED[case], close_wait=2.0)
+    result, closed, _ = _scripted(server, _RAISED[case], close_wait=1.5)
     _no_complete_success(result)
-    assert closed, "the connection stayed open 2 s after the app raised"
+    assert closed, "the connection stayed open 1.5 s after the app raised"
     _still_serving(server)
 
 
@@ -177,7 +177,7 @@ def test_app_returning_mid_response_is_never_a_complete_response(server, case):
     token = new_token()
     with Connection(server.address, 6) as conn:
         conn.send(script_request(server, _RETURNED[case], token=token))
-        result = conn.read_responses(1, timeout=5)
+        result = conn.read_responses(1, timeout=3)
         failed = any(r.status >= 500 for r in result.final)
         closed = failed or conn.wait_closed(3.0)
     _no_complete_success(result)
@@ -190,7 +190,7 @@ def test_app_returning_without_a_response_gets_5xx(server, case):
     """POLICY (the spec is silent): an app that returns without sending http.response.start gets a 5xx, never a hang."""
     steps = [] if case == "no-steps" else [["receive_all"]]
     result, closed, _ = _scripted(server, steps, close_wait=0)
-    assert result.final or closed, "no response and no close within 5 s: the client hangs"
+    assert result.final or closed, "no response and no close within 3 s: the client hangs"
     assert result.final, f"the connection closed without any response: {result.raw[:200]!r}"
     assert 500 <= result.first.status <= 599, result.first.status
 

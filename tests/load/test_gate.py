@@ -311,3 +311,17 @@ def test_cpu_metric_prefers_nanosecond_counters():
     assert gate._metric_value(run, "cpu") == pytest.approx(31.0)
     del run["server_cpu_ns"]
     assert gate._metric_value(run, "cpu") == pytest.approx(50.0)
+
+
+def test_cases_come_from_routes_with_the_target_resolved():
+    args = parse(["--base", "x==1", "--head", "x==1", "--target", "granian:asgi:h2", "--route", "b1k", "--route", "json",
+                  "--concurrency", "32"])
+    cases = gate.cases_from_args(args)
+    assert [c.name for c in cases] == ["b1k c32 (granian:asgi:h2)", "json c32 (granian:asgi:h2)"]
+    assert all(c.http2 for c in cases)
+
+
+def test_profile_and_route_together_are_refused():
+    args = parse(["--base", "x==1", "--head", "x==1", "--profile", "smoke", "--route", "json"])
+    with pytest.raises(GateError, match="not both"):
+        gate.cases_from_args(args)
