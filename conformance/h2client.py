@@ -22,119 +22,28 @@ Rules of this module:
 from __future__ import annotations
 
 import socket
-import struct
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
 import h2.config
 import h2.connection
-import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
 
+from .h2frames import (ACK, CONTINUATION, DATA, FRAME_TYPES, GOAWAY, HEADERS, PING, PUSH_PROMISE,
+                       RST_STREAM, SETTINGS, WINDOW_UPDATE, ErrorCodes, Frame, RawFrames, SettingCodes, StreamState,
+                       code_name)
+
 __all__ = ["H2Client", "H2Timeout", "StreamState", "Frame", "FRAME_TYPES", "ErrorCodes", "SettingCodes",
            "DATA", "HEADERS", "RST_STREAM", "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE"]
-
-ErrorCodes = h2.errors.ErrorCodes
-SettingCodes = h2.settings.SettingCodes
-
-DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
-FRAME_TYPES = {DATA: "DATA", HEADERS: "HEADERS", PRIORITY: "PRIORITY", RST_STREAM: "RST_STREAM",
-               SETTINGS: "SETTINGS", PUSH_PROMISE: "PUSH_PROMISE", PING: "PING", GOAWAY: "GOAWAY",
-               WINDOW_UPDATE: "WINDOW_UPDATE", CONTINUATION: "CONTINUATION"}
-END_STREAM, ACK, PADDED = 0x1, 0x1, 0x8
 
 
 class H2Timeout(AssertionError):
     """A wait ran past its deadline (the server did not do what the check waited for)."""
 
 
-@dataclass
-class Frame:
-    """One frame as it came off the wire (payload kept only for control frames)."""
-
-    type: int
-    flags: int
-    stream_id: int
-    length: int
-    t: float
-    payload: bytes = b""
-
-    @property
-    def name(self) -> str:
-        return FRAME_TYPES.get(self.type, f"UNKNOWN({self.type})")
-
-    @property
-    def data_length(self) -> int:
-        """Flow-controlled length of a DATA frame (the whole payload, padding included)."""
-        return self.length
-
-    def goaway(self) -> tuple:
-        """(last_stream_id, error_code, debug data) of a GOAWAY frame."""
-        last, code = struct.unpack(">II", self.payload[:8])
-        return last & 0x7FFFFFFF, code, self.payload[8:]
-
-    def error_code(self) -> int:
-        return struct.unpack(">I", self.payload[:4])[0]
-
-    def settings(self) -> dict:
-        return {ident: value for ident, value in struct.iter_unpack(">HI", self.payload[: len(self.payload) // 6 * 6])}
-
-    def window_increment(self) -> int:
-        return struct.unpack(">I", self.payload[:4])[0] & 0x7FFFFFFF
-
-    def __repr__(self) -> str:
-        return f"{self.name}(stream={self.stream_id}, flags={self.flags:#x}, len={self.length})"
-
-
-@dataclass
-class StreamState:
-    """What the server sent on one stream."""
-
-    stream_id: int
-    headers: list = field(default_factory=list)        # final response header block, pseudo-headers included
-    informational: list = field(default_factory=list)  # 1xx header blocks
-    data: bytearray = field(default_factory=bytearray)
-    trailers: Optional[list] = None
-    ended: bool = False
-    reset_code: Optional[int] = None                   # the server's RST_STREAM error code
-    pushes: list = field(default_factory=list)         # PushedStreamReceived events on this stream
-
-    @property
-    def status(self) -> Optional[int]:
-        for name, value in self.headers:
-            if name == b":status":
-                return int(value)
-        return None
-
-    @property
-    def body(self) -> bytes:
-        return bytes(self.data)
-
-    def header(self, name: bytes) -> list:
-        return [v for n, v in self.headers if n == name]
-
-    @property
-    def done(self) -> bool:
-        return self.ended or self.reset_code is not None
-
-    def describe(self) -> str:
-        if self.reset_code is not None:
-            return f"stream {self.stream_id} reset by the server ({_code_name(self.reset_code)})"
-        return (f"stream {self.stream_id}: status {self.status}, {len(self.data)} body bytes, "
-                f"ended={self.ended}, headers={self.headers[:12]!r}")
-
-
-def _code_name(code: int) -> str:
-    try:
-        return ErrorCodes(code).name
-    except ValueError:
-        return f"error code {code}"
-
-
-class H2Client:
+class H2Client(RawFrames):
     """One HTTP/2 connection with prior knowledge. Not thread-safe; use one per check."""
 
     def __init__(self, address: tuple, *, authority: str | None = None, timeout: float = 5.0,
@@ -362,64 +271,6 @@ class H2Client:
         except OSError:
             pass
 
-    # -- the raw path: h2 refuses frames after a GOAWAY; a graceful shutdown still sends them ---
-
-    def _raw_frame(self, frame: Frame, payload: bytes) -> None:
-        ftype, flags, sid = frame.type, frame.flags, frame.stream_id
-        state = self.streams.setdefault(sid, StreamState(sid)) if sid else None
-        if ftype == PING and not flags & ACK:
-            self._send_frame(PING, ACK, 0, payload)
-        elif ftype == SETTINGS and not flags & ACK:
-            self._send_frame(SETTINGS, ACK, 0, b"")
-            for ident, value in frame.settings().items():
-                self.remote_settings[ident] = value
-        elif ftype == SETTINGS:
-            self.settings_acked += 1
-        elif ftype == GOAWAY:
-            event = h2.events.ConnectionTerminated()
-            event.last_stream_id, event.error_code, event.additional_data = frame.goaway()
-            self.goaways.append(event)
-        elif ftype == RST_STREAM and state is not None:
-            state.reset_code = frame.error_code()
-        elif ftype == DATA and state is not None:
-            state.data += _unpad(payload, flags)
-            if self.auto_window and len(payload):
-                increment = struct.pack(">I", len(payload))
-                self._send_frame(WINDOW_UPDATE, 0, 0, increment)
-                if not flags & END_STREAM:
-                    self._send_frame(WINDOW_UPDATE, 0, sid, increment)
-            if flags & END_STREAM:
-                state.ended = True
-        elif ftype in (HEADERS, CONTINUATION) and state is not None:
-            block = payload
-            if ftype == HEADERS:
-                block = _unpad(payload, flags)
-                if flags & 0x20:  # PRIORITY
-                    block = block[5:]
-                self._block = (sid, bytearray(block), bool(flags & END_STREAM))
-            elif self._block and self._block[0] == sid:
-                self._block[1].extend(block)
-            if flags & 0x4 and self._block:  # END_HEADERS
-                _, whole, ended = self._block
-                self._block = None
-                headers = [(bytes(n), bytes(v)) for n, v in self.conn.decoder.decode(bytes(whole), raw=True)]
-                status = dict(headers).get(b":status", b"")
-                if state.headers:
-                    state.trailers = headers
-                elif status.startswith(b"1"):
-                    state.informational.append(headers)
-                else:
-                    state.headers = headers
-                if ended:
-                    state.ended = True
-
-    def _send_frame(self, ftype: int, flags: int, stream_id: int, payload: bytes) -> None:
-        header = len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + stream_id.to_bytes(4, "big")
-        try:
-            self.sock.sendall(header + payload)
-        except OSError:
-            self.closed = True
-
     def _handle(self, event) -> None:
         self.events.append(event)
         sid = getattr(event, "stream_id", None)
@@ -500,21 +351,15 @@ class H2Client:
         state = self.streams.setdefault(stream_id, StreamState(stream_id))
         self.pump(lambda: state.done or bool(self.goaways), timeout, what=f"outcome of stream {stream_id}")
         if state.reset_code is not None and not state.headers:
-            return f"reset:{_code_name(state.reset_code)}"
+            return f"reset:{code_name(state.reset_code)}"
         if state.headers:
             return f"status:{state.status}"
         if self.goaways:
-            return f"goaway:{_code_name(int(self.goaways[-1].error_code))}"
+            return f"goaway:{code_name(int(self.goaways[-1].error_code))}"
         return "closed"
 
     def frames_on(self, stream_id: int, ftype: int | None = None) -> list:
         return [f for f in self.frames if f.stream_id == stream_id and (ftype is None or f.type == ftype)]
-
-
-def _unpad(payload: bytes, flags: int) -> bytes:
-    if flags & PADDED and payload:
-        return payload[1:len(payload) - payload[0]]
-    return payload
 
 
 def _b(value) -> bytes:
