@@ -21,7 +21,7 @@ _FONT = 'font-family="sans-serif" font-size="11"'
 
 
 def _label(row) -> str:
-    text = " ".join(row.env_values + (row.cells or (row.label,)))
+    text = " ".join(row.env_values + (row.label,))
     return text if not row.group else f"{row.group}: {text}"
 
 
@@ -74,8 +74,9 @@ def _bars(rows, title: str) -> str:
 
 
 def _lines(rows, title: str) -> str:
-    width, height = 760, 420
-    left, right, top_pad, bottom = 70, 250, 34, 50
+    width = 820
+    height = max(420, 34 + 16 * len(rows) + 60)
+    left, right, top_pad, bottom = 70, 300, 34, 50
     plot_w, plot_h = width - left - right, height - top_pad - bottom
     concs = sorted({c for r in rows for c in r.by_concurrency})
     lo, hi = math.log2(concs[0]), math.log2(concs[-1])
@@ -103,12 +104,13 @@ def _lines(rows, title: str) -> str:
         colour = PALETTE[i % len(PALETTE)]
         points = [xy(c, v) for c, v in sorted(row.by_concurrency.items())]
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-        body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        dash = "" if i < len(PALETTE) else ' stroke-dasharray="6 3"'  # colours repeat: dash the second round
+        body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
         for x, y in points:
             body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>')
         ly = top_pad + 4 + i * 16
-        body.append(f'<rect x="{left + plot_w + 12}" y="{ly}" width="10" height="10" fill="{colour}"/>')
-        body.append(f'<text x="{left + plot_w + 26}" y="{ly + 9}" {_FONT}>{escape(_label(row))}</text>')
+        body.append(f'<line x1="{left + plot_w + 10}" y1="{ly + 5}" x2="{left + plot_w + 24}" y2="{ly + 5}" stroke="{colour}" stroke-width="3"{dash}/>')
+        body.append(f'<text x="{left + plot_w + 28}" y="{ly + 9}" {_FONT}>{escape(_label(row))}</text>')
     return _svg(width, height, body, title)
 
 
