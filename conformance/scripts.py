@@ -1,12 +1,7 @@
-"""Request targets for the fixture apps' scripted route (``/script?s=<JSON>``, fixtures/ROUTES.md)."""
+"""Kept for the checks that import ``script_target`` from here; the implementation lives in
+``conformance/scripted.py`` (one place for /script targets and event-log readers)."""
 from __future__ import annotations
 
-import json
-from urllib.parse import quote
+from .scripted import script_target
 
 __all__ = ["script_target"]
-
-
-def script_target(steps: list, path: str = "/script") -> str:
-    """The request target that runs ``steps`` (a JSON-able list of script steps)."""
-    return f"{path}?s={quote(json.dumps(steps, separators=(',', ':')), safe='')}"

@@ -17,7 +17,7 @@ from .client import value_of
 from .http1 import parse_responses
 from .markers import interfaces, needs, spec
 from .results import UNSUPPORTED_PREFIX
-from .scripts import script_target
+from .scripted import script_target
 from .ws import EOF, OP_CONT, OP_PING, OP_PONG, OP_TEXT, accept_for, connect
 
 pytestmark = [interfaces("asgi"), needs("websockets")]

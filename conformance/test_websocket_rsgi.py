@@ -13,7 +13,7 @@ import pytest
 
 from .client import value_of
 from .markers import interfaces, needs, spec
-from .scripts import script_target
+from .scripted import script_target
 from .ws import EOF, OP_BINARY, OP_TEXT, accept_for, connect
 
 pytestmark = [interfaces("rsgi"), needs("websockets")]
