@@ -10,14 +10,15 @@ rather than a fake success, and no hang. The app side is the fixture's ``/script
 from __future__ import annotations
 
 import base64
+import socket
 
 import pytest
 
 import fixtures
 
 from .markers import interfaces, needs, spec
-from .scripted import step, wait_steps
-from .scriptrun import ping, send
+from .scripted import new_token, script_request, step, wait_steps
+from .scriptrun import events_until, ping, send
 from .wire import REPLY_TIMEOUT, describe
 
 pytestmark = [interfaces("rsgi"), needs("http1")]
@@ -220,3 +221,20 @@ def test_second_response_call_does_not_corrupt_the_wire(server, steps):
         assert ex.final[1].body == b"ok", describe(ex)
     else:
         assert ex.closed, describe(ex)
+
+
+@spec(_PROTO + " (1.1, send after disconnect)", "POLICY")
+def test_stream_send_after_the_client_left_never_blocks_the_app(server):
+    """Once the client has left, ``transport.send_bytes`` returns or raises promptly, so an app that keeps
+    streaming is never blocked: 30 sends of 20 kB finish within a few seconds. (Unspecified; suite policy.)"""
+    token = new_token()
+    steps = [["stream", 200, _PLAIN], ["send_bytes", "first"], ["sleep", 0.3],
+             ["repeat", 30, [["send_bytes", {"size": 20000}]]]]
+    with socket.create_connection(server.address, timeout=REPLY_TIMEOUT) as sock:
+        sock.sendall(script_request(server, steps, token=token))
+        sock.recv(4096)
+    events = events_until(server, token, ("script.end", "request.end"), timeout=5.0)
+    sends = [e for e in events if e.get("event") == "step" and e.get("op") == "send_bytes"]
+    assert any(e["event"] in ("script.end", "request.end") for e in events), (
+        f"the app was still blocked 5s after the client left, after {len(sends)} of 31 sends")
+    assert len(sends) == 31, f"{len(sends)} of 31 send_bytes steps ran"

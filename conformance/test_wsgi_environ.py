@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import pytest
 
+import fixtures
+
 from .client import probe, value_of
-from .markers import interfaces, spec
+from .http1 import Connection
+from .markers import interfaces, needs, spec
+from .scripted import new_token, script_request
 
 pytestmark = interfaces("wsgi")
 
@@ -148,3 +152,64 @@ def test_input_and_error_streams_have_the_required_methods(server):
         assert doc["input_methods"][method], f"wsgi.input lacks {method}"
     for method in ("write", "writelines", "flush"):
         assert doc["errors_methods"][method], f"wsgi.errors lacks {method}"
+
+
+# -- environ across requests (appended with the WSGI protocol checks) -------------------------
+
+def _script_steps(server, token: str) -> list:
+    return [s for s in fixtures.read_events(server.event_dir, token) if s.get("event") == "step"]
+
+
+@needs("http1")
+@spec(_ENV, "SHOULD")
+def test_multithread_is_true_when_requests_run_concurrently_in_threads(server):
+    """wsgi.multithread is true whenever the server does run the app concurrently in several threads of one
+    process (observed with four overlapping slow requests)."""
+    steps = [["environ_get", "wsgi.multithread"], ["sleep", 0.4],
+             ["start_response", "200 OK", [["Content-Type", "text/plain"]]], ["return_list", ["ok"]]]
+    tokens = [new_token() for _ in range(4)]
+    conns = [Connection(server.address, 10.0) for _ in tokens]
+    try:
+        for conn, token in zip(conns, tokens):
+            conn.send(script_request(server, steps, token=token))
+        for conn in conns:
+            conn.read_responses(1)
+    finally:
+        for conn in conns:
+            conn.close()
+    runs = []
+    for token in tokens:
+        got = _script_steps(server, token)
+        assert len(got) >= 2, f"request {token} did not run its steps: {got}"
+        runs.append((got[0]["pid"], got[0]["tid"], got[0]["t"], got[1]["t"], got[0]["result"]))
+    overlapping = any(a[0] == b[0] and a[1] != b[1] and a[2] < b[3] and b[2] < a[3]
+                      for i, a in enumerate(runs) for b in runs[i + 1:])
+    if overlapping:
+        assert all(r[4] for r in runs), f"requests ran concurrently in threads but wsgi.multithread = {runs[0][4]!r}"
+
+
+@needs("http1")
+@spec("PEP 3333 §Specification Details", "MUST")
+def test_environ_changes_do_not_leak_into_the_next_request(server):
+    """The app may modify environ freely: keys it adds or changes never appear in a later request's environ,
+    on the same kept-alive connection or a new one."""
+    ok = [["start_response", "200 OK", [["Content-Type", "text/plain"]]], ["return_list", ["ok"]]]
+    first = [["environ_set", "gatecheck.leak", "yes"], ["environ_set", "HTTP_X_GATECHECK_LEAK", "yes"],
+             ["environ_set", "PATH_INFO", "/leaked"]] + ok
+    second = [["environ_get", "gatecheck.leak"], ["environ_get", "HTTP_X_GATECHECK_LEAK"],
+              ["environ_get", "PATH_INFO"]] + ok
+    token = new_token()
+    with Connection(server.address, 5.0) as conn:
+        conn.send(script_request(server, first, token=None))
+        ex = conn.read_responses(1)
+        assert ex.final and ex.final[0].status == 200, ex.raw[:300]
+        reusable = not ex.closed and (ex.final[0].header("connection") or "").lower() != "close"
+        if reusable:
+            conn.send(script_request(server, second, token=token))
+            conn.read_responses(1)
+    if not reusable:
+        with Connection(server.address, 5.0) as conn:
+            conn.send(script_request(server, second, token=token))
+            conn.read_responses(1)
+    got = [s.get("result") for s in _script_steps(server, token)[:3]]
+    assert got == [None, None, "/script"], f"environ of the next request: {got}"
