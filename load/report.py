@@ -3,25 +3,21 @@
 Rules of this module:
 - Rendering is a pure function of the records (``render``): no clock, no machine, so golden-text tests
   can pin it down. ``write_report`` is the only function that touches files.
-- One table row per case. Its number is the best concurrency's (highest 2xx RPS), as in the seed tables;
-  when a concurrency was repeated, the repeat with the median RPS stands for it.
-- When one case was measured in several sessions, the latest session wins (so rerunning a profile into the
-  same directory updates the report); rows of different Python versions are kept apart (``env_columns``).
+- Which run stands for a row is ``load.rows``' business (best concurrency, median repeat, latest session).
 - A row with errors or non-2xx responses is marked ⚠ and a generator-bound one †; both are explained under
   the table. Skips and failures are listed with their reasons, never dropped.
 """
 from __future__ import annotations
 
-import statistics
 from collections import OrderedDict
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .results import check_compatible, load_records
+from .rows import Row, env_value, latest_per_key, oha_ceiling, select_rows, version_key
 
-__all__ = ["Row", "select_rows", "render", "render_vs", "write_report", "oha_ceiling", "METHOD_TEXT"]
+__all__ = ["render", "render_vs", "write_report", "METHOD_TEXT", "Row", "select_rows", "oha_ceiling"]
 
 METRIC_COLUMNS = ("Total requests", "RPS", "avg latency", "max latency", "p99 latency", "errors", "peak RSS")
 
@@ -34,93 +30,6 @@ METHOD_TEXT = (
 OHA_URL = "https://github.com/hatoo/oha"
 
 ENV_COLUMN_TITLES = {"python": "Python version"}
-
-
-@dataclass(frozen=True)
-class Row:
-    """One table row: a case at its best concurrency."""
-
-    key: tuple
-    profile: str
-    group: str
-    label: str
-    cells: tuple[str, ...]
-    env_values: tuple[str, ...]
-    target: str
-    route: str
-    record: Mapping[str, Any]  # the chosen run
-    by_concurrency: Mapping[int, float]  # concurrency -> RPS (median over repeats)
-    repeats: int
-    samples: tuple[float, ...] = ()  # RPS of every repeat at the chosen concurrency
-
-    @property
-    def cv(self) -> float | None:
-        """Coefficient of variation of RPS over the repeats (sample std dev / mean); None under 2 repeats."""
-        if len(self.samples) < 2 or not statistics.mean(self.samples):
-            return None
-        return statistics.stdev(self.samples) / statistics.mean(self.samples)
-
-    @property
-    def concurrency(self) -> int:
-        return int(self.record["concurrency"])
-
-
-def _env_value(record: Mapping[str, Any], name: str) -> str:
-    versions = record.get("versions", {})
-    if name == "python":  # 3.11.7 -> 3.11, as the seed tables print it
-        return ".".join(str(versions.get("python", "?")).split(".")[:2])
-    return str(versions.get(name) or record.get("environment", {}).get(name, "?"))
-
-
-def _row_key(record: Mapping[str, Any], env_columns: Sequence[str]) -> tuple:
-    return (
-        record.get("profile"),
-        tuple(_env_value(record, c) for c in env_columns),
-        record.get("group", ""),
-        record.get("case"),
-        record.get("target"),
-    )
-
-
-def _latest(records: Iterable[Mapping[str, Any]], env_columns: Sequence[str]) -> "OrderedDict[tuple, list]":
-    """Records per row key, keeping only each key's latest session (sessions sort by their UTC stamp)."""
-    by_key: "OrderedDict[tuple, list]" = OrderedDict()
-    for record in records:
-        by_key.setdefault(_row_key(record, env_columns), []).append(record)
-    for key, items in by_key.items():
-        last = max(str(r.get("session", "")) for r in items)
-        by_key[key] = [r for r in items if str(r.get("session", "")) == last]
-    return by_key
-
-
-def select_rows(records: Sequence[Mapping[str, Any]], env_columns: Sequence[str] = ()) -> list[Row]:
-    """The table rows of ``records`` (kind "run" only), in the order cases first appear."""
-    rows = []
-    for key, items in _latest([r for r in records if r.get("kind") == "run"], env_columns).items():
-        per_conc: dict[int, list] = {}
-        for record in items:
-            per_conc.setdefault(int(record["concurrency"]), []).append(record)
-        chosen: dict[int, Mapping[str, Any]] = {}
-        for conc, runs in per_conc.items():
-            ordered = sorted(runs, key=lambda r: r["rps"])
-            chosen[conc] = ordered[(len(ordered) - 1) // 2]  # the median run (lower median when even)
-        best = max(chosen.values(), key=lambda r: r["rps"])
-        first = items[0]
-        rows.append(Row(
-            key=key,
-            profile=str(first.get("profile")),
-            group=str(first.get("group", "")),
-            label=str(first.get("case")),
-            cells=tuple(first.get("cells") or ()),
-            env_values=key[1],
-            target=str(first.get("target")),
-            route=str(first.get("route")),
-            record=best,
-            by_concurrency={c: float(r["rps"]) for c, r in sorted(chosen.items())},
-            repeats=max(len(v) for v in per_conc.values()),
-            samples=tuple(float(r["rps"]) for r in per_conc[int(best["concurrency"])]),
-        ))
-    return rows
 
 
 def _ms(value: float | None) -> str:
@@ -184,7 +93,7 @@ def _version_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
             if version not in seen.setdefault(name, []):
                 seen[name].append(version)
     for name in seen:
-        seen[name].sort(key=_version_key)
+        seen[name].sort(key=version_key)
     lines = []
     if "python" in seen:
         lines.append(f"Python version: {', '.join(seen.pop('python'))}")
@@ -269,16 +178,8 @@ def _profile_order(rows: Sequence[Row], profile) -> list[Row]:
     """Rows in the profile's case order (runs are grouped by server start, so they finish in another order)."""
     order = {(c.group, c.label): i for i, c in enumerate(profile.cases)}
     groups = {c.group: i for i, c in reversed(list(enumerate(profile.cases)))}
-    return sorted(rows, key=lambda r: (groups.get(r.group, len(groups)), tuple(_version_key(v) for v in r.env_values),
+    return sorted(rows, key=lambda r: (groups.get(r.group, len(groups)), tuple(version_key(v) for v in r.env_values),
                                        order.get((r.group, r.label), len(order))))
-
-
-def _version_key(text: str) -> tuple:
-    """'3.9' < '3.10' < '3.13'; anything not a version sorts as text after the versions."""
-    try:
-        return (0,) + tuple(int(x) for x in text.split("."))
-    except ValueError:
-        return (1, text)
 
 
 def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -323,36 +224,24 @@ def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> lis
             out.append(f"- {row.label} (c{row.concurrency}): CV {row.cv:.1%} over {len(row.samples)} runs, "
                        f"RPS {min(row.samples):.0f} to {max(row.samples):.0f}{warn}")
         out.append("")
-    others = _latest([r for r in records if r.get("kind") in ("skip", "failure")], ("python",))
+    others = latest_per_key([r for r in records if r.get("kind") in ("skip", "failure")], ("python",))
     done_labels = {r.label for r in rows}
-    done_with_python = {(r.label, _env_value(r.record, "python")) for r in rows}
+    done_with_python = {(r.label, env_value(r.record, "python")) for r in rows}
     notes = []
     for _key, items in others.items():
         rec = items[-1]
         if rec.get("versions", {}).get("python"):
-            python = _env_value(rec, "python")
+            python = env_value(rec, "python")
             if (rec.get("case"), python) in done_with_python:
                 continue
         elif rec.get("case") in done_labels:
             continue
         word = "Not run" if rec["kind"] == "skip" else "FAILED"
-        where = f"{rec.get('target')}, Python {_env_value(rec, 'python')}" if rec.get("versions", {}).get("python") else rec.get("target")
+        where = f"{rec.get('target')}, Python {env_value(rec, 'python')}" if rec.get("versions", {}).get("python") else rec.get("target")
         notes.append(f"- {word}: {rec.get('case')} ({where}): {str(rec.get('reason', '')).splitlines()[0]}")
     if notes:
         out += ["Skipped and failed cases:", ""] + notes + [""]
     return out
-
-
-def oha_ceiling(rows: Sequence[Row]) -> tuple[Row, float, int] | None:
-    """(fastest row, 2xx responses per oha CPU-second in it, oha's CPU count): oha's throughput if it had its
-    CPUs to itself, extrapolated from its own CPU time (exact, from rusage) in the fastest run."""
-    timed = [r for r in rows if r.record.get("oha", {}).get("cpu_seconds")]
-    if not timed:
-        return None
-    fastest = max(timed, key=lambda r: r.record["rps"])
-    oha = fastest.record["oha"]
-    cpus = len(oha.get("cpus") or []) or int(fastest.record.get("environment", {}).get("cpus_available", 1))
-    return fastest, fastest.record["ok"] / oha["cpu_seconds"], cpus
 
 
 def render_vs(records: Sequence[Mapping[str, Any]]) -> str:

@@ -107,3 +107,44 @@ def test_argv_rejects_impossible_runs(kwargs):
     kwargs = {"concurrency": 1, **kwargs}
     with pytest.raises(ValueError):
         build_argv("oha", "http://h/", **kwargs)
+
+
+def _fake_oha(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\necho 'oha 1.16.0'\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_an_explicit_oha_path_wins_and_a_bad_one_is_refused(tmp_path, monkeypatch):
+    from load.oha import OhaNotFound, find_oha
+
+    fake = _fake_oha(tmp_path / "my-oha")
+    monkeypatch.setenv("GATECHECK_OHA", str(fake))
+    assert find_oha(build=False) == fake
+    monkeypatch.setenv("GATECHECK_OHA", str(tmp_path / "missing"))
+    with pytest.raises(OhaNotFound, match="GATECHECK_OHA="):
+        find_oha(build=False)
+
+
+def test_the_pinned_build_in_the_cache_is_found_and_its_version_read(tmp_path, monkeypatch):
+    from load.oha import OHA_VERSION, find_oha, oha_version
+
+    monkeypatch.delenv("GATECHECK_OHA", raising=False)
+    monkeypatch.setenv("GATECHECK_CACHE", str(tmp_path))
+    cached = _fake_oha(tmp_path / f"oha-{OHA_VERSION}" / "bin" / "oha")
+    assert find_oha(build=False) == cached
+    assert oha_version(cached) == "1.16.0"
+
+
+def test_without_oha_and_without_cargo_the_error_says_what_to_install(tmp_path, monkeypatch):
+    import load.oha as oha_mod
+
+    monkeypatch.delenv("GATECHECK_OHA", raising=False)
+    monkeypatch.setenv("GATECHECK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(oha_mod.shutil, "which", lambda name: None)
+    monkeypatch.setattr(oha_mod.Path, "home", staticmethod(lambda: tmp_path))
+    with pytest.raises(oha_mod.OhaNotFound, match="oha not found on PATH nor at"):
+        oha_mod.find_oha(build=False)
+    with pytest.raises(oha_mod.OhaNotFound, match="cargo .* is missing"):
+        oha_mod.find_oha(build=True, log=lambda line: None)

@@ -31,23 +31,6 @@ def test_the_report_of_a_real_run_matches_the_golden_text(records, profile):
     assert text == (DATA / "sample-smoke-report.md").read_text()
 
 
-def test_each_row_shows_its_best_concurrency(records):
-    rows = select_rows(records)
-    first = rows[0]
-    assert first.label == "RSGI get 1KB" and set(first.by_concurrency) == {16, 64}
-    assert first.record["rps"] == max(first.by_concurrency.values())
-
-
-def test_the_latest_session_wins_and_repeats_use_the_median(records):
-    run = next(r for r in records if r["kind"] == "run" and r["case"] == "ASGI get 1KB")
-    older = dict(copy.deepcopy(run), session="20000101T000000Z-1", rps=1.0)
-    repeats = [dict(copy.deepcopy(run), session="29990101T000000Z-1", rps=v, repeat=i) for i, v in enumerate((5.0, 9.0, 7.0))]
-    rows = select_rows([older] + repeats)
-    assert len(rows) == 1 and rows[0].record["rps"] == 7.0 and rows[0].repeats == 3
-    assert rows[0].samples == (5.0, 9.0, 7.0)
-    assert rows[0].cv == pytest.approx(2.0 / 7.0)  # stdev 2 over mean 7
-    text = render([older] + repeats)
-    assert "ASGI get 1KB (c64): CV 28.6% over 3 runs, RPS 5 to 9 (unstable: rerun" in text
 
 
 def test_the_oha_ceiling_is_extrapolated_from_its_cpu_time(records, profile):
@@ -76,12 +59,6 @@ def test_skipped_cases_are_listed_with_their_reason(records, profile):
     text = render(records + [skip], profile=profile)
     assert "- Not run: RSGI workers 4 (granian:rsgi?workers=4): needs 4 cores, host has 2" in text
 
-
-def test_env_columns_split_rows_by_python_version(records):
-    runs = [r for r in records if r["kind"] == "run" and r["case"] == "ASGI get 1KB"]
-    other = dict(copy.deepcopy(runs[0]), versions={**runs[0]["versions"], "python": "3.9.18"}, session="x")
-    rows = select_rows(runs + [other], env_columns=("python",))
-    assert sorted(r.env_values for r in rows) == [("3.11",), ("3.9",)]
 
 
 def test_plots_are_well_formed_svg(records):
