@@ -30,6 +30,7 @@ from .routes import RouteError, route as lookup_route
 __all__ = ["Method", "RunOptions", "RunSummary", "run_profile", "DEFAULT_QUICK"]
 
 DEFAULT_QUICK = 0.2
+SERVER_START_ESTIMATE = 2.0  # seconds to start a server and see it ready, for the "time left" estimate
 
 
 @dataclass(frozen=True)
@@ -220,12 +221,14 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
     groups = _group(planned)
     costs = []  # seconds each measured run is expected to take, in order (for "time left")
     for _key, items in groups * opts.repeat:
+        start = SERVER_START_ESTIMATE  # charged to the group's first run
         for item in items:
             concs = _case_concurrencies(item.case, opts)
-            per_case = method.primer + method.warmup + 0.5
+            per_case = method.primer + method.warmup + 0.5  # 0.5: the route check
             for index, _c in enumerate(concs):
                 run_s = method.duration if item.case.requests is None else 5.0
-                costs.append(run_s + method.pause + (per_case if index == 0 else 0.0))
+                costs.append(start + run_s + method.pause + (per_case if index == 0 else 0.0))
+                start = 0.0
     total = len(costs)
     log(f"profile {profile.name}: {total} measured runs, about {_fmt_seconds(sum(costs))}; "
         f"pinning: {pin.describe()}; oha {versions_oha}; results -> {results}")
