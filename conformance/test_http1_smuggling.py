@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from .markers import needs, spec
-from .wire import (assert_never_parsed, assert_serves, deliver, describe, request, smuggled_request)
+from .wire import (assert_never_parsed, assert_serves, deliver, describe, request, says_close, smuggled_request)
 
 pytestmark = needs("http1")
 
@@ -135,11 +135,14 @@ def test_http10_request_with_transfer_encoding_is_faulty_and_closed(server, with
 @spec("RFC 9112 §2.2", "SHOULD")
 def test_garbage_after_a_pipelined_request_is_rejected_and_closed(server):
     """A valid request followed by an invalid one in the same write: the first response is intact, the
-    second is 400, the connection closes, and a request after the garbage is never parsed."""
+    second is 400, the connection closes, and a request after the garbage is never parsed (a server
+    without persistent connections may instead close after the first, saying so)."""
     token = server.new_token()
     data = request(server) + b"GARBAGE\r\n\r\n" + smuggled_request(server, token)
     ex = deliver(server, data, count=2, methods=["GET", "GET"], wait_close=True)
     assert ex.final and ex.final[0].status == 200 and ex.final[0].body == b"ok", describe(ex)
+    if len(ex.final) == 1 and says_close(ex.final[0]) and ex.closed:
+        return  # a server without persistent connections never read past the first request
     assert len(ex.final) == 2 and ex.final[1].status == 400, f"expected 400 for the garbage: {describe(ex)}"
     assert ex.closed and not ex.leftover.strip(), f"expected a close after the 400: {describe(ex)}"
     assert_never_parsed(server, token)

@@ -23,7 +23,8 @@ from .http1 import Connection, Exchange, ParseError, build_request
 
 __all__ = ["REPLY_TIMEOUT", "CLOSE_WAIT", "MODES", "request", "deliver", "assert_rejected",
            "assert_closed", "assert_serves", "smuggled_request", "assert_never_parsed", "app_view",
-           "describe", "script_target", "response_script", "read_first"]
+           "describe", "script_target", "response_script", "read_first", "says_close",
+           "assert_answered_in_order"]
 
 REPLY_TIMEOUT = 3.0   # seconds for a reply to a small request on a loaded 2-core box
 CLOSE_WAIT = 1.5      # seconds a server gets to close after its response
@@ -216,3 +217,22 @@ def _read_for(conn: Connection, methods, timeout: float) -> Exchange:
     except ParseError as exc:
         raise AssertionError(f"the server sent bytes that are not a valid HTTP/1.x response: {exc}; "
                              f"got {conn.buffer[:400]!r}") from None
+
+
+def says_close(resp) -> bool:
+    """The response carries the "close" connection option."""
+    options = ",".join(resp.header_all("connection")).lower().split(",")
+    return "close" in [o.strip() for o in options]
+
+
+def assert_answered_in_order(ex: Exchange, bodies) -> None:
+    """Pipelined requests are answered in request order with these ``bodies``. A server that does not keep
+    connections (it says "close" and closes, RFC 9112 §9.3) may stop early: what it did answer must be
+    the first requests, in order; the rest were never processed and the client retries them."""
+    bodies = list(bodies)
+    got = [r.body for r in ex.final]
+    assert got == bodies[:len(got)], f"responses out of order or wrong: {describe(ex)}"
+    if len(got) < len(bodies):
+        assert ex.final and says_close(ex.final[-1]) and ex.closed, (
+            f"{len(got)} of {len(bodies)} pipelined requests answered, without Connection: close and a close: "
+            f"{describe(ex)}")
