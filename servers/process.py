@@ -5,8 +5,9 @@ Rules of this module:
   Ctrl-C does not reach it and ``killpg`` reaches every worker it forks. It also gets ``PR_SET_PDEATHSIG``
   (SIGTERM), so if the harness itself is killed the server leader is told to stop.
 - Ready means a TCP connect *and* one HTTP round trip succeeded before one deadline; never a sleep.
-- Stop is SIGTERM to the group, a grace period, then SIGKILL to the group and to every descendant seen, by
-  PID. Nothing else is ever signalled: only processes this module started.
+- Stop is SIGTERM to the leader (as an operator's ``kill <pid>``: the server's own master stops its workers
+  gracefully, e.g. Hypercorn runs lifespan shutdown only then), a grace period, then SIGKILL to the group
+  and to every descendant seen, by PID. Nothing else is ever signalled: only processes this module started.
 - Every live process is in ``_LIVE`` until stopped, so ``stop_all()`` (atexit, signal handlers, pytest
   hooks) is a backstop for every exit path.
 """
@@ -189,7 +190,7 @@ class ServerProcess:
     # -- stopping ------------------------------------------------------------------------------------
 
     def stop(self, grace: float = 5.0) -> int | None:
-        """SIGTERM the group, wait ``grace`` s, then SIGKILL the group and any descendant seen.
+        """SIGTERM the leader, wait ``grace`` s, then SIGKILL the group and any descendant seen.
 
         Returns the exit code (negative for a signal), or None if it could not be reaped.
         """
@@ -199,7 +200,7 @@ class ServerProcess:
         self._tree()
         try:
             if self.popen.poll() is None:
-                self._signal_group(signal.SIGTERM)
+                self.popen.send_signal(signal.SIGTERM)
                 try:
                     self.popen.wait(timeout=grace)
                 except subprocess.TimeoutExpired:

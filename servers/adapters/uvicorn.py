@@ -34,10 +34,9 @@ class UvicornAdapter(Adapter):
     }
 
     def server_args(self, target, *, app, host, port):
-        args = ["--host", host, "--port", str(port), "--no-access-log"]
-        if target.option("lifespan") is None:
-            args += ["--lifespan", "on"]
-        return args + [app]
+        # Lifespan stays at uvicorn's default ("auto": run it, keep serving if the app rejects it), so the
+        # checks see uvicorn as deployed; lifespan=on makes a lifespan failure fatal, by uvicorn's design.
+        return ["--host", host, "--port", str(port), "--no-access-log", app]
 
     def target_capabilities(self, target):
         caps = super().target_capabilities(target)

@@ -26,11 +26,12 @@ def test_granian_default_http_is_auto():
     assert _has_pair(argv_of("granian:wsgi", "fixtures.apps.wsgi:app"), ["--http", "auto"])
 
 
-def test_uvicorn_argv_maps_impl_and_loop_and_turns_lifespan_on():
+def test_uvicorn_argv_maps_impl_and_loop_and_keeps_its_lifespan_default():
     argv = argv_of("uvicorn:asgi?impl=httptools&loop=uvloop")
     assert argv[:3] == ["/py", "-m", "uvicorn"]
     assert _has_pair(argv, ["--http", "httptools"]) and _has_pair(argv, ["--loop", "uvloop"])
-    assert _has_pair(argv, ["--lifespan", "on"]) and "--no-access-log" in argv
+    assert "--lifespan" not in argv and "--no-access-log" in argv
+    assert _has_pair(argv_of("uvicorn:asgi?lifespan=on"), ["--lifespan", "on"])
 
 
 def test_hypercorn_argv_prefixes_the_interface():
