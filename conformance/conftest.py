@@ -207,3 +207,18 @@ def pytest_keyboard_interrupt(excinfo):
 
 def pytest_internalerror(excrepr, excinfo):
     stop_all()
+
+
+# Hypothesis profiles for test_properties.py. "gatecheck" (loaded here, so it is the default) keeps one
+# target's property checks to a few seconds and is reproducible: derandomized, no example database.
+# "thorough" explores: pytest --hypothesis-profile thorough (the plugin loads it after this module).
+try:
+    from hypothesis import HealthCheck, settings as _hyp_settings
+except ImportError:  # pragma: no cover - hypothesis is a declared test dependency
+    _hyp_settings = None
+if _hyp_settings is not None:
+    _hyp_common = dict(deadline=None, database=None, print_blob=True,
+                       suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    _hyp_settings.register_profile("gatecheck", max_examples=12, derandomize=True, **_hyp_common)
+    _hyp_settings.register_profile("thorough", max_examples=400, **_hyp_common)
+    _hyp_settings.load_profile("gatecheck")

@@ -1,0 +1,253 @@
+"""Property-based round trips (hypothesis): what the app sees is what the client sent, for arbitrary input.
+
+Rules of this module:
+
+1. Every example is one raw HTTP/1.1 request built byte by byte (``conformance/http1.py``), sent to the
+   probe or echo routes; the expectation is computed from the bytes sent, per interface spec:
+   ASGI ``path`` percent- and UTF-8-decoded, ``raw_path``/``query_string`` the bytes as sent [WWW §HTTP
+   Connection Scope]; WSGI ``PATH_INFO`` the decoded bytes as latin-1 [PEP 3333 §Unicode Issues, CGI
+   §4.1.5]; RSGI ``path``/``query_string`` str (whether ``path`` is decoded is UNSPEC: either form passes).
+2. A failing example prints the raw request that reproduces it (``note`` and the assertion message).
+3. Budgets come from the hypothesis profile (``conformance/conftest.py``): the default is derandomized and
+   database-less (reproducible in CI, a few seconds per target); ``--hypothesis-profile thorough`` explores.
+"""
+from __future__ import annotations
+
+import random
+import string
+from urllib.parse import unquote_to_bytes
+
+from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import strategies as st
+
+from fixtures import typed
+
+from .client import decode_probe
+from .http1 import Connection, build_request
+from .markers import interfaces, needs, spec
+from .wire import app_view, describe
+
+pytestmark = needs("http1")
+
+# hypothesis must not count the session server's start-up against an example, nor object to the
+# function-scoped autouse fixtures of conftest.py (they do not depend on the example)
+_SETTINGS = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+                     deadline=None)
+
+_PCHAR_SAFE = string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@"
+_QUERY_SAFE = _PCHAR_SAFE + "/?"
+
+
+def _pct(byte: int) -> str:
+    return f"%{byte:02X}"
+
+
+@st.composite
+def _encoded(draw, raw: bytes, safe: str) -> str:
+    """``raw`` percent-encoded, each safe character kept or (at random) escaped anyway."""
+    out = []
+    for byte in raw:
+        char = chr(byte)
+        keep = byte < 128 and char in safe and draw(st.sampled_from((True, True, False)))
+        out.append(char if keep else _pct(byte))
+    return "".join(out)
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",), max_codepoint=0x10FFFF), min_size=0, max_size=12)
+
+
+@st.composite
+def _utf8_path(draw) -> tuple:
+    """(target path, decoded str) under /probe/: segments of arbitrary text, none "." or ".."."""
+    segments = draw(st.lists(_TEXT, min_size=1, max_size=4))
+    assume(all(s not in (".", "..") for s in segments))
+    encoded = [draw(_encoded(s.encode("utf-8"), _PCHAR_SAFE)) for s in segments]
+    return "/probe/" + "/".join(encoded), "/probe/" + "/".join(segments)
+
+
+@st.composite
+def _byte_path(draw) -> tuple:
+    """(target path, decoded bytes) under /probe/ whose decoded bytes are not valid UTF-8."""
+    raw = draw(st.binary(min_size=1, max_size=16))
+    try:
+        raw.decode("utf-8")
+        raw += b"\xff"
+    except UnicodeDecodeError:
+        pass
+    encoded = draw(_encoded(raw, _PCHAR_SAFE.replace(".", "")))
+    return "/probe/x" + encoded, b"/probe/x" + raw
+
+
+def _probe(server, target: str, headers=(), body: bytes = b"", method: str = "GET"):
+    data = build_request(method, target, headers, body, host=server.authority)
+    note(f"raw request: {data[:2000]!r}")
+    with Connection(server.address, 10.0) as conn:
+        conn.send(data)
+        ex = conn.read_responses(1, methods=[method])
+    return data, ex
+
+
+def _view(server, ex, data) -> dict:
+    resp = ex.first
+    assert resp.status == 200, f"{describe(ex)}\nrequest: {data[:500]!r}"
+    doc = decode_probe(resp.body)
+    view = app_view(doc)
+    if doc["interface"] == "asgi":
+        scope = typed.decode(doc["scope"])
+        view["raw_path"] = scope.get("raw_path")
+    return view
+
+
+@given(path=_utf8_path())
+@_SETTINGS
+@spec("ASGI WWW §HTTP Connection Scope", "MUST")
+def test_utf8_path_reaches_the_app_decoded(server, path):
+    """Any percent-encoded UTF-8 path reaches the app decoded: ASGI path = the text (raw_path = the bytes
+    sent), WSGI PATH_INFO = the decoded bytes as latin-1, RSGI path = the target as sent or decoded."""
+    target, text = path
+    data, ex = _probe(server, target)
+    view = _view(server, ex, data)
+    got = view["path"]
+    if server.interface == "asgi":
+        assert got == text, f"path {got!r} != {text!r}; request {data[:300]!r}"
+        assert view["raw_path"] in (None, target.encode("ascii")), f"raw_path {view['raw_path']!r}; {data[:300]!r}"
+    elif server.interface == "wsgi":
+        assert got == text.encode("utf-8").decode("latin-1"), f"PATH_INFO {got!r}; request {data[:300]!r}"
+    else:
+        assert got in (target, text), f"path {got!r} is neither {target!r} nor {text!r}"
+
+
+@given(path=_byte_path())
+@_SETTINGS
+@spec("PEP 3333 §Unicode Issues", "MUST")
+def test_path_with_invalid_utf8_is_served_or_refused_never_mangled(server, path):
+    """A path whose decoded bytes are not UTF-8 gets a 400 or is served: then WSGI PATH_INFO is those bytes
+    as latin-1, ASGI raw_path the bytes sent — and the server never answers 5xx or drops the connection."""
+    target, raw = path
+    data, ex = _probe(server, target)
+    assert ex.final, f"no response: {describe(ex)}; request {data[:300]!r}"
+    status = ex.final[0].status
+    assert status in (200, 400), f"{describe(ex)}; request {data[:300]!r}"
+    if status == 200:
+        view = _view(server, ex, data)
+        if server.interface == "wsgi":
+            assert view["path"] == raw.decode("latin-1"), f"PATH_INFO {view['path']!r}; request {data[:300]!r}"
+        elif server.interface == "asgi":
+            assert view["raw_path"] in (None, target.encode("ascii")), f"raw_path {view['raw_path']!r}"
+
+
+@st.composite
+def _query(draw) -> str:
+    raw = draw(st.binary(min_size=0, max_size=40))
+    return draw(_encoded(raw, _QUERY_SAFE))
+
+
+@given(query=_query())
+@_SETTINGS
+@spec("ASGI WWW §HTTP Connection Scope", "MUST")
+def test_query_string_reaches_the_app_as_sent(server, query):
+    """The query is handed over still encoded, exactly as sent: ASGI query_string bytes, WSGI QUERY_STRING,
+    RSGI query_string."""
+    data, ex = _probe(server, "/probe/q?" + query)
+    got = _view(server, ex, data)["query"]
+    assert got == query, f"query {got!r} != {query!r}; request {data[:300]!r}"
+
+
+_NAME = st.text(string.ascii_letters + string.digits + "-", min_size=1, max_size=16).map(lambda s: "X-P-" + s)
+_VCHAR = "".join(chr(c) for c in range(0x21, 0x7F))
+_VALUE = st.text(_VCHAR + " \t", max_size=40).map(lambda s: s.strip(" \t"))
+
+
+@given(fields=st.lists(st.tuples(_NAME, _VALUE), min_size=1, max_size=8, unique_by=lambda f: f[0].lower()))
+@_SETTINGS
+@spec("RFC 9110 §5.5", "MUST")
+def test_header_fields_reach_the_app_intact(server, fields):
+    """Arbitrary token names and visible-ASCII values (inner spaces and tabs included) reach the app with the
+    name lower-cased and the value exact, surrounding whitespace stripped."""
+    data, ex = _probe(server, "/probe/h", fields)
+    seen = _view(server, ex, data)["headers"]
+    for name, value in fields:
+        wanted = (name.lower(), value)
+        assert wanted in seen, f"{wanted!r} not among {[h for h in seen if h[0].startswith('x-p-')]}; {data[:400]!r}"
+
+
+@given(values=st.lists(_VALUE, min_size=2, max_size=5))
+@_SETTINGS
+@interfaces("asgi", "rsgi")
+@spec("ASGI WWW §HTTP Connection Scope", "MUST")
+def test_repeated_header_keeps_every_value_in_order(server, values):
+    """A field repeated several times reaches the app as that many values, in the order sent (ASGI headers
+    list, RSGI headers.items())."""
+    data, ex = _probe(server, "/probe/dup", [("X-P-Dup", v) for v in values])
+    got = [v for n, v in _view(server, ex, data)["headers"] if n == "x-p-dup"]
+    assert got == values, f"got {got!r}, sent {values!r}; request {data[:400]!r}"
+
+
+_OBS = st.binary(min_size=1, max_size=20).map(lambda b: bytes(0x80 | (c & 0x7F) for c in b))
+
+
+def _obs_value_seen(server, value: bytes) -> tuple:
+    field = ("X-P-Obs", value.decode("latin-1"))
+    data, ex = _probe(server, "/probe/obs", [field])
+    return data, [v for n, v in _view(server, ex, data)["headers"] if n == "x-p-obs"], field[1]
+
+
+@given(value=_OBS)
+@_SETTINGS
+@interfaces("asgi")
+@spec("RFC 9110 §5.5", "SHOULD")
+def test_obs_text_header_value_reaches_asgi_as_opaque_bytes(server, value):
+    """A value of obs-text octets (0x80–0xFF) is treated as opaque data: the ASGI app gets those bytes."""
+    data, got, sent = _obs_value_seen(server, value)
+    assert got == [sent], f"got {got!r}, sent {value!r}; request {data[:300]!r}"
+
+
+@given(value=_OBS)
+@_SETTINGS
+@interfaces("wsgi")
+@spec("PEP 3333 §Unicode Issues", "MUST")
+def test_obs_text_header_value_reaches_wsgi_as_latin1(server, value):
+    """A value of obs-text octets (0x80–0xFF) reaches the WSGI environ as the same bytes in latin-1 code
+    points, with no loss."""
+    data, got, sent = _obs_value_seen(server, value)
+    assert got == [sent], f"got {got!r}, sent {value!r}; request {data[:300]!r}"
+
+
+# -- bodies ---------------------------------------------------------------------------------------------
+
+_SIZE = st.one_of(st.integers(0, 600), st.integers(601, 70_000), st.just(1 << 20))
+
+
+def _split(data: bytes, rng: random.Random, pieces: int) -> list:
+    cuts = sorted(rng.sample(range(1, len(data)), min(pieces, len(data) - 1))) if len(data) > 1 else []
+    return [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
+
+
+@given(size=_SIZE, seed=st.integers(0, 2**32 - 1), chunked=st.booleans(), writes=st.integers(1, 12),
+       route=st.sampled_from(["/echo", "/echo_iter"]))
+@settings(_SETTINGS, max_examples=max(4, settings.default.max_examples // 2))
+@spec("RFC 9112 §6.3", "MUST")
+def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, seed, chunked, writes, route):
+    """A body of 0 B – 1 MiB, sent with Content-Length or in random chunks, the request cut into random
+    writes, comes back from /echo and /echo_iter byte-exact."""
+    rng = random.Random(seed)
+    body = rng.randbytes(size) if hasattr(rng, "randbytes") else bytes(rng.getrandbits(8) for _ in range(size))
+    headers = [("Content-Type", "application/octet-stream")]
+    if chunked:
+        chunks = _split(body, rng, rng.randint(1, 20)) if body else []
+        framed = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
+        data = build_request("POST", route, headers + [("Transfer-Encoding", "chunked")], framed,
+                             host=server.authority, content_length=False)
+    else:
+        data = build_request("POST", route, headers + [("Content-Length", str(size))], body, host=server.authority)
+    head = data[:data.find(b"\r\n\r\n") + 4]
+    note(f"request: {len(data)} bytes, head {head!r}, body = {size} bytes from random.Random({seed}), "
+         f"chunked={chunked}, {writes} writes")
+    with Connection(server.address, 20.0) as conn:
+        for piece in _split(data, rng, writes - 1):
+            conn.send(piece)
+        ex = conn.read_responses(1, methods=["POST"], timeout=20.0)
+    resp = ex.first
+    assert resp.status == 200, describe(ex)
+    assert resp.body == body, (f"{route}: sent {size} B, got {len(resp.body)} B back (seed {seed}, chunked "
+                               f"{chunked}, {writes} writes); head {data[:200]!r}")
