@@ -17,7 +17,8 @@ from fixtures import payload_bytes
 
 from .http1 import Connection
 from .markers import needs, spec
-from .wire import REPLY_TIMEOUT, deliver, describe, read_first, request, response_script, script_target
+from .wire import (REPLY_TIMEOUT, assert_serves, deliver, describe, read_first, request, response_script,
+                   script_target)
 
 pytestmark = needs("http1")
 
@@ -119,6 +120,7 @@ def test_date_is_sent_in_the_servers_own_400(server):
     """The server's own 400 for an unparseable request (Content-Length: x5) carries Date too."""
     ex = deliver(server, request(server, "POST", "/echo", [("Content-Length", "x5")], b"hello"))
     assert 400 <= ex.first.status < 500 and ex.first.header("date"), describe(ex)
+    assert_serves(server)
 
 
 @spec("RFC 9110 §5.6.7", "MUST")

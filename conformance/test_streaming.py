@@ -17,7 +17,7 @@ import pytest
 from fixtures import payload_bytes
 
 from .client import random_bytes
-from .http1 import parse_responses
+from .http1 import ParseError, parse_responses
 from .markers import interfaces, needs, spec
 from .wire import REPLY_TIMEOUT, request, response_script, script_target
 
@@ -75,6 +75,13 @@ def _exchange_streaming(server, head: bytes, payload: bytes, rng: random.Random)
     return bytes(received), (failure[0] if failure else None)
 
 
+def _parse(raw: bytes, method: str) -> list:
+    try:
+        return parse_responses(raw, methods=[method], closed=True)[0]
+    except ParseError as exc:
+        raise AssertionError(f"not a valid HTTP/1.x response: {exc}; got {raw[:300]!r}") from None
+
+
 @pytest.mark.parametrize("size,framing", [
     pytest.param(size, framing, id=f"{label}-{framing}", marks=spec(clause, "MUST"))
     for label, size in _SIZES.items() for framing, clause in _FRAMING_CLAUSE.items()])
@@ -92,7 +99,7 @@ def test_iterated_echo_streams_body_back_byte_exact(server, size, framing):
         payload = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in _pieces(body, rng, 18)) + b"0\r\n\r\n"
     head = request(server, "POST", "/echo_iter", headers, content_length=False)
     raw, error = _exchange_streaming(server, head, payload, rng)
-    responses, _ = parse_responses(raw, methods=["POST"], closed=True)
+    responses = _parse(raw, "POST")
     finals = [r for r in responses if not r.interim]
     assert finals, f"no complete response (writer error: {error!r}); got {raw[:300]!r}"
     got = finals[0].body
@@ -187,7 +194,7 @@ def test_many_small_streamed_chunks_arrive_byte_exact(server):
         pass
     finally:
         sock.close()
-    responses, _ = parse_responses(received, methods=["GET"], closed=True)
+    responses = _parse(received, "GET")
     assert responses and responses[0].status == 200, received[:300]
     assert responses[0].body == payload_bytes(100) * 500, (
         f"{len(responses[0].body)} of 50000 octets, framing {responses[0].framing}")
