@@ -1,0 +1,433 @@
+"""Deliberately broken ASGI behaviour: the fixture app behind a wrapper that breaks exactly one rule.
+
+Load ``tests.broken.asgi:<name>`` with any ASGI server (``tests.broken.asgi:control`` is the wrapper with
+nothing broken). Each entry of ``BREAKS`` plays a server that gets one thing wrong — a scope key, a
+request message, a response message it passes on — so the conformance check for that rule must fail
+while every other rule still holds.
+
+Rules of this module:
+
+1. One entry, one broken rule; everything the entry does not name passes through untouched (lifespan
+   always does, so a broken app still starts).
+2. A break must not make a check *hang*: what it withholds it withholds for a bounded time, and a body
+   it shortens gets a matching Content-Length.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from fixtures.apps.asgi import app as fixture_app
+
+from .chunks import reordered
+
+__all__ = ["BREAKS", "control"]
+
+
+# -- building blocks: edit the scope, what the app receives, or what the app sends ------------------
+
+def _on_scope(edit, types=("http",)):
+    def wrap(app):
+        async def broken(scope, receive, send):
+            if scope["type"] in types:
+                scope = dict(scope, asgi=dict(scope.get("asgi") or {}))
+                edit(scope)
+            await app(scope, receive, send)
+        return broken
+    return wrap
+
+
+def _on_receive(edit, types=("http",)):
+    def wrap(app):
+        async def broken(scope, receive, send):
+            if scope["type"] not in types:
+                return await app(scope, receive, send)
+
+            async def receive_broken():
+                return await edit(scope, await receive())
+            await app(scope, receive_broken, send)
+        return broken
+    return wrap
+
+
+def _on_send(make_sender, types=("http",), paths=None):
+    """``make_sender(send)`` returns the broken send for one request (it may keep per-request state)."""
+    def wrap(app):
+        async def broken(scope, receive, send):
+            if scope["type"] not in types or (paths and not scope["path"].startswith(paths)):
+                return await app(scope, receive, send)
+            await app(scope, receive, make_sender(send))
+        return broken
+    return wrap
+
+
+def _set(key, value_of):
+    def edit(scope):
+        if key in scope:
+            scope[key] = value_of(scope[key])
+    return edit
+
+
+# -- scope edits -------------------------------------------------------------------------------------
+
+def _headers(edit):
+    def apply(scope):
+        scope["headers"] = edit([(bytes(n), bytes(v)) for n, v in scope["headers"]])
+    return apply
+
+
+def _upper_names(headers):
+    # the event-log token stays readable so the harness still works; every other name is upper-cased
+    return [(n if n == b"x-gatecheck-token" else n.upper(), v) for n, v in headers]
+
+
+def _last_of_each_name(headers):
+    last = {n: (n, v) for n, v in headers}
+    return list(last.values())
+
+
+def _utf8_reencoded(headers):
+    return [(n, v.decode("latin-1").encode("utf-8")) for n, v in headers]
+
+
+def _pseudo_header_leaks(headers):
+    return [(b":method", b"GET")] + headers
+
+
+def _host_moves_last(headers):
+    return [h for h in headers if h[0] != b"host"] + [h for h in headers if h[0] == b"host"]
+
+
+def _version(scope, frm, to):
+    if scope.get("http_version") == frm:
+        scope["http_version"] = to
+
+
+def _asgi_key(key, value):
+    def edit(scope):
+        scope["asgi"][key] = value
+    return edit
+
+
+def _bytes_key(scope):
+    scope[b"gatecheck"] = 1
+
+
+def _ws_scheme_http(scope):
+    scope["scheme"] = "http"
+
+
+def _subprotocols_reversed(scope):
+    scope["subprotocols"] = list(reversed(scope.get("subprotocols") or []))
+
+
+# -- receive edits -----------------------------------------------------------------------------------
+
+def _body_loses_a_byte(app):
+    """The first non-empty http.request body loses its last byte (however the body is split into messages)."""
+    async def broken(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        lost = False
+
+        async def receive_broken():
+            nonlocal lost
+            message = await receive()
+            if not lost and message["type"] == "http.request" and message.get("body"):
+                lost = True
+                message = dict(message, body=message["body"][:-1])
+            return message
+        await app(scope, receive_broken, send)
+    return broken
+
+
+async def _more_body_as_int(scope, message):
+    if message["type"] == "http.request":
+        message = dict(message, more_body=int(bool(message.get("more_body"))))
+    return message
+
+
+async def _body_as_bytearray(scope, message):
+    if message["type"] == "http.request":
+        message = dict(message, body=bytearray(message.get("body", b"")))
+    return message
+
+
+async def _swallow_disconnect(scope, message):
+    # a server that never tells the app the client left: the app's receive() just waits (bounded)
+    if message["type"] == "http.disconnect":
+        await asyncio.sleep(60)
+    return message
+
+
+async def _disconnect_code_1000(scope, message):
+    if message["type"] == "websocket.disconnect":
+        message = dict(message, code=1000)
+    return message
+
+
+_INSTANT_DISCONNECT = {"type": "http.disconnect"}
+
+
+def _disconnect_when_body_done(app):
+    """receive() answers http.disconnect at once after the last body message (the client is still there)."""
+    async def broken(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        done = False
+
+        async def receive_broken():
+            nonlocal done
+            if done:
+                return dict(_INSTANT_DISCONNECT)
+            message = await receive()
+            done = message["type"] == "http.request" and not message.get("more_body")
+            return message
+        await app(scope, receive_broken, send)
+    return broken
+
+
+# -- send edits --------------------------------------------------------------------------------------
+
+def _reorder_body_chunks(send):
+    """The response body chunks are collected and sent out of order (``chunks.reordered``)."""
+    chunks = []
+
+    async def broken(message):
+        if message["type"] != "http.response.body":
+            return await send(message)
+        chunks.append(bytes(message.get("body", b"")))
+        if message.get("more_body"):
+            return None
+        for chunk in reordered(chunks):
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        return await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return broken
+
+
+def _buffer_body(send):
+    """Body chunks are held until the last one: nothing is flushed while the app streams."""
+    chunks = []
+
+    async def broken(message):
+        if message["type"] != "http.response.body":
+            return await send(message)
+        chunks.append(message.get("body", b""))
+        if message.get("more_body"):
+            return None
+        return await send({"type": "http.response.body", "body": b"".join(chunks), "more_body": False})
+    return broken
+
+
+def _response_short_by_one(send):
+    """A whole response (start + one body) goes out one byte short, Content-Length to match."""
+    start = {}
+
+    async def broken(message):
+        if message["type"] == "http.response.start":
+            start.update(message)
+            return None
+        if message["type"] == "http.response.body" and start:
+            body = bytes(message.get("body", b""))[:-1]
+            await send(dict(start, headers=_with_length(start.get("headers", []), len(body))))
+            start.clear()
+            return await send({"type": "http.response.body", "body": body})
+        return await send(message)
+    return broken
+
+
+def _with_length(headers, length: int) -> list:
+    return [(n, str(length).encode() if bytes(n).lower() == b"content-length" else v) for n, v in headers]
+
+
+def _pathsend_short_by_one(send):
+    """A pathsend goes out as a body one byte short of the file, Content-Length to match."""
+    start = {}
+
+    async def broken(message):
+        if message["type"] == "http.response.start":
+            start.update(message)  # held until it is known whether a pathsend follows
+            return None
+        if start:
+            held = dict(start)
+            start.clear()
+            if message["type"] == "http.response.pathsend":
+                with open(message["path"], "rb") as fh:
+                    body = fh.read()[:-1]
+                await send(dict(held, headers=_with_length(held.get("headers", []), len(body))))
+                return await send({"type": "http.response.body", "body": body})
+            await send(held)
+        return await send(message)
+    return broken
+
+
+def _dedup_response_headers(send):
+    async def broken(message):
+        if message["type"] == "http.response.start":
+            message = dict(message, headers=_last_of_each_name(list(message.get("headers", []))))
+        return await send(message)
+    return broken
+
+
+def _send_errors_swallowed(send):
+    """send() never raises: an invalid event or a send after disconnect is silently dropped."""
+    async def broken(message):
+        try:
+            return await send(message)
+        except Exception:
+            return None
+    return broken
+
+
+def _ws_text_as_bytes(send):
+    async def broken(message):
+        if message["type"] == "websocket.send" and message.get("text") is not None:
+            message = {"type": "websocket.send", "bytes": message["text"].encode("utf-8")}
+        return await send(message)
+    return broken
+
+
+def _ws_close_code_dropped(send):
+    async def broken(message):
+        if message["type"] == "websocket.close":
+            message = {"type": "websocket.close"}
+        return await send(message)
+    return broken
+
+
+# -- lifespan ----------------------------------------------------------------------------------------
+
+_LIFESPAN = {}
+
+
+def _state_not_copied(app):
+    """Every request gets the lifespan state dict itself instead of a copy of it."""
+    async def broken(scope, receive, send):
+        if scope["type"] == "lifespan" and "state" in scope:
+            _LIFESPAN["state"] = scope["state"]
+        elif scope["type"] == "http" and "state" in _LIFESPAN:
+            scope = dict(scope, state=_LIFESPAN["state"])
+        await app(scope, receive, send)
+    return broken
+
+
+def _state_prefilled(scope):
+    if "state" in scope:
+        scope["state"]["gatecheck_leftover"] = True
+
+
+def _add_extension(name, value):
+    def edit(scope):
+        scope["extensions"] = dict(scope.get("extensions") or {}, **{name: value})
+    return edit
+
+
+# -- app-level behaviour a server must supply ---------------------------------------------------------
+
+def _errors_become_200(app):
+    """An exception before http.response.start is answered 200 (a server that hides app failures)."""
+    async def broken(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        started = False
+
+        async def send_tracking(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+        try:
+            await app(scope, receive, send_tracking)
+        except Exception:
+            if started:
+                raise
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-length", b"2")]})
+            await send({"type": "http.response.body", "body": b"ok"})
+    return broken
+
+
+def _finish_unfinished_responses(app):
+    """An app that returns mid-body gets its response completed for it (the truncation becomes invisible)."""
+    async def broken(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        state = {"open": False}
+
+        async def send_tracking(message):
+            if message["type"] == "http.response.body":
+                state["open"] = bool(message.get("more_body"))
+            await send(message)
+        await app(scope, receive, send_tracking)
+        if state["open"]:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    return broken
+
+
+#: name -> wrapper(app) -> broken app; each breaks the one rule its name says
+BREAKS = {
+    # HTTP connection scope
+    "http_version_1": _on_scope(lambda s: _version(s, "1.1", "1")),
+    "http_version_2_as_1_1": _on_scope(lambda s: _version(s, "2", "1.1")),
+    "asgi_version_2": _on_scope(_asgi_key("version", "2.0")),
+    "spec_version_unknown": _on_scope(_asgi_key("spec_version", "2.9")),
+    "scope_bytes_key": _on_scope(_bytes_key),
+    "method_lower": _on_scope(_set("method", str.lower)),
+    "scheme_https": _on_scope(lambda s: s.update(scheme="https")),
+    "path_not_decoded": _on_scope(lambda s: s.update(path=bytes(s["raw_path"]).decode("latin-1"))),
+    "raw_path_short": _on_scope(_set("raw_path", lambda v: bytes(v)[:-1])),
+    "query_string_str": _on_scope(_set("query_string", lambda v: bytes(v).decode("latin-1"))),
+    "root_path_bytes": _on_scope(lambda s: s.update(root_path=s.get("root_path", "").encode())),
+    "header_names_upper": _on_scope(_headers(_upper_names)),
+    "header_repeats_merged": _on_scope(_headers(_last_of_each_name)),
+    "header_values_reencoded": _on_scope(_headers(_utf8_reencoded)),
+    "pseudo_header_leaks": _on_scope(_headers(_pseudo_header_leaks)),
+    "host_header_last": _on_scope(_headers(_host_moves_last)),
+    "client_port_str": _on_scope(_set("client", lambda c: (c[0], str(c[1])))),
+    "server_port_off_by_one": _on_scope(_set("server", lambda s: (s[0], s[1] + 1))),
+    "extension_not_a_dict": _on_scope(_add_extension("gatecheck.bogus", True)),
+    # extensions
+    "debug_extension_advertised": _on_scope(_add_extension("http.response.debug", {})),
+    "tls_extension_on_plain": _on_scope(_add_extension("tls", {"server_cert": None, "tls_version": 0x0304})),
+    "pathsend_short_by_one": _on_send(_pathsend_short_by_one),
+    # lifespan
+    "lifespan_asgi_version_2": _on_scope(_asgi_key("version", "2.0"), types=("lifespan",)),
+    "lifespan_state_prefilled": _on_scope(_state_prefilled, types=("lifespan",)),
+    "lifespan_state_not_copied": _state_not_copied,
+    # request messages
+    "body_loses_a_byte": _body_loses_a_byte,
+    "more_body_as_int": _on_receive(_more_body_as_int),
+    "body_as_bytearray": _on_receive(_body_as_bytearray),
+    "disconnect_swallowed": _on_receive(_swallow_disconnect),
+    "disconnect_too_early": _disconnect_when_body_done,
+    # response messages
+    "echo_iter_reordered": _on_send(_reorder_body_chunks, paths=("/echo_iter",)),
+    "body_buffered": _on_send(_buffer_body),
+    "file_short_by_one": _on_send(_response_short_by_one, paths=("/file/",)),
+    "response_repeats_merged": _on_send(_dedup_response_headers),
+    "send_never_raises": _on_send(_send_errors_swallowed),
+    "errors_become_200": _errors_become_200,
+    "unfinished_response_completed": _finish_unfinished_responses,
+    # WebSocket
+    "ws_scheme_http": _on_scope(_ws_scheme_http, types=("websocket",)),
+    "ws_subprotocols_reversed": _on_scope(_subprotocols_reversed, types=("websocket",)),
+    "ws_text_as_bytes": _on_send(_ws_text_as_bytes, types=("websocket",)),
+    "ws_close_code_dropped": _on_send(_ws_close_code_dropped, types=("websocket",)),
+    "ws_disconnect_code_1000": _on_receive(_disconnect_code_1000, types=("websocket",)),
+}
+
+
+
+
+async def _unchanged(scope, message):
+    return message
+
+
+def _passthrough(send):
+    return send
+
+
+_ALL = ("http", "websocket")
+
+#: the fixture app through every building block, with nothing broken (the control of every break)
+control = _on_scope(lambda scope: None, _ALL)(_on_receive(_unchanged, _ALL)(_on_send(_passthrough, _ALL)(fixture_app)))
+
+globals().update({name: wrap(fixture_app) for name, wrap in BREAKS.items()})

@@ -1,0 +1,50 @@
+"""A pytest plugin for conformance runs against broken targets: run only the (check, target) pairs asked for.
+
+    GATECHECK_PICK=/path/to/pick.json python -m pytest -p tests.broken.pick conformance/... --server ...
+
+``pick.json`` maps a target's ``name`` option to the check ids (``file.py::test[params]``, as in the results
+file) to run on it; every other item is deselected before any server starts, so a broken target runs only
+the checks it is meant to break (and the control only the checks of its rows).
+
+It also registers the hypothesis profile ``gatecheck-can-fail`` (pass ``--hypothesis-profile
+gatecheck-can-fail``): the suite's default budget without the shrink phase, because a property check that
+fails on a broken target needs to fail, not to find the smallest counterexample.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conformance.results import check_id_of
+
+ENV = "GATECHECK_PICK"
+PROFILE = "gatecheck-can-fail"
+
+try:
+    from hypothesis import HealthCheck, Phase, settings
+except ImportError:  # pragma: no cover - hypothesis is a declared test dependency
+    settings = None
+if settings is not None:
+    settings.register_profile(PROFILE, max_examples=12, derandomize=True, deadline=None, database=None,
+                              phases=[Phase.explicit, Phase.reuse, Phase.generate],
+                              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    path = os.environ.get(ENV)
+    if not path:
+        return
+    with open(path, encoding="utf-8") as fh:
+        wanted = {name: set(checks) for name, checks in json.load(fh).items()}
+    keep, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        target = callspec.params.get("server") if callspec else None
+        name = target.target.option("name") if target is not None else None
+        (keep if check_id_of(item) in wanted.get(name, ()) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep

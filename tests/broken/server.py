@@ -1,0 +1,453 @@
+"""A small HTTP/1.1 server for the fixture WSGI app: correct by default, wrong in one way on request.
+
+    python -m tests.broken.server --host 127.0.0.1 --port 8000 [--break NAME] [--app module:attr]
+
+The wire checks (``conformance/test_http1_*.py``) need a server that gets one wire rule wrong; an app
+wrapper cannot do that. Unbroken, this server passes the checks the harness runs against it (that is
+the control); ``--break NAME`` violates exactly the rule ``BREAKS[NAME]`` describes.
+
+Rules of this module:
+
+1. Stdlib only (asyncio). Requests are read whole, the app runs in a thread, its response is buffered
+   and sent with a Content-Length: simple framing, so every wire decision below is explicit.
+2. Strict by default: anything RFC 9112 lets a server reject is rejected with 4xx and a close.
+3. Each break is one ``if`` naming it, next to the rule it breaks.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import email.utils
+import importlib
+import io
+import re
+import sys
+from urllib.parse import unquote_to_bytes
+
+__all__ = ["BREAKS", "main"]
+
+#: break name -> the one rule it violates
+BREAKS = {
+    "cl_te_accepted": "a request with Content-Length and Transfer-Encoding is TE-framed and the connection kept open",
+    "content_length_lenient": "Content-Length is parsed with int(), so '+5' is a valid length",
+    "chunk_size_int": "a chunk-size is parsed with int(size, 16), so '0x5', '+5' and ' 5' are sizes",
+    "chunk_bare_lf": "a bare LF ends a chunk line",
+    "host_not_required": "an HTTP/1.1 request without Host is served",
+    "space_before_colon": "whitespace between a field name and its colon is dropped",
+    "headers_truncated": "a header section over the limit is cut to the limit and served (no 431)",
+    "incomplete_answered": "a request head that is not complete yet is answered 400 at once",
+    "connection_close_ignored": "a request with Connection: close leaves the connection open",
+    "http10_kept_open": "an HTTP/1.0 request without keep-alive leaves the connection open",
+    "pipeline_reordered": "of two pipelined requests, the second is answered first",
+    "head_body": "a HEAD response carries the body",
+    "no_content_body": "a 204/304 response carries the app's body and framing",
+    "no_date": "no Date header is sent",
+    "status_without_reason": "the status-line is 'HTTP/1.1 200' with no SP and reason",
+    "version_echoed": "the response's HTTP-version is the request's (HTTP/1.0 gets HTTP/1.0)",
+    "continue_to_http10": "an HTTP/1.0 request with Expect: 100-continue gets a 100",
+}
+
+MAX_LINE = 16 * 1024          # request-line limit (414 beyond)
+MAX_HEAD = 64 * 1024          # header section limit (431 beyond)
+MAX_CHUNK_LINE = 4096         # chunk-size line incl. extensions (400 beyond)
+MAX_BODY = 64 * 1024 * 1024   # request body limit (413 beyond)
+DRAIN_SECONDS = 2.0
+
+_TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) HTTP/(\d)\.(\d)")
+_FIELD_NAME = re.compile(_TOKEN)
+_CTL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+_HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(:[0-9]*)?")
+_DIGITS = re.compile(rb"[0-9]+")
+_QUOTED = rb'"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\.)*"'
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})((?:[ \t]*;[ \t]*" + _TOKEN + rb"(?:[ \t]*=[ \t]*(?:" + _TOKEN
+                         + rb"|" + _QUOTED + rb"))?)*)")
+_ABSOLUTE = re.compile(rb"https?://([^/?#]*)(.*)", re.I)
+_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "upgrade", "te", "trailer",
+               "proxy-authenticate", "proxy-authorization"}
+_REASONS = {100: "Continue", 400: "Bad Request", 413: "Content Too Large", 414: "URI Too Long",
+            417: "Expectation Failed", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
+            505: "HTTP Version Not Supported"}
+
+
+class HttpError(Exception):
+    """The request is answered with ``status`` and the connection closed."""
+
+    def __init__(self, status: int):
+        super().__init__(status)
+        self.status = status
+
+
+class Incomplete(Exception):
+    """The client ended the connection before the request was complete: close without a response."""
+
+
+class Request:
+    def __init__(self, method, target, version, fields, body=b""):
+        self.method, self.target, self.version, self.fields, self.body = method, target, version, fields, body
+
+    def values(self, name: bytes) -> list:
+        return [v for n, v in self.fields if n == name]
+
+    def tokens(self, name: bytes) -> set:
+        return {t.strip().lower() for v in self.values(name) for t in v.split(b",") if t.strip()}
+
+
+class Connection:
+    def __init__(self, server, reader, writer):
+        self.server, self.reader, self.writer = server, reader, writer
+        self.breaks = server.breaks
+        self.buf = bytearray()
+
+    async def _fill(self) -> bool:
+        data = await self.reader.read(65536)
+        self.buf += data
+        return bool(data)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    async def _line(self, limit: int) -> bytes:
+        while True:
+            i = self.buf.find(b"\n")
+            if i >= 0:
+                if (i == 0 or self.buf[i - 1] != 0x0D) and "chunk_bare_lf" not in self.breaks:
+                    raise HttpError(400)  # a bare LF in chunked framing does not match the grammar
+                line = bytes(self.buf[:i]).rstrip(b"\r")
+                del self.buf[:i + 1]
+                return line
+            if len(self.buf) > limit:
+                raise HttpError(400)
+            if not await self._fill():
+                raise Incomplete
+
+    async def read_head(self):
+        """The next request head as (request-line, field lines), None at a clean EOF."""
+        while True:
+            while self.buf[:2] == b"\r\n":
+                del self.buf[:2]  # empty lines before a request-line are ignored (RFC 9112 §2.2)
+            end = self.buf.find(b"\r\n\r\n")
+            if end >= 0:
+                break
+            line_end = self.buf.find(b"\r\n")
+            if (line_end < 0 and len(self.buf) > MAX_LINE) or line_end > MAX_LINE:
+                raise HttpError(414)
+            if len(self.buf) > MAX_HEAD:
+                if "headers_truncated" not in self.breaks:
+                    raise HttpError(431)
+                cut = self.buf.rfind(b"\r\n", 0, MAX_HEAD)
+                self.buf[cut:] = b"\r\n\r\n"  # cut the header section at the limit and carry on
+                continue
+            if self.buf and "incomplete_answered" in self.breaks:
+                raise HttpError(400)
+            if not await self._fill():
+                if self.buf.strip(b"\r\n"):
+                    raise Incomplete
+                return None
+        head = bytes(self.buf[:end])
+        del self.buf[:end + 4]
+        lines = head.split(b"\r\n")
+        if len(lines[0]) > MAX_LINE:
+            raise HttpError(414)
+        if len(head) > MAX_HEAD and "headers_truncated" not in self.breaks:
+            raise HttpError(431)
+        return lines[0], lines[1:]
+
+    def parse(self, line: bytes, field_lines: list) -> Request:
+        if b"\r" in line or b"\n" in line:
+            raise HttpError(400)
+        match = _REQUEST_LINE.fullmatch(line)
+        if not match:
+            raise HttpError(400)
+        method, target, major, minor = match.groups()
+        if major != b"1":
+            raise HttpError(505)
+        version = "HTTP/1.0" if minor == b"0" else "HTTP/1.1"
+        fields = []
+        for raw in field_lines:
+            if raw[:1] in (b" ", b"\t") or b"\r" in raw or b"\n" in raw:
+                raise HttpError(400)  # obs-fold, a whitespace-prefixed line, bare CR or LF
+            name, sep, value = raw.partition(b":")
+            if "space_before_colon" in self.breaks:
+                name = name.rstrip(b" \t")
+            if not sep or not _FIELD_NAME.fullmatch(name):
+                raise HttpError(400)
+            value = value.strip(b" \t")
+            if _CTL.search(value):
+                raise HttpError(400)
+            fields.append((name.lower(), value))
+        req = Request(method.decode("ascii"), target, version, fields)
+        hosts = req.values(b"host")
+        missing = version == "HTTP/1.1" and not hosts and "host_not_required" not in self.breaks
+        if missing or len(hosts) > 1 or (hosts and not _HOST.fullmatch(hosts[0])):
+            raise HttpError(400)
+        if not (target.startswith(b"/") or _ABSOLUTE.fullmatch(target) or (target == b"*" and method == b"OPTIONS")):
+            raise HttpError(400)
+        return req
+
+    async def read_body(self, req: Request) -> None:
+        te, cl = req.values(b"transfer-encoding"), req.values(b"content-length")
+        if te:
+            if req.version == "HTTP/1.0" or (cl and "cl_te_accepted" not in self.breaks):
+                raise HttpError(400)  # faulty framing (RFC 9112 §6.1): rejected, then closed
+            if [c.strip().lower() for c in b",".join(te).split(b",") if c.strip()] != [b"chunked"]:
+                raise HttpError(400)
+            await self._expect_continue(req)
+            req.body = await self._chunked()
+            return
+        length = 0
+        if cl:
+            values = [v.strip() for line in cl for v in line.split(b",")]
+            if "content_length_lenient" in self.breaks:
+                try:
+                    lengths = {int(v) for v in values}
+                except ValueError:
+                    raise HttpError(400) from None
+            elif not all(_DIGITS.fullmatch(v) for v in values):
+                raise HttpError(400)
+            else:
+                lengths = {int(v) for v in values}
+            if len(lengths) != 1:
+                raise HttpError(400)
+            length = lengths.pop()
+            if length > MAX_BODY:
+                raise HttpError(413)
+        if length:
+            await self._expect_continue(req)
+        while len(self.buf) < length:
+            if not await self._fill():
+                raise Incomplete
+        req.body = bytes(self.buf[:length])
+        del self.buf[:length]
+
+    async def _expect_continue(self, req: Request) -> None:
+        expect = req.tokens(b"expect")
+        if not expect or (req.version == "HTTP/1.0" and "continue_to_http10" not in self.breaks):
+            return  # an HTTP/1.0 client's Expect is ignored (RFC 9110 §10.1.1)
+        if expect != {b"100-continue"}:
+            raise HttpError(417)
+        if not self.buf:
+            self.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            await self.writer.drain()
+
+    async def _chunked(self) -> bytes:
+        body = bytearray()
+        while True:
+            line = await self._line(MAX_CHUNK_LINE)
+            if "chunk_size_int" in self.breaks:
+                try:
+                    size = int(line.split(b";", 1)[0], 16)
+                except ValueError:
+                    raise HttpError(400) from None
+            else:
+                match = _CHUNK_SIZE.fullmatch(line)
+                if not match:
+                    raise HttpError(400)
+                size = int(match[1], 16)
+            if size == 0:
+                break
+            while len(self.buf) < size + 2:
+                if not await self._fill():
+                    raise Incomplete
+            if self.buf[size:size + 2] != b"\r\n":
+                raise HttpError(400)
+            body += self.buf[:size]
+            del self.buf[:size + 2]
+            if len(body) > MAX_BODY:
+                raise HttpError(413)
+        while True:  # trailer section: checked, never merged into the headers (RFC 9112 §7.1.2)
+            line = await self._line(MAX_HEAD)
+            if not line:
+                return bytes(body)
+            name, sep, _ = line.partition(b":")
+            if not sep or not _FIELD_NAME.fullmatch(name):
+                raise HttpError(400)
+
+    # -- answering ------------------------------------------------------------------------------
+
+    def keep_alive(self, req: Request) -> bool:
+        options = req.tokens(b"connection")
+        if req.version == "HTTP/1.0":
+            return "http10_kept_open" in self.breaks
+        return b"close" not in options or "connection_close_ignored" in self.breaks
+
+    async def respond(self, req: Request) -> tuple:
+        """(response bytes, keep the connection open?)"""
+        loop = asyncio.get_running_loop()
+        status, headers, body = await loop.run_in_executor(None, self.server.call_app, self.environ(req))
+        code = int(status[:3])
+        keep = self.keep_alive(req)
+        version = req.version if "version_echoed" in self.breaks else "HTTP/1.1"
+        line = f"{version} {code}" if "status_without_reason" in self.breaks else f"{version} {status}"
+        names = {n.lower() for n, _ in headers}
+        no_content = code in (204, 304) and "no_content_body" not in self.breaks
+        if no_content:
+            headers = [(n, v) for n, v in headers if n.lower() not in ("content-length", "transfer-encoding")]
+            body = b""
+        elif "content-length" in names:
+            declared = int(next(v for n, v in headers if n.lower() == "content-length"))
+            keep = keep and len(body) >= declared  # a short body is followed by a close
+            body = body[:declared]
+        elif code != 304:
+            headers = headers + [("Content-Length", str(len(body)))]
+        if req.method == "HEAD" and "head_body" not in self.breaks:
+            body = b""
+        extra = self.standard_headers(names) + ([] if keep else [("Connection", "close")])
+        head = "\r\n".join([line] + [f"{n}: {v}" for n, v in headers + extra]) + "\r\n\r\n"
+        return head.encode("latin-1") + body, keep
+
+    def standard_headers(self, present: set) -> list:
+        extra = []
+        if "date" not in present and "no_date" not in self.breaks:
+            extra.append(("Date", email.utils.formatdate(usegmt=True)))
+        if "server" not in present:
+            extra.append(("Server", "gatecheck-broken"))
+        return extra
+
+    def environ(self, req: Request) -> dict:
+        target = req.target
+        absolute = _ABSOLUTE.fullmatch(target)
+        if absolute:
+            target = absolute[2] or b"/"
+        path, _, query = target.partition(b"?")
+        host, port = self.writer.get_extra_info("sockname")[:2]
+        peer = self.writer.get_extra_info("peername") or ("", 0)
+        env = {
+            "REQUEST_METHOD": req.method, "SCRIPT_NAME": "", "PATH_INFO": unquote_to_bytes(path).decode("latin-1"),
+            "QUERY_STRING": query.decode("latin-1"), "SERVER_NAME": host, "SERVER_PORT": str(port),
+            "SERVER_PROTOCOL": req.version, "REMOTE_ADDR": peer[0], "REMOTE_PORT": str(peer[1]),
+            "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(req.body),
+            "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": False,
+            "wsgi.run_once": False, "wsgi.input_terminated": True,
+        }
+        if req.body or req.values(b"content-length"):
+            env["CONTENT_LENGTH"] = str(len(req.body))
+        for name, value in req.fields:
+            key = name.decode("latin-1").upper().replace("-", "_")
+            if key in ("CONTENT_LENGTH", "CONTENT_TYPE"):
+                if key == "CONTENT_TYPE":
+                    env[key] = value.decode("latin-1")
+                continue
+            key = "HTTP_" + key
+            env[key] = f"{env[key]},{value.decode('latin-1')}" if key in env else value.decode("latin-1")
+        return env
+
+    async def error(self, status: int) -> None:
+        """Answer ``status``, end our side, read what the client still sends (so it sees the answer, not a
+        reset), then close."""
+        reason = _REASONS.get(status, "Error")
+        headers = self.standard_headers(set()) + [("Content-Type", "text/plain"),
+                                                  ("Content-Length", str(len(reason))), ("Connection", "close")]
+        head = "\r\n".join([f"HTTP/1.1 {status} {reason}"] + [f"{n}: {v}" for n, v in headers])
+        self.writer.write(f"{head}\r\n\r\n{reason}".encode("latin-1"))
+        try:
+            await self.writer.drain()
+            self.writer.write_eof()
+            await asyncio.wait_for(self._drain_input(), DRAIN_SECONDS)
+        except (OSError, asyncio.TimeoutError):
+            pass
+
+    async def _drain_input(self) -> None:
+        while await self.reader.read(65536):
+            pass
+
+    # -- the connection -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            while True:
+                head = await self.read_head()
+                if head is None:
+                    return
+                req = self.parse(*head)
+                await self.read_body(req)
+                answers = [await self.respond(req)]
+                if "pipeline_reordered" in self.breaks and answers[0][1] and b"\r\n\r\n" in self.buf:
+                    second = self.parse(*await self.read_head())
+                    await self.read_body(second)
+                    answers.insert(0, await self.respond(second))
+                for data, _ in answers:
+                    self.writer.write(data)
+                await self.writer.drain()
+                if not all(keep for _, keep in answers):
+                    return
+        except HttpError as exc:
+            await self.error(exc.status)
+        except (Incomplete, ConnectionError):
+            pass
+        finally:
+            self.writer.close()
+
+
+class Server:
+    def __init__(self, app, breaks: set):
+        self.app, self.breaks = app, breaks
+
+    def call_app(self, environ: dict) -> tuple:
+        """Run the WSGI app to completion: (status, headers, body); a failing app gets a 500."""
+        state: dict = {}
+        chunks: list = []
+
+        def start_response(status, headers, exc_info=None):
+            if exc_info is None and "status" in state:
+                raise RuntimeError("start_response called a second time without exc_info")
+            if any(not isinstance(x, str) for x in [status] + [p for h in headers for p in h]):
+                raise TypeError("status and headers must be str")
+            for name, value in headers:
+                if not _FIELD_NAME.fullmatch(name.encode("latin-1")) or _CTL.search(value.encode("latin-1")):
+                    raise ValueError(f"invalid response header {name!r}: {value!r}")
+                if name.lower() in _HOP_BY_HOP:
+                    raise ValueError(f"hop-by-hop response header {name!r}")
+            status.encode("latin-1")
+            state["status"], state["headers"] = status, list(headers)
+            return chunks.append
+
+        try:
+            result = self.app(environ, start_response)
+            try:
+                for block in result:
+                    if not isinstance(block, bytes):
+                        raise TypeError(f"the app yielded {type(block).__name__}, not bytes")
+                    chunks.append(block)
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+            return state["status"], state["headers"], b"".join(chunks)
+        except Exception as exc:
+            print(f"gatecheck-broken: app error: {exc!r}", file=sys.stderr)
+            return "500 Internal Server Error", [("Content-Type", "text/plain")], b"app error"
+
+    async def handle(self, reader, writer) -> None:
+        await Connection(self, reader, writer).run()
+
+
+def _load(spec: str):
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.broken.server", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    parser.add_argument("--port", type=int, required=True, help="port to listen on")
+    parser.add_argument("--app", default="fixtures.apps.wsgi:app", help="the WSGI app, module:attribute")
+    parser.add_argument("--break", dest="breaks", action="append", default=[], choices=["none"] + sorted(BREAKS),
+                        metavar="NAME", help="violate one wire rule ('none': break nothing): " + ", ".join(sorted(BREAKS)))
+    args = parser.parse_args(argv)
+    server = Server(_load(args.app), set(args.breaks) - {"none"})
+
+    async def serve():
+        listener = await asyncio.start_server(server.handle, args.host, args.port)
+        print(f"gatecheck-broken listening on {args.host}:{args.port} breaks={sorted(server.breaks)}", flush=True)
+        async with listener:
+            await listener.serve_forever()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,292 @@
+"""Every conformance area can fail: a deliberately broken app or server makes the right check fail.
+
+Each row of ``ROWS`` names an area (a ``conformance/test_<area>.py`` file), how the broken behaviour is
+served (``VIAS``), the break (an entry of ``tests/broken/{asgi,rsgi,wsgi}.py`` BREAKS or of the broken
+HTTP/1.1 server's BREAKS) and the checks that must fail because of it. The same checks must *pass* on
+the control: the same server and wrapper machinery with nothing broken. A check that passes while the
+behaviour it checks is broken cannot fail, and that is a defect.
+
+Adding an area is adding a row. ``test_every_area_has_a_row`` fails when a conformance file has neither
+a row nor an entry in ``UNCOVERED`` saying why it cannot have one.
+
+All runs happen once per session, batched into a few parallel conformance subprocesses
+(``tests/broken/runs.py``); each row then only reads its outcomes.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pytest
+
+from tests.broken import asgi, rsgi, server, wsgi
+from tests.broken.runs import REPO, Run, Via, run_all
+
+
+def _granian(interface: str, http: str = "1") -> str:
+    # kept short: the harness names each server's log file after the whole command
+    return f"{{python}} -m granian --interface {interface} --host {{host}} --port {{port}} --http {http} " \
+           f"tests.broken.{interface}:{{break}}"
+
+
+VIAS = {
+    "asgi": Via("asgi", "{python} -m uvicorn --host {host} --port {port} --no-access-log tests.broken.asgi:{break}",
+                features="websockets,lifespan"),
+    "asgi-granian": Via("asgi", _granian("asgi"), features="websockets,lifespan,pathsend"),
+    "asgi-h2": Via("asgi", _granian("asgi", "2"), http="h2", features="h2c,lifespan"),
+    "rsgi": Via("rsgi", _granian("rsgi"), features="websockets"),
+    "rsgi-h2": Via("rsgi", _granian("rsgi", "2"), http="h2", features="h2c"),
+    "wsgi": Via("wsgi", _granian("wsgi")),
+    # the stdlib server of tests/broken/server.py: unbroken, serving a broken WSGI app (WSGI rules granian
+    # itself deviates from), or broken, serving the fixture app (the HTTP/1.1 wire rules)
+    "wsgi-stdlib": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} "
+                               "--app tests.broken.wsgi:{break}"),
+    "wire": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} --break {break}",
+                control="none"),
+}
+
+#: where each via's breaks are defined
+CATALOGUES = {"asgi": asgi.BREAKS, "asgi-granian": asgi.BREAKS, "asgi-h2": asgi.BREAKS, "rsgi": rsgi.BREAKS,
+              "rsgi-h2": rsgi.BREAKS, "wsgi": wsgi.BREAKS, "wsgi-stdlib": wsgi.BREAKS, "wire": server.BREAKS}
+
+
+class Row(NamedTuple):
+    area: str      # conformance/test_<area>.py
+    via: str       # a key of VIAS
+    brk: str       # a break of that via's catalogue
+    fails: tuple   # checks of that file (name[params]) that must fail, and pass on the control
+
+    @property
+    def id(self) -> str:
+        return f"{self.area}-{self.via}-{self.brk}"
+
+    def checks(self) -> tuple:
+        return tuple(f"test_{self.area}.py::{check}" for check in self.fails)
+
+
+ROWS = [
+    # ASGI HTTP scope (uvicorn: it passes every scope check, so each broken key shows alone)
+    Row("asgi_scope", "asgi", "http_version_1", ("test_http_version_matches_request[HTTP/1.1-1.1]",)),
+    Row("asgi_scope", "asgi", "asgi_version_2", ("test_scope_asgi_version_is_3_0",)),
+    Row("asgi_scope", "asgi", "spec_version_unknown", ("test_scope_spec_version_is_a_known_version",)),
+    Row("asgi_scope", "asgi", "scope_bytes_key", ("test_scope_is_a_dict_with_str_keys",)),
+    Row("asgi_scope", "asgi", "method_lower", ("test_method_is_upper_case_str[GET]", "test_method_is_upper_case_str[PURGE]")),
+    Row("asgi_scope", "asgi", "scheme_https", ("test_scheme_is_http_on_plain_listener",)),
+    Row("asgi_scope", "asgi", "path_not_decoded", ("test_path_is_percent_and_utf8_decoded[/probe/a%20b-/probe/a b]",
+                                                   "test_path_is_percent_and_utf8_decoded[/probe/100%25-/probe/100%]")),
+    Row("asgi_scope", "asgi", "raw_path_short", ("test_raw_path_is_the_received_bytes[/probe/a%20b]",)),
+    Row("asgi_scope", "asgi", "query_string_str", ("test_query_string_is_raw_bytes[a=1]",)),
+    Row("asgi_scope", "asgi", "root_path_bytes", ("test_root_path_is_str",)),
+    Row("asgi_scope", "asgi", "header_names_upper", ("test_header_names_are_lower_case",)),
+    Row("asgi_scope", "asgi", "header_repeats_merged", ("test_headers_are_byte_pairs_with_duplicates_in_order",)),
+    Row("asgi_scope", "asgi", "header_values_reencoded", ("test_header_values_are_passed_as_received",)),
+    Row("asgi_scope", "asgi", "client_port_str", ("test_client_is_host_and_int_port",)),
+    Row("asgi_scope", "asgi", "server_port_off_by_one", ("test_server_is_host_and_int_port_of_the_listener",)),
+    Row("asgi_scope", "asgi", "extension_not_a_dict", ("test_extensions_is_a_dict_of_dicts",)),
+    # ASGI HTTP messages
+    Row("asgi_messages", "asgi", "body_loses_a_byte",
+        ("test_request_bodies_concatenate_to_the_decoded_body[content-length]",
+         "test_request_bodies_concatenate_to_the_decoded_body[chunked-separate-writes]")),
+    Row("asgi_messages", "asgi", "more_body_as_int", ("test_more_body_is_true_until_the_last_request_message[content-length]",)),
+    Row("asgi_messages", "asgi", "body_as_bytearray", ("test_request_messages_have_str_keys_and_bytes_bodies[chunked-one-write]",)),
+    Row("asgi_messages", "asgi", "disconnect_too_early", ("test_receive_waits_while_the_request_is_open",)),
+    Row("asgi_messages", "asgi", "disconnect_swallowed", ("test_receive_returns_disconnect_when_the_client_leaves[fin]",)),
+    Row("asgi_messages", "asgi", "response_repeats_merged", ("test_response_headers_keep_duplicates_in_order",)),
+    Row("asgi_messages", "asgi", "body_buffered", ("test_each_body_message_is_flushed_before_the_next[1B]",)),
+    # ASGI HTTP messages that go wrong
+    Row("asgi_messages_errors", "asgi", "send_never_raises",
+        ("test_invalid_event_raises_from_send[unknown-type]", "test_header_with_cr_lf_or_nul_makes_send_raise[value-crlf]")),
+    Row("asgi_messages_errors", "asgi", "errors_become_200", ("test_exception_before_start_is_answered_with_5xx",)),
+    Row("asgi_messages_errors", "asgi", "unfinished_response_completed",
+        ("test_app_returning_mid_response_is_never_a_complete_response[mid-body-chunked]",)),
+    # request bodies echoed
+    Row("echo", "asgi", "body_loses_a_byte", ("test_echo_returns_content_length_body_byte_exact[1000B]",
+                                                 "test_chunked_request_body_is_decoded_for_echo[5000B]")),
+    Row("echo", "asgi", "echo_iter_reordered", ("test_iterated_echo_returns_body_byte_exact[1000B]",)),
+    Row("echo", "rsgi", "body_loses_a_byte", ("test_echo_returns_content_length_body_byte_exact[1B]",)),
+    Row("echo", "rsgi", "echo_iter_reordered", ("test_iterated_echo_returns_body_byte_exact[65537B]",)),
+    Row("echo", "wsgi", "input_reads_past_content_length", ("test_echo_returns_content_length_body_byte_exact[1000B]",)),
+    # file responses
+    Row("files", "asgi", "file_short_by_one", ("test_file_response_is_byte_exact_with_app_headers[photo.jpg]",)),
+    Row("files", "asgi-granian", "pathsend_short_by_one", ("test_pathsend_sends_the_file_byte_exact[small.txt]",)),
+    Row("files", "rsgi", "file_short_by_one", ("test_file_response_is_byte_exact_with_app_headers[small.txt]",)),
+    Row("files", "rsgi", "file_range_short_by_one", ("test_response_file_range_sends_exactly_the_range[1000-2000]",)),
+    Row("files", "wire", "head_body", ("test_head_file_response_has_no_body[photo.jpg]",)),
+    # streaming both ways
+    Row("streaming", "asgi", "body_buffered", ("test_asgi_body_chunks_reach_the_client_as_sent",)),
+    Row("streaming", "asgi", "echo_iter_reordered", ("test_iterated_echo_streams_body_back_byte_exact[64KiB+1-length]",)),
+    Row("streaming", "rsgi", "stream_buffered", ("test_rsgi_stream_chunks_reach_the_client_as_sent",)),
+    Row("streaming", "wsgi", "blocks_buffered", ("test_wsgi_yielded_blocks_reach_the_client_as_yielded",)),
+    # the HTTP/1.1 wire (the broken server)
+    Row("http1_framing", "wire", "content_length_lenient", ("test_invalid_content_length_is_rejected_and_closed[plus]",)),
+    Row("http1_framing", "wire", "chunk_size_int", ("test_invalid_chunk_size_is_rejected_and_closed[hex-prefix]",
+                                                    "test_invalid_chunk_size_is_rejected_and_closed[plus]")),
+    Row("http1_framing", "wire", "chunk_bare_lf", ("test_bare_lf_in_chunked_framing_is_rejected_and_closed[after-size]",)),
+    Row("http1_smuggling", "wire", "cl_te_accepted", ("test_cl_te_request_is_rejected_or_te_framed_and_closed[cl-first]",
+                                                      "test_te_cl_request_is_rejected_or_te_framed_and_closed[te-first]")),
+    Row("http1_fields", "wire", "host_not_required", ("test_http11_request_without_host_is_rejected",)),
+    Row("http1_fields", "wire", "space_before_colon", ("test_whitespace_between_field_name_and_colon_is_rejected[space]",)),
+    Row("http1_connection", "wire", "connection_close_ignored",
+        ("test_connection_close_request_is_answered_then_closed[lower]",
+         "test_request_pipelined_after_connection_close_is_not_processed")),
+    Row("http1_connection", "wire", "http10_kept_open", ("test_http10_request_without_keep_alive_is_closed_after_response",)),
+    Row("http1_connection", "wire", "pipeline_reordered",
+        ("test_pipelined_requests_are_answered_completely_and_in_order[one-write]",
+         "test_pipelined_posts_keep_their_own_bodies")),
+    Row("http1_responses", "wire", "head_body", ("test_head_response_has_no_content[payload]",)),
+    Row("http1_responses", "wire", "no_content_body", ("test_no_content_status_has_no_body_even_if_the_app_sends_one[204]",
+                                                      "test_204_has_no_content_length_or_transfer_encoding")),
+    Row("http1_responses", "wire", "no_date", ("test_date_is_sent_in_2xx_and_4xx[app-200]",
+                                              "test_date_is_sent_in_the_servers_own_400")),
+    Row("http1_responses", "wire", "status_without_reason", ("test_status_line_has_sp_after_the_code[registered]",)),
+    Row("http1_responses", "wire", "version_echoed", ("test_response_version_is_http11_for_http1x_requests[http-1.0]",)),
+    Row("http1_responses", "wire", "continue_to_http10", ("test_no_1xx_is_sent_to_an_http10_client",)),
+    Row("http1_limits", "wire", "headers_truncated", ("test_oversized_header_section_is_4xx_or_passed_whole[4000-fields]",)),
+    Row("http1_limits", "wire", "incomplete_answered", ("test_incomplete_request_is_waited_for_not_answered[after-request-line]",)),
+    # HTTP/2 at the gateway
+    Row("h2_mapping", "asgi-h2", "http_version_2_as_1_1", ("test_asgi_http_version_is_2",)),
+    Row("h2_mapping", "asgi-h2", "pseudo_header_leaks", ("test_asgi_pseudo_headers_map_to_scope_keys_and_never_to_headers",)),
+    Row("h2_mapping", "asgi-h2", "host_header_last", ("test_asgi_authority_becomes_the_first_host_header",)),
+    Row("h2_mapping", "rsgi-h2", "http_version_2_as_1_1", ("test_rsgi_http_version_is_2",)),
+    Row("h2_streams", "asgi-h2", "body_loses_a_byte", ("test_concurrent_streams_with_interleaved_bodies_are_byte_exact",)),
+    Row("h2_streams", "asgi-h2", "disconnect_swallowed", ("test_reset_reaches_the_app_as_a_disconnect[response]",)),
+    # WebSocket
+    Row("websocket", "asgi", "ws_text_as_bytes", ("test_text_message_round_trips_as_text[1B]",)),
+    Row("websocket", "rsgi", "ws_text_as_bytes", ("test_text_message_round_trips_as_text[125B]",)),
+    Row("websocket_asgi", "asgi", "ws_scheme_http", ("test_scope_type_scheme_and_http_version",)),
+    Row("websocket_asgi", "asgi", "ws_subprotocols_reversed", ("test_scope_subprotocols_list_the_offers_in_order[one-header]",)),
+    Row("websocket_asgi", "asgi", "ws_close_code_dropped", ("test_app_close_code_reaches_the_client[3000]",)),
+    Row("websocket_asgi", "asgi", "ws_disconnect_code_1000", ("test_disconnect_carries_the_client_close_code[4999]",)),
+    Row("websocket_rsgi", "rsgi", "ws_text_as_bytes", ("test_send_str_and_send_bytes_make_text_and_binary_frames",)),
+    # RSGI HTTP scope
+    Row("rsgi_scope", "rsgi", "proto_upper", ("test_proto_is_http",)),
+    Row("rsgi_scope", "rsgi", "rsgi_version_missing", ("test_rsgi_version_is_a_known_version_str",)),
+    Row("rsgi_scope", "rsgi", "http_version_1_0", ("test_http_version_is_one_of_the_defined_values[HTTP/1.0-1]",)),
+    Row("rsgi_scope", "rsgi", "scheme_https", ("test_scheme_is_http_on_plain_listener",)),
+    Row("rsgi_scope", "rsgi", "path_with_query",
+        ("test_path_excludes_query_and_query_string_is_the_rest[/probe/a?x=1&y=2-/probe/a-x=1&y=2]",)),
+    Row("rsgi_scope", "rsgi", "server_port_off_by_one", ("test_server_is_address_and_listening_port",)),
+    Row("rsgi_scope", "rsgi", "header_keys_upper", ("test_header_names_are_lower_case",)),
+    Row("rsgi_scope", "rsgi", "get_all_reversed", ("test_get_all_returns_repeated_values_in_order",)),
+    Row("rsgi_scope", "rsgi", "missing_header_is_none", ("test_missing_header_lookup_raises_key_error",)),
+    # WSGI environ, input, response
+    Row("wsgi_environ", "wsgi-stdlib", "environ_dict_subclass", ("test_environ_is_a_builtin_dict",)),
+    Row("wsgi_environ", "wsgi-stdlib", "server_port_int", ("test_server_port_is_the_listening_port_as_str",
+                                                    "test_required_cgi_variables_are_present_str")),
+    Row("wsgi_environ", "wsgi-stdlib", "server_protocol_always_1_0", ("test_server_protocol_is_the_request_version[HTTP/1.1]",)),
+    Row("wsgi_environ", "wsgi-stdlib", "query_string_decoded", ("test_query_string_is_raw[x=%20%2F&y=a+b]",)),
+    Row("wsgi_environ", "wsgi-stdlib", "path_info_utf8", ("test_path_info_is_percent_decoded_latin1[/probe/caf%C3%A9-/probe/caf\\xc3\\xa9]",)),
+    Row("wsgi_environ", "wsgi-stdlib", "wsgi_version_list", ("test_wsgi_version_is_tuple_1_0",)),
+    Row("wsgi_environ", "wsgi-stdlib", "url_scheme_https", ("test_url_scheme_is_http_on_plain_listener",)),
+    Row("wsgi_environ", "wsgi-stdlib", "run_once_true", ("test_run_once_is_false_for_a_long_running_server",)),
+    Row("wsgi_environ", "wsgi-stdlib", "remote_addr_missing", ("test_remote_addr_is_the_peer",)),
+    Row("wsgi_environ", "wsgi-stdlib", "content_type_also_http", ("test_content_type_and_length_are_cgi_variables_only",)),
+    Row("wsgi_environ", "wsgi-stdlib", "http_values_bytes", ("test_cgi_values_are_native_str_within_latin1",
+                                                      "test_request_headers_become_http_variables")),
+    Row("wsgi_environ", "wsgi-stdlib", "http_repeats_last_only", ("test_repeated_headers_are_joined_with_commas",)),
+    Row("wsgi_environ", "wsgi-stdlib", "input_lacks_readlines", ("test_input_and_error_streams_have_the_required_methods",)),
+    Row("wsgi_input", "wsgi-stdlib", "input_reads_past_content_length",
+        ("test_read_past_content_length_returns_the_body_then_empty", "test_input_never_returns_the_next_pipelined_request")),
+    Row("wsgi_input", "wsgi-stdlib", "input_read_ignores_size", ("test_read_with_size_returns_at_most_size_bytes",)),
+    Row("wsgi_input", "wsgi-stdlib", "input_readline_ignores_size", ("test_readline_with_size_returns_at_most_size_bytes",)),
+    Row("wsgi_response", "wsgi-stdlib", "start_response_twice_allowed", ("test_second_start_response_without_exc_info_raises",)),
+    Row("wsgi_response", "wsgi-stdlib", "exc_info_dropped", ("test_exc_info_before_headers_replaces_status_and_headers",)),
+    Row("wsgi_response", "wsgi-stdlib", "write_discards", ("test_start_response_returns_a_write_callable_that_sends",)),
+    Row("wsgi_iterable", "wsgi", "close_not_called", ("test_close_is_called_once_after_a_complete_response",)),
+    Row("wsgi_iterable", "wsgi", "close_called_twice", ("test_close_is_called_once_after_a_complete_response",)),
+    # ASGI extensions and lifespan
+    Row("asgi_extensions", "asgi", "debug_extension_advertised", ("test_debug_extension_is_never_advertised",)),
+    Row("asgi_extensions", "asgi", "tls_extension_on_plain", ("test_tls_extension_is_absent_on_plain_connections[HTTP/1.1]",)),
+    Row("asgi_extensions", "asgi-granian", "pathsend_short_by_one", ("test_pathsend_keeps_the_app_headers[small.txt]",)),
+    Row("asgi_lifespan", "asgi", "lifespan_asgi_version_2", ("test_lifespan_scope_has_type_and_asgi_version",)),
+    Row("asgi_lifespan", "asgi", "lifespan_state_prefilled", ("test_lifespan_state_starts_as_an_empty_dict",)),
+    Row("asgi_lifespan", "asgi", "lifespan_state_not_copied", ("test_key_added_in_one_request_is_invisible_in_the_next",)),
+    # RSGI protocol methods and responses
+    Row("rsgi_protocol", "rsgi", "body_loses_a_byte", ("test_await_protocol_returns_the_exact_body[binary]",)),
+    Row("rsgi_protocol", "rsgi", "echo_iter_reordered", ("test_async_iteration_chunks_concatenate_to_the_body[content-length]",)),
+    Row("rsgi_protocol", "rsgi", "entry_is_call", ("test_rsgi_method_is_preferred_over_call",)),
+    Row("rsgi_responses", "rsgi", "status_always_200", ("test_response_status_is_sent_as_given[404]",)),
+    Row("rsgi_responses", "rsgi", "str_as_latin1", ("test_response_str_is_sent_utf8_encoded",)),
+    # property-based round trips (hypothesis finds a counterexample, then the check fails)
+    Row("properties", "asgi", "path_not_decoded", ("test_utf8_path_reaches_the_app_decoded",)),
+    Row("properties", "asgi", "header_values_reencoded", ("test_obs_text_header_value_reaches_asgi_as_opaque_bytes",)),
+    Row("properties", "asgi", "body_loses_a_byte", ("test_body_round_trips_whatever_the_framing_and_fragmentation",)),
+    # robustness
+    Row("robustness", "asgi", "body_loses_a_byte", ("test_trickled_body_arrives_whole",)),
+    Row("robustness", "asgi", "disconnect_swallowed", ("test_asgi_client_vanishing_mid_body_is_http_disconnect",)),
+    Row("robustness", "wire", "pipeline_reordered", ("test_burst_of_200_pipelined_requests_is_answered_in_order",)),
+]
+
+#: conformance areas without a row, and why none can be written (yet)
+UNCOVERED = {
+    "h2spec": "its cases are h2spec's own verdicts on the server's HTTP/2 framing layer; no app wrapper reaches "
+              "it and the suite has no broken HTTP/2 server",
+    "websocket_close": "the closing handshake is the server's WebSocket layer: granian and uvicorn answer a "
+                       "client Close themselves before the app hears of it (an RSGI wrapper turning the app's "
+                       "close(1000) into close(4000) left the reply unchanged); no broken WebSocket server yet",
+    "h2_connection": "the connection preface, SETTINGS, GOAWAY and reset handling belong to the server's HTTP/2 "
+                     "layer, which no app wrapper reaches; the suite has no broken HTTP/2 server",
+}
+
+
+def _runs(rows) -> dict:
+    """{(via, break or None for the control): Run}: one run per (via, break) with the union of its rows'
+    checks, and one control per via with the union of all its rows' checks."""
+    checks: dict = {}
+    for row in rows:
+        for key in ((row.via, row.brk), (row.via, None)):
+            ids = checks.setdefault(key, [])
+            ids.extend(c for c in row.checks() if c not in ids)
+    # short target names: the harness puts the whole target (command included) into log file names
+    return {(via, brk): Run(f"r{n}", via, brk or VIAS[via].control, tuple(ids), control=brk is None)
+            for n, ((via, brk), ids) in enumerate(checks.items())}
+
+
+@pytest.fixture(scope="session")
+def outcomes(request):
+    """({(via, break): run name}, outcomes) for every run the selected rows need (all conformance
+    subprocesses run here, once)."""
+    rows = [item.callspec.params["row"] for item in request.session.items
+            if hasattr(item, "callspec") and isinstance(item.callspec.params.get("row"), Row)]
+    runs = _runs(rows)
+    return {key: run.name for key, run in runs.items()}, run_all(list(runs.values()), VIAS)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_broken_behaviour_fails_its_check(outcomes, row):
+    """The check fails on the broken behaviour and passes on the unbroken control."""
+    names, outcomes = outcomes
+    control, broken = names[(row.via, None)], names[(row.via, row.brk)]
+    problems = []
+    for check in row.checks():
+        got_control, got_broken = outcomes.outcome(control, check), outcomes.outcome(broken, check)
+        if got_control != "passed":
+            problems.append(f"{check}: {got_control} on the control ({row.via}), expected passed: "
+                            f"{outcomes.message(control, check)[:300]}")
+        if got_broken != "failed":
+            problems.append(f"{check}: {got_broken} with {row.brk!r} broken, expected failed "
+                            f"(a check that cannot fail): {outcomes.message(broken, check)[:300]}")
+    if problems:
+        tail = outcomes.log(broken) if any(" with " in p for p in problems) else outcomes.log(control)
+        pytest.fail("\n".join(problems) + "\n--- conformance run output (tail) ---\n" + tail[-2000:], pytrace=False)
+
+
+def test_every_area_has_a_row():
+    """Every conformance/test_<area>.py has a row here (or a reason in UNCOVERED)."""
+    areas = {p.stem[len("test_"):] for p in (REPO / "conformance").glob("test_*.py")}
+    covered = {row.area for row in ROWS} | set(UNCOVERED)
+    missing = sorted(areas - covered)
+    assert not missing, (f"conformance areas without a broken-behaviour row: {missing}; add a Row to ROWS in "
+                         f"{__file__} (a break in tests/broken/ that must make one of its checks fail) or say "
+                         "in UNCOVERED why none can be written")
+    assert not {row.area for row in ROWS} - areas, "rows for areas that no longer exist"
+
+
+def test_rows_name_real_breaks_and_every_break_has_a_row():
+    """Each row's break exists in its via's catalogue, and every catalogued break is exercised by a row."""
+    for row in ROWS:
+        assert row.via in VIAS and row.brk in CATALOGUES[row.via], row
+        assert all("::" not in check for check in row.fails), row
+    used = {(id(CATALOGUES[row.via]), row.brk) for row in ROWS}
+    unused = sorted(name for catalogue in {id(c): c for c in CATALOGUES.values()}.values()
+                    for name in catalogue if (id(catalogue), name) not in used)
+    assert not unused, f"breaks no row uses (dead code, or a row is missing): {unused}"
