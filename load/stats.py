@@ -44,6 +44,7 @@ __all__ = [
     "decide",
     "estimate_ratio",
     "geomean_of_pair_ratios",
+    "median_of_pair_ratios",
     "pair_ratios",
     "pairs_needed",
     "percentile",
@@ -103,11 +104,25 @@ def geomean_of_pair_ratios(base: Sequence[float], head: Sequence[float]) -> floa
     return math.exp(math.fsum(logs) / len(logs))
 
 
+def median_of_pair_ratios(base: Sequence[float], head: Sequence[float]) -> float:
+    """Return the median of the per-pair ratios ``head[i] / base[i]``.
+
+    Pairing like the geometric mean, but a few pairs hit by a burst of other work on a shared
+    machine move it less. With an even number of pairs the two middle ratios are averaged
+    geometrically, so swapping BASE and HEAD still gives exactly the reciprocal.
+    """
+    logs = sorted(math.log(r) for r in pair_ratios(base, head))
+    n = len(logs)
+    mid = logs[n // 2] if n % 2 else (logs[n // 2 - 1] + logs[n // 2]) / 2.0
+    return math.exp(mid)
+
+
 #: Name -> statistic of paired samples. Each takes (base, head) and returns a HEAD/BASE ratio.
 STATISTICS: Dict[str, Callable[[Sequence[float], Sequence[float]], float]] = {
     "geomean": geomean_of_pair_ratios,
     "mean": ratio_of_means,
     "median": ratio_of_medians,
+    "pair-median": median_of_pair_ratios,
 }
 
 

@@ -44,6 +44,15 @@ def test_ratio_statistics_on_exact_values():
     assert stats.geomean_of_pair_ratios(base, head) == pytest.approx((0.9 * 0.9 * 1.0) ** (1 / 3))
 
 
+def test_median_of_pair_ratios_resists_one_disturbed_pair():
+    base, head = [100.0, 100.0, 100.0, 100.0, 100.0], [90.0, 91.0, 89.0, 90.0, 40.0]
+    assert stats.median_of_pair_ratios(base, head) == pytest.approx(0.90)
+    assert stats.geomean_of_pair_ratios(base, head) < 0.80
+    even = stats.median_of_pair_ratios([1.0, 1.0, 1.0, 1.0], [0.8, 0.9, 1.0, 1.1])
+    assert even == pytest.approx((0.9 * 1.0) ** 0.5)
+    assert even * stats.median_of_pair_ratios([0.8, 0.9, 1.0, 1.1], [1.0, 1.0, 1.0, 1.0]) == pytest.approx(1.0)
+
+
 def test_geometric_mean_is_symmetric_under_swapping_sides():
     base, head = paired_samples(10, 0.93, 0.05, seed=1)
     assert stats.geomean_of_pair_ratios(base, head) * stats.geomean_of_pair_ratios(head, base) == pytest.approx(1.0)
