@@ -416,7 +416,7 @@ def test_websocket_send_during_denial_never_becomes_a_frame(server):
     conn, _ = _script(server, [["receive"], ["send", start], ["send_text", "not a frame"], ["send", body]])
     try:
         assert conn.handshake.status == 403 and conn.handshake.response.body == b"denied", conn.handshake.raw
-        conn.wait_closed(3.0)
+        conn.wait_closed(1.5)
         _, leftover = parse_responses(conn.buffer, closed=True)
         assert b"not a frame" not in conn.buffer and not leftover, f"extra bytes: {conn.buffer[:200]!r}"
     finally:
