@@ -12,14 +12,13 @@ Rules of this module:
 """
 from __future__ import annotations
 
-import json
 import socket
 import time
-from urllib.parse import quote
 
 from fixtures import TOKEN_HEADER, typed
 
 from .http1 import Connection, Exchange, ParseError, build_request
+from .scripted import script_target
 
 __all__ = ["REPLY_TIMEOUT", "CLOSE_WAIT", "MODES", "request", "deliver", "assert_rejected",
            "assert_closed", "assert_serves", "smuggled_request", "assert_never_parsed", "app_view",
@@ -168,10 +167,6 @@ def app_view(doc: dict) -> dict:
 
 _REASONS = {200: "OK", 204: "No Content", 299: "Gatecheck", 304: "Not Modified"}
 
-
-def script_target(steps: list) -> str:
-    """The request target that makes the fixture app run ``steps``."""
-    return "/script?s=" + quote(json.dumps(steps, separators=(",", ":")), safe="")
 
 
 def response_script(interface: str, status: int, headers=(), chunks=(), pause: float = 0.0) -> list:
