@@ -15,6 +15,7 @@ Rules of this module:
 from __future__ import annotations
 
 import asyncio
+import os
 
 from fixtures.apps.asgi import app as fixture_app
 
@@ -321,6 +322,30 @@ def _add_extension(name, value):
     return edit
 
 
+# -- resources held past the request ----------------------------------------------------------------
+
+_HELD = []
+
+
+def _holds_per_request(take):
+    """Every HTTP request leaves something behind for good (``take()``: a descriptor, a mebibyte...)."""
+    def wrap(app):
+        async def broken(scope, receive, send):
+            if scope["type"] == "http":
+                _HELD.append(take())
+            await app(scope, receive, send)
+        return broken
+    return wrap
+
+
+def _descriptor():
+    return os.open(os.devnull, os.O_RDONLY)
+
+
+def _mebibyte():
+    return b"\xa5" * (1 << 20)  # written, so resident
+
+
 # -- app-level behaviour a server must supply ---------------------------------------------------------
 
 def _errors_become_200(app):
@@ -406,6 +431,9 @@ BREAKS = {
     "send_never_raises": _on_send(_send_errors_swallowed),
     "errors_become_200": _errors_become_200,
     "unfinished_response_completed": _finish_unfinished_responses,
+    # resources
+    "leaks_a_descriptor_per_request": _holds_per_request(_descriptor),
+    "leaks_a_mebibyte_per_request": _holds_per_request(_mebibyte),
     # WebSocket
     "ws_scheme_http": _on_scope(_ws_scheme_http, types=("websocket",)),
     "ws_subprotocols_reversed": _on_scope(_subprotocols_reversed, types=("websocket",)),

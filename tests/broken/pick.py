@@ -4,7 +4,8 @@
 
 ``pick.json`` maps a target's ``name`` option to the check ids (``file.py::test[params]``, as in the results
 file) to run on it; every other item is deselected before any server starts, so a broken target runs only
-the checks it is meant to break (and the control only the checks of its rows).
+the checks it is meant to break (and the control only the checks of its rows). A target's server is
+stopped as soon as its last check ran, so a batch of many targets never holds them all at once.
 
 It also registers the hypothesis profile ``gatecheck-can-fail`` (pass ``--hypothesis-profile
 gatecheck-can-fail``): the suite's default budget without the shrink phase, because a property check that
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections import Counter
 
 import pytest
 
@@ -32,6 +35,14 @@ if settings is not None:
                               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
+_LEFT = pytest.StashKey[Counter]()
+
+
+def _target_of(item):
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("server") if callspec else None
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     path = os.environ.get(ENV)
@@ -41,10 +52,26 @@ def pytest_collection_modifyitems(session, config, items):
         wanted = {name: set(checks) for name, checks in json.load(fh).items()}
     keep, dropped = [], []
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        target = callspec.params.get("server") if callspec else None
+        target = _target_of(item)
         name = target.target.option("name") if target is not None else None
         (keep if check_id_of(item) in wanted.get(name, ()) else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+    config.stash[_LEFT] = Counter(_target_of(item).target for item in keep)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a target's last check (and its fixtures' teardown), stop that target's server."""
+    left = item.config.stash.get(_LEFT, None)
+    target = _target_of(item)
+    if left is None or target is None:
+        return
+    left[target.target] -= 1
+    conftest = sys.modules.get("conformance.conftest")
+    pool = item.config.stash.get(conftest._POOL, None) if conftest is not None else None
+    if left[target.target] <= 0 and pool is not None:
+        served = pool._served.pop(target.target, None)  # the session's pool (conformance/served.py)
+        if served is not None:
+            served.handle.stop()

@@ -1,10 +1,11 @@
 """Running conformance checks against broken targets and their controls: batched, in parallel, bounded.
 
 A *run* is one target (a break, or a control, served one way) and the check ids it must run. Runs are
-packed into batches; each batch is one ``pytest conformance/...`` subprocess with one ``--server
-command:...`` per run, ``-p tests.broken.pick`` so each target runs only its own checks, and
-``--no-expectations`` so a deviation is a plain failure. The results file of each batch says, per
-(check, target), what happened.
+packed into twice as many batches as run at once (so a slow batch does not hold up the rest); each batch is one ``pytest conformance/...`` subprocess with
+one ``--server command:...`` per run, ``-p tests.broken.pick`` so each target runs only its own checks
+(and its server stops as soon as they are done), and ``--no-expectations`` so a deviation is a plain
+failure. The results file of each batch says, per (check, target), what happened. A subprocess costs
+more than a server start, so there are few and large batches, and pytest plugins are not auto-loaded.
 
 Rules of this module:
 
@@ -33,7 +34,6 @@ from .pick import PROFILE
 __all__ = ["Via", "Run", "Outcomes", "run_all", "REPO"]
 
 REPO = Path(__file__).resolve().parents[2]
-BATCH_SIZE = int(os.environ.get("GATECHECK_CAN_FAIL_BATCH", "5"))
 WORKERS = int(os.environ.get("GATECHECK_CAN_FAIL_WORKERS", "5"))
 DEADLINE = 300.0
 
@@ -82,17 +82,20 @@ class Outcomes:
         return self.logs.get(name, "")
 
 
-def _batches(runs: list) -> list:
-    """Runs grouped by how they are served, controls apart, at most BATCH_SIZE targets a batch."""
-    groups: dict = {}
-    for run in runs:
-        groups.setdefault((run.via, run.control), []).append(run)
-    batches = []
-    for group in groups.values():
-        for i in range(0, len(group), BATCH_SIZE):
-            batches.append(group[i:i + BATCH_SIZE])
-    # the biggest batches first, so the slowest finish early in the pool
-    return sorted(batches, key=lambda b: -sum(len(r.checks) for r in b))
+def _cost(run: Run) -> float:
+    """A rough cost in seconds: a server start, and a fraction of a second per check."""
+    return 1.0 + 0.3 * len(run.checks)
+
+
+def _batches(runs: list, count: int) -> list:
+    """``runs`` spread over ``count`` batches of about equal cost (largest first into the cheapest)."""
+    batches = [[] for _ in range(max(1, min(count, len(runs))))]
+    totals = [0.0] * len(batches)
+    for run in sorted(runs, key=_cost, reverse=True):
+        i = totals.index(min(totals))
+        batches[i].append(run)
+        totals[i] += _cost(run)
+    return sorted((b for b in batches if b), key=lambda b: -sum(map(_cost, b)))
 
 
 def _execute(batch: list, vias: dict, workdir: Path, index: int) -> tuple:
@@ -102,12 +105,12 @@ def _execute(batch: list, vias: dict, workdir: Path, index: int) -> tuple:
     pick.write_text(json.dumps({run.name: list(run.checks) for run in batch}), encoding="utf-8")
     results = workdir / f"results-{index}.json"
     argv = [sys.executable, "-m", "pytest", *[f"conformance/{f}" for f in files], "-q", "-p", "no:cacheprovider",
-            "-p", "tests.broken.pick", "--no-expectations", "--results-json", str(results),
+            "-p", "tests.broken.pick", "-p", "_hypothesis_pytestplugin", "--no-expectations", "--results-json", str(results),
             "--server-log-dir", str(workdir / f"logs-{index}"), "--ready-timeout", "60",
             "--hypothesis-profile", PROFILE]
     for run in batch:
         argv += ["--server", vias[run.via].target(run.behaviour, run.name)]
-    env = dict(os.environ, PYTHONPATH=str(REPO), **{PICK_ENV: str(pick)})
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **{PICK_ENV: str(pick)})
     proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -131,7 +134,7 @@ def _execute(batch: list, vias: dict, workdir: Path, index: int) -> tuple:
 def run_all(runs: list, vias: dict) -> Outcomes:
     """Run every run (batched, WORKERS subprocesses at a time) and collect the outcomes."""
     outcomes = Outcomes()
-    batches = _batches(runs)
+    batches = _batches(runs, 2 * WORKERS)
     with tempfile.TemporaryDirectory(prefix="gatecheck-can-fail-") as tmp:
         with ThreadPoolExecutor(max_workers=max(1, WORKERS)) as pool:
             futures = [(batch, pool.submit(_execute, batch, vias, Path(tmp), i)) for i, batch in enumerate(batches)]

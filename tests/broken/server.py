@@ -30,6 +30,9 @@ __all__ = ["BREAKS", "main"]
 BREAKS = {
     "cl_te_accepted": "a request with Content-Length and Transfer-Encoding is TE-framed and the connection kept open",
     "content_length_lenient": "Content-Length is parsed with int(), so '+5' is a valid length",
+    "content_length_wraps": "Content-Length is taken modulo 2**64",
+    "chunk_size_wraps": "a chunk-size is taken modulo 2**64",
+    "app_headers_unchecked": "response headers from the app go out unchecked (CR LF and all)",
     "chunk_size_int": "a chunk-size is parsed with int(size, 16), so '0x5', '+5' and ' 5' are sizes",
     "chunk_bare_lf": "a bare LF ends a chunk line",
     "host_not_required": "an HTTP/1.1 request without Host is served",
@@ -60,7 +63,7 @@ _CTL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(:[0-9]*)?")
 _DIGITS = re.compile(rb"[0-9]+")
 _QUOTED = rb'"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\.)*"'
-_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})((?:[ \t]*;[ \t]*" + _TOKEN + rb"(?:[ \t]*=[ \t]*(?:" + _TOKEN
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]+)((?:[ \t]*;[ \t]*" + _TOKEN + rb"(?:[ \t]*=[ \t]*(?:" + _TOKEN
                          + rb"|" + _QUOTED + rb"))?)*)")
 _ABSOLUTE = re.compile(rb"https?://([^/?#]*)(.*)", re.I)
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "upgrade", "te", "trailer",
@@ -206,6 +209,8 @@ class Connection:
                 raise HttpError(400)
             else:
                 lengths = {int(v) for v in values}
+            if "content_length_wraps" in self.breaks:
+                lengths = {n % 2 ** 64 for n in lengths}
             if len(lengths) != 1:
                 raise HttpError(400)
             length = lengths.pop()
@@ -243,6 +248,10 @@ class Connection:
                 if not match:
                     raise HttpError(400)
                 size = int(match[1], 16)
+                if "chunk_size_wraps" in self.breaks:
+                    size %= 2 ** 64
+                elif len(match[1].lstrip(b"0")) > 16:
+                    raise HttpError(400)  # more than 64 bits: refused, never truncated
             if size == 0:
                 break
             while len(self.buf) < size + 2:
@@ -392,7 +401,7 @@ class Server:
                 raise RuntimeError("start_response called a second time without exc_info")
             if any(not isinstance(x, str) for x in [status] + [p for h in headers for p in h]):
                 raise TypeError("status and headers must be str")
-            for name, value in headers:
+            for name, value in [] if "app_headers_unchecked" in self.breaks else headers:
                 if not _FIELD_NAME.fullmatch(name.encode("latin-1")) or _CTL.search(value.encode("latin-1")):
                     raise ValueError(f"invalid response header {name!r}: {value!r}")
                 if name.lower() in _HOP_BY_HOP:

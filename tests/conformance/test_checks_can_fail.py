@@ -120,6 +120,8 @@ ROWS = [
     Row("http1_framing", "wire", "content_length_lenient", ("test_invalid_content_length_is_rejected_and_closed[plus]",)),
     Row("http1_framing", "wire", "chunk_size_int", ("test_invalid_chunk_size_is_rejected_and_closed[hex-prefix]",
                                                     "test_invalid_chunk_size_is_rejected_and_closed[plus]")),
+    Row("http1_framing", "wire", "content_length_wraps", ("test_content_length_overflow_does_not_wrap",)),
+    Row("http1_framing", "wire", "chunk_size_wraps", ("test_chunk_size_overflow_does_not_wrap",)),
     Row("http1_framing", "wire", "chunk_bare_lf", ("test_bare_lf_in_chunked_framing_is_rejected_and_closed[after-size]",)),
     Row("http1_smuggling", "wire", "cl_te_accepted", ("test_cl_te_request_is_rejected_or_te_framed_and_closed[cl-first]",
                                                       "test_te_cl_request_is_rejected_or_te_framed_and_closed[te-first]")),
@@ -140,6 +142,7 @@ ROWS = [
     Row("http1_responses", "wire", "status_without_reason", ("test_status_line_has_sp_after_the_code[registered]",)),
     Row("http1_responses", "wire", "version_echoed", ("test_response_version_is_http11_for_http1x_requests[http-1.0]",)),
     Row("http1_responses", "wire", "continue_to_http10", ("test_no_1xx_is_sent_to_an_http10_client",)),
+    Row("http1_responses", "wire", "app_headers_unchecked", ("test_cr_lf_in_an_app_header_value_never_splits_the_response",)),
     Row("http1_limits", "wire", "headers_truncated", ("test_oversized_header_section_is_4xx_or_passed_whole[4000-fields]",)),
     Row("http1_limits", "wire", "incomplete_answered", ("test_incomplete_request_is_waited_for_not_answered[after-request-line]",)),
     # HTTP/2 at the gateway
@@ -188,7 +191,9 @@ ROWS = [
         ("test_read_past_content_length_returns_the_body_then_empty", "test_input_never_returns_the_next_pipelined_request")),
     Row("wsgi_input", "wsgi-stdlib", "input_read_ignores_size", ("test_read_with_size_returns_at_most_size_bytes",)),
     Row("wsgi_input", "wsgi-stdlib", "input_readline_ignores_size", ("test_readline_with_size_returns_at_most_size_bytes",)),
-    Row("wsgi_response", "wsgi-stdlib", "start_response_twice_allowed", ("test_second_start_response_without_exc_info_raises",)),
+    Row("wsgi_response", "wsgi-stdlib", "start_response_never_raises",
+        ("test_second_start_response_without_exc_info_raises", "test_hop_by_hop_header_from_the_app_is_an_error[connection]",
+         "test_invalid_header_is_rejected_when_start_response_is_called[cr-lf-value]")),
     Row("wsgi_response", "wsgi-stdlib", "exc_info_dropped", ("test_exc_info_before_headers_replaces_status_and_headers",)),
     Row("wsgi_response", "wsgi-stdlib", "write_discards", ("test_start_response_returns_a_write_callable_that_sends",)),
     Row("wsgi_iterable", "wsgi", "close_not_called", ("test_close_is_called_once_after_a_complete_response",)),
@@ -214,6 +219,8 @@ ROWS = [
     Row("robustness", "asgi", "body_loses_a_byte", ("test_trickled_body_arrives_whole",)),
     Row("robustness", "asgi", "disconnect_swallowed", ("test_asgi_client_vanishing_mid_body_is_http_disconnect",)),
     Row("robustness", "wire", "pipeline_reordered", ("test_burst_of_200_pipelined_requests_is_answered_in_order",)),
+    Row("robustness", "asgi", "leaks_a_descriptor_per_request", ("test_burst_of_200_pipelined_requests_is_answered_in_order",)),
+    Row("robustness", "asgi", "leaks_a_mebibyte_per_request", ("test_burst_of_200_pipelined_requests_is_answered_in_order",)),
 ]
 
 #: conformance areas without a row, and why none can be written (yet)
