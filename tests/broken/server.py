@@ -38,6 +38,10 @@ BREAKS = {
     "host_not_required": "an HTTP/1.1 request without Host is served",
     "space_before_colon": "whitespace between a field name and its colon is dropped",
     "headers_truncated": "a header section over the limit is cut to the limit and served (no 431)",
+    "target_truncated": "a request-target over 8 KiB is cut to 8 KiB and served (no 414)",
+    "obs_fold_joined": "a folded field line is appended to the value before it, without a space",
+    "bare_cr_splits_lines": "a bare CR inside the header section ends a field line",
+    "trailers_merged": "trailer fields of a chunked request are merged into its header fields",
     "incomplete_answered": "a request head that is not complete yet is answered 400 at once",
     "connection_close_ignored": "a request with Connection: close leaves the connection open",
     "http10_kept_open": "an HTTP/1.0 request without keep-alive leaves the connection open",
@@ -132,9 +136,10 @@ class Connection:
             if end >= 0:
                 break
             line_end = self.buf.find(b"\r\n")
-            if (line_end < 0 and len(self.buf) > MAX_LINE) or line_end > MAX_LINE:
+            long_line = (line_end < 0 and len(self.buf) > MAX_LINE) or line_end > MAX_LINE
+            if long_line and "target_truncated" not in self.breaks:
                 raise HttpError(414)
-            if len(self.buf) > MAX_HEAD:
+            if len(self.buf) > MAX_HEAD and not (long_line and "target_truncated" in self.breaks):
                 if "headers_truncated" not in self.breaks:
                     raise HttpError(431)
                 cut = self.buf.rfind(b"\r\n", 0, MAX_HEAD)
@@ -149,9 +154,9 @@ class Connection:
         head = bytes(self.buf[:end])
         del self.buf[:end + 4]
         lines = head.split(b"\r\n")
-        if len(lines[0]) > MAX_LINE:
+        if len(lines[0]) > MAX_LINE and "target_truncated" not in self.breaks:
             raise HttpError(414)
-        if len(head) > MAX_HEAD and "headers_truncated" not in self.breaks:
+        if len(head) - len(lines[0]) > MAX_HEAD and "headers_truncated" not in self.breaks:
             raise HttpError(431)
         return lines[0], lines[1:]
 
@@ -165,8 +170,15 @@ class Connection:
         if major != b"1":
             raise HttpError(505)
         version = "HTTP/1.0" if minor == b"0" else "HTTP/1.1"
+        if "target_truncated" in self.breaks:
+            target = target[:MAX_LINE // 2]  # and the request goes on as if that were all of it
+        if "bare_cr_splits_lines" in self.breaks:
+            field_lines = [part for raw in field_lines for part in raw.split(b"\r")]
         fields = []
         for raw in field_lines:
+            if raw[:1] in (b" ", b"\t") and fields and "obs_fold_joined" in self.breaks:
+                fields[-1] = (fields[-1][0], fields[-1][1] + raw.strip(b" \t"))
+                continue
             if raw[:1] in (b" ", b"\t") or b"\r" in raw or b"\n" in raw:
                 raise HttpError(400)  # obs-fold, a whitespace-prefixed line, bare CR or LF
             name, sep, value = raw.partition(b":")
@@ -195,7 +207,7 @@ class Connection:
             if [c.strip().lower() for c in b",".join(te).split(b",") if c.strip()] != [b"chunked"]:
                 raise HttpError(400)
             await self._expect_continue(req)
-            req.body = await self._chunked()
+            req.body = await self._chunked(req)
             return
         length = 0
         if cl:
@@ -234,7 +246,7 @@ class Connection:
             self.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             await self.writer.drain()
 
-    async def _chunked(self) -> bytes:
+    async def _chunked(self, req: Request) -> bytes:
         body = bytearray()
         while True:
             line = await self._line(MAX_CHUNK_LINE)
@@ -267,9 +279,11 @@ class Connection:
             line = await self._line(MAX_HEAD)
             if not line:
                 return bytes(body)
-            name, sep, _ = line.partition(b":")
+            name, sep, value = line.partition(b":")
             if not sep or not _FIELD_NAME.fullmatch(name):
                 raise HttpError(400)
+            if "trailers_merged" in self.breaks:
+                req.fields.append((name.lower(), value.strip(b" \t")))
 
     # -- answering ------------------------------------------------------------------------------
 
