@@ -156,9 +156,15 @@ class Connection:
         lines = head.split(b"\r\n")
         if len(lines[0]) > MAX_LINE and "target_truncated" not in self.breaks:
             raise HttpError(414)
-        if len(head) - len(lines[0]) > MAX_HEAD and "headers_truncated" not in self.breaks:
-            raise HttpError(431)
-        return lines[0], lines[1:]
+        fields, size = [], 0
+        for line in lines[1:]:
+            size += len(line) + 2
+            if size > MAX_HEAD:
+                if "headers_truncated" not in self.breaks:
+                    raise HttpError(431)
+                break  # the rest of the header section is dropped without a word
+            fields.append(line)
+        return lines[0], fields
 
     def parse(self, line: bytes, field_lines: list) -> Request:
         if b"\r" in line or b"\n" in line:

@@ -222,6 +222,7 @@ ROWS = [
     # robustness
     Row("robustness", "asgi", "body_loses_a_byte", ("test_trickled_body_arrives_whole",)),
     Row("robustness", "asgi", "disconnect_swallowed", ("test_asgi_client_vanishing_mid_body_is_http_disconnect",)),
+    Row("robustness", "wire", "headers_truncated", ("test_64kib_of_headers_is_refused_with_4xx_or_served[one-64KiB-field]",)),
     Row("robustness", "wire", "pipeline_reordered", ("test_burst_of_200_pipelined_requests_is_answered_in_order",)),
     Row("robustness", "asgi", "leaks_a_descriptor_per_request", ("test_burst_of_200_pipelined_requests_is_answered_in_order",)),
     Row("robustness", "asgi", "leaks_a_mebibyte_per_request", ("test_burst_of_200_pipelined_requests_is_answered_in_order",)),
