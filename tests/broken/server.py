@@ -38,7 +38,7 @@ BREAKS = {
     "host_not_required": "an HTTP/1.1 request without Host is served",
     "space_before_colon": "whitespace between a field name and its colon is dropped",
     "headers_truncated": "a header section over the limit is cut to the limit and served (no 431)",
-    "target_truncated": "a request-target over 8 KiB is cut to 8 KiB and served (no 414)",
+    "target_truncated": "a request-target is cut to 4 KiB and served (no 414)",
     "obs_fold_joined": "a folded field line is appended to the value before it, without a space",
     "bare_cr_splits_lines": "a bare CR inside the header section ends a field line",
     "trailers_merged": "trailer fields of a chunked request are merged into its header fields",
@@ -177,7 +177,7 @@ class Connection:
             raise HttpError(505)
         version = "HTTP/1.0" if minor == b"0" else "HTTP/1.1"
         if "target_truncated" in self.breaks:
-            target = target[:MAX_LINE // 2]  # and the request goes on as if that were all of it
+            target = target[:4096]  # and the request goes on as if that were all of it
         if "bare_cr_splits_lines" in self.breaks:
             field_lines = [part for raw in field_lines for part in raw.split(b"\r")]
         fields = []

@@ -147,7 +147,8 @@ ROWS = [
     Row("http1_responses", "wire", "continue_to_http10", ("test_no_1xx_is_sent_to_an_http10_client",)),
     Row("http1_responses", "wire", "app_headers_unchecked", ("test_cr_lf_in_an_app_header_value_never_splits_the_response",)),
     Row("http1_limits", "wire", "headers_truncated", ("test_oversized_header_section_is_4xx_or_passed_whole[4000-fields]",)),
-    Row("http1_limits", "wire", "target_truncated", ("test_overlong_request_target_is_414_or_served",)),
+    Row("http1_limits", "wire", "target_truncated", ("test_overlong_request_target_is_414_or_served",
+                                                     "test_request_line_of_8000_octets_is_accepted")),
     Row("http1_limits", "wire", "incomplete_answered", ("test_incomplete_request_is_waited_for_not_answered[after-request-line]",)),
     # HTTP/2 at the gateway
     Row("h2_mapping", "asgi-h2", "http_version_2_as_1_1", ("test_asgi_http_version_is_2",)),
