@@ -14,8 +14,9 @@ Rules of this module:
 from __future__ import annotations
 
 import random
+import socket
 import string
-from urllib.parse import unquote_to_bytes
+import time
 
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
@@ -26,6 +27,7 @@ from .client import decode_probe
 from .http1 import Connection, build_request
 from .markers import interfaces, needs, spec
 from .wire import app_view, describe
+from .ws import OP_BINARY, OP_CONT, OP_TEXT, connect
 
 pytestmark = needs("http1")
 
@@ -251,3 +253,81 @@ def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, s
     assert resp.status == 200, describe(ex)
     assert resp.body == body, (f"{route}: sent {size} B, got {len(resp.body)} B back (seed {seed}, chunked "
                                f"{chunked}, {writes} writes); head {data[:200]!r}")
+
+
+# -- request fragmentation, methods, WebSocket messages ------------------------------------------------------
+
+@given(query=_query(), fields=st.lists(st.tuples(_NAME, _VALUE), max_size=4, unique_by=lambda f: f[0].lower()),
+       cuts=st.lists(st.integers(1, 400), max_size=6))
+@_SETTINGS
+@spec("RFC 9112 §2.2", "MUST")
+def test_how_the_request_is_split_into_writes_never_changes_what_the_app_sees(server, query, fields, cuts):
+    """The same request delivered whole and cut into arbitrary writes is handed to the app identically."""
+    data = build_request("GET", "/probe/split?" + query, fields, host=server.authority)
+    points = sorted({c for c in cuts if c < len(data)})
+    note(f"raw request: {data!r}; cut at {points}")
+    views = []
+    for pieces in ([data], [data[a:b] for a, b in zip([0] + points, points + [len(data)])]):
+        with Connection(server.address, 10.0) as conn:
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for piece in pieces:
+                conn.send(piece)
+                time.sleep(0.002)
+            ex = conn.read_responses(1)
+        view = _view(server, ex, data)
+        view["headers"] = [h for h in view["headers"] if h[0].startswith("x-p-")]
+        views.append(view)
+    assert views[0] == views[1], f"whole: {views[0]}\nsplit at {points}: {views[1]}\nrequest {data!r}"
+
+
+_METHOD = st.text(string.ascii_uppercase, min_size=1, max_size=12).filter(lambda m: m not in ("HEAD", "CONNECT"))
+
+
+@given(method=_METHOD)
+@_SETTINGS
+@spec("RFC 9112 §3", "SHOULD")
+def test_any_method_token_reaches_the_app_or_is_501(server, method):
+    """Any method token (extension methods included) reaches the app as sent (ASGI method, WSGI
+    REQUEST_METHOD, RSGI method); a server that does not implement a method answers 501, not 400."""
+    data, ex = _probe(server, "/probe/m", method=method)
+    resp = ex.first
+    if resp.status == 501:
+        return
+    assert resp.status == 200, f"{describe(ex)}; request {data[:200]!r}"
+    doc = decode_probe(resp.body)
+    if doc["interface"] == "asgi":
+        got = typed.decode(doc["scope"])["method"]
+    elif doc["interface"] == "wsgi":
+        got = typed.decode(doc["environ"])["REQUEST_METHOD"]
+    else:
+        got = typed.decode(doc["scope"]["method"]["value"])
+    assert got == method, f"app saw {got!r}; request {data[:200]!r}"
+
+
+@given(text=st.booleans(), size=st.integers(0, 70_000), seed=st.integers(0, 2**32 - 1),
+       fragments=st.integers(1, 8))
+@settings(_SETTINGS, max_examples=max(4, settings.default.max_examples // 2))
+@interfaces("asgi", "rsgi")
+@needs("websockets")
+@spec("RFC 6455 §5.4", "MUST")
+def test_websocket_messages_round_trip_whatever_the_fragmentation(server, text, size, seed, fragments):
+    """A text or binary message of 0 B – 68 KiB, fragmented at random points, comes back from /ws_echo as
+    the same message."""
+    rng = random.Random(seed)
+    if text:
+        payload = "".join(rng.choice("aé€𝄞 ") for _ in range(size // 3)).encode("utf-8")
+    else:
+        payload = rng.randbytes(size) if hasattr(rng, "randbytes") else bytes(rng.getrandbits(8) for _ in range(size))
+    parts = _split(payload, rng, fragments - 1) or [b""]
+    opcode = OP_TEXT if text else OP_BINARY
+    note(f"{'text' if text else 'binary'} message of {len(payload)} bytes from random.Random({seed}), "
+         f"fragments {[len(p) for p in parts]}")
+    conn = connect(server.address, "/ws_echo", server.authority, timeout=10.0)
+    try:
+        assert conn.handshake.status == 101, conn.handshake.raw[:200]
+        for n, part in enumerate(parts):
+            conn.send_frame(opcode if n == 0 else OP_CONT, part, fin=n == len(parts) - 1)
+        got = conn.read_message()
+    finally:
+        conn.close()
+    assert got == (opcode, payload), f"sent {len(payload)} B in {len(parts)} fragments, got {str(got)[:120]}"
