@@ -112,7 +112,7 @@ def _open_many(server, count: int, first: bytes = b"") -> list:
     return socks
 
 
-def _served_promptly(server, within: float = 3.0) -> None:
+def _served_promptly(server, within: float = 5.0) -> None:
     started = time.monotonic()
     ex = deliver(server, request(server), timeout=within)
     took = time.monotonic() - started
@@ -124,7 +124,7 @@ def _served_promptly(server, within: float = 3.0) -> None:
 
 @spec("RFC 9112 §9.5", "POLICY")
 def test_many_header_tricklers_do_not_starve_other_clients(server, usage):
-    """POLICY: while 30 clients trickle header lines, a normal client is served promptly each round, and
+    """POLICY: while 30 clients trickle header lines, a normal client is served within 5 s each round, and
     everything they held is released once they go."""
     socks = _open_many(server, 30, b"GET /ping HTTP/1.1\r\nHost: " + server.authority.encode() + b"\r\n")
     try:
@@ -221,7 +221,7 @@ def test_idle_connections_do_not_stop_service(server, usage):
     socks = _open_many(server, 500)
     try:
         usage.sample_peak()
-        _served_promptly(server, within=5.0)
+        _served_promptly(server)
     finally:
         for sock in socks:
             sock.close()
@@ -240,7 +240,7 @@ def test_idle_kept_alive_connections_do_not_stop_service(server, usage):
             conns.append(conn)
             conn.send(request(server))
             conn.read_responses(1)
-        _served_promptly(server, within=5.0)
+        _served_promptly(server)
     finally:
         for conn in conns:
             conn.close()
