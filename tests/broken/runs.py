@@ -1,11 +1,12 @@
 """Running conformance checks against broken targets and their controls: batched, in parallel, bounded.
 
 A *run* is one target (a break, or a control, served one way) and the check ids it must run. Runs are
-packed into twice as many batches as run at once (so a slow batch does not hold up the rest); each batch is one ``pytest conformance/...`` subprocess with
-one ``--server command:...`` per run, ``-p tests.broken.pick`` so each target runs only its own checks
-(and its server stops as soon as they are done), and ``--no-expectations`` so a deviation is a plain
-failure. The results file of each batch says, per (check, target), what happened. A subprocess costs
-more than a server start, so there are few and large batches, and pytest plugins are not auto-loaded.
+packed into twice as many batches as run at once (so one slow batch does not hold up the rest); each
+batch is one ``pytest conformance/...`` subprocess with one ``--server command:...`` per run, ``-p
+tests.broken.pick`` so each target runs only its own checks (and its server stops as soon as they are
+done), and ``--no-expectations`` so a deviation is a plain failure. The results file of each batch says,
+per (check, target), what happened. A subprocess costs more than a server start, so batches are few and
+large, and pytest plugins are not auto-loaded.
 
 Rules of this module:
 
@@ -63,6 +64,7 @@ class Run:
     behaviour: str   # a break name, or the via's control
     checks: tuple    # check ids: "test_x.py::test_y[params]"
     control: bool = False
+    wait: float = 0.0  # seconds its checks are known to spend waiting (for scheduling only)
 
 
 class Outcomes:
@@ -83,8 +85,8 @@ class Outcomes:
 
 
 def _cost(run: Run) -> float:
-    """A rough cost in seconds: a server start, and a fraction of a second per check."""
-    return 1.0 + 0.3 * len(run.checks)
+    """A rough cost in seconds: a server start, a fraction of a second per check, and known waits."""
+    return 1.0 + 0.3 * len(run.checks) + run.wait
 
 
 def _batches(runs: list, count: int) -> list:
@@ -105,7 +107,8 @@ def _execute(batch: list, vias: dict, workdir: Path, index: int) -> tuple:
     pick.write_text(json.dumps({run.name: list(run.checks) for run in batch}), encoding="utf-8")
     results = workdir / f"results-{index}.json"
     argv = [sys.executable, "-m", "pytest", *[f"conformance/{f}" for f in files], "-q", "-p", "no:cacheprovider",
-            "-p", "tests.broken.pick", "-p", "_hypothesis_pytestplugin", "--no-expectations", "--results-json", str(results),
+            "-p", "tests.broken.pick", "-p", "_hypothesis_pytestplugin", "--no-expectations",
+            "--results-json", str(results),
             "--server-log-dir", str(workdir / f"logs-{index}"), "--ready-timeout", "60",
             "--hypothesis-profile", PROFILE]
     for run in batch:

@@ -8,8 +8,9 @@ the control); ``--break NAME`` violates exactly the rule ``BREAKS[NAME]`` descri
 
 Rules of this module:
 
-1. Stdlib only (asyncio). Requests are read whole, the app runs in a thread, its response is buffered
-   and sent with a Content-Length: simple framing, so every wire decision below is explicit.
+1. Stdlib only (asyncio). Requests are read whole, the app runs in a thread (``gateway.py``: environ and
+   the app call), its response is buffered and sent with a Content-Length: simple framing, so every wire
+   decision below is explicit.
 2. Strict by default: anything RFC 9112 lets a server reject is rejected with 4xx and a close.
 3. Each break is one ``if`` naming it, next to the rule it breaks.
 """
@@ -19,10 +20,12 @@ import argparse
 import asyncio
 import email.utils
 import importlib
-import io
 import re
 import sys
-from urllib.parse import unquote_to_bytes
+
+from . import gateway
+from .gateway import CTL as _CTL
+from .gateway import FIELD_NAME as _FIELD_NAME
 
 __all__ = ["BREAKS", "main"]
 
@@ -42,6 +45,14 @@ BREAKS = {
     "obs_fold_joined": "a folded field line is appended to the value before it, without a space",
     "bare_cr_splits_lines": "a bare CR inside the header section ends a field line",
     "trailers_merged": "trailer fields of a chunked request are merged into its header fields",
+    "two_hosts_accepted": "a request with two Host lines is served",
+    "method_case_folded": "the method is upper-cased, so 'get' is GET",
+    "te_chunked_anywhere": "a Transfer-Encoding that merely contains chunked is read as chunked",
+    "incomplete_body_kept_open": "a client that ends its side mid-body finds the connection still open 10 s later",
+    "garbage_skipped": "an unparseable request-line is skipped and the next request read",
+    "expect_ignored": "Expect: 100-continue gets no 100 (the server waits for the body)",
+    "no_persistent_connections": "every response closes the connection, HTTP/1.1 included",
+    "app_date_duplicated": "Date is added even when the app sent its own",
     "incomplete_answered": "a request head that is not complete yet is answered 400 at once",
     "connection_close_ignored": "a request with Connection: close leaves the connection open",
     "http10_kept_open": "an HTTP/1.0 request without keep-alive leaves the connection open",
@@ -62,16 +73,12 @@ DRAIN_SECONDS = 2.0
 
 _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) HTTP/(\d)\.(\d)")
-_FIELD_NAME = re.compile(_TOKEN)
-_CTL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 _HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(:[0-9]*)?")
 _DIGITS = re.compile(rb"[0-9]+")
 _QUOTED = rb'"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\.)*"'
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]+)((?:[ \t]*;[ \t]*" + _TOKEN + rb"(?:[ \t]*=[ \t]*(?:" + _TOKEN
                          + rb"|" + _QUOTED + rb"))?)*)")
 _ABSOLUTE = re.compile(rb"https?://([^/?#]*)(.*)", re.I)
-_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "upgrade", "te", "trailer",
-               "proxy-authenticate", "proxy-authorization"}
 _REASONS = {100: "Continue", 400: "Bad Request", 413: "Content Too Large", 414: "URI Too Long",
             417: "Expectation Failed", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
             505: "HTTP Version Not Supported"}
@@ -87,6 +94,10 @@ class HttpError(Exception):
 
 class Incomplete(Exception):
     """The client ended the connection before the request was complete: close without a response."""
+
+
+class Skipped(Exception):
+    """(garbage_skipped) this request is dropped without an answer; the next one is read."""
 
 
 class Request:
@@ -170,6 +181,8 @@ class Connection:
         if b"\r" in line or b"\n" in line:
             raise HttpError(400)
         match = _REQUEST_LINE.fullmatch(line)
+        if not match and "garbage_skipped" in self.breaks:
+            raise Skipped
         if not match:
             raise HttpError(400)
         method, target, major, minor = match.groups()
@@ -196,9 +209,13 @@ class Connection:
             if _CTL.search(value):
                 raise HttpError(400)
             fields.append((name.lower(), value))
+        if "method_case_folded" in self.breaks:
+            method = method.upper()
         req = Request(method.decode("ascii"), target, version, fields)
         hosts = req.values(b"host")
         missing = version == "HTTP/1.1" and not hosts and "host_not_required" not in self.breaks
+        if len(hosts) > 1 and "two_hosts_accepted" in self.breaks:
+            hosts = hosts[:1]
         if missing or len(hosts) > 1 or (hosts and not _HOST.fullmatch(hosts[0])):
             raise HttpError(400)
         if not (target.startswith(b"/") or _ABSOLUTE.fullmatch(target) or (target == b"*" and method == b"OPTIONS")):
@@ -210,7 +227,8 @@ class Connection:
         if te:
             if req.version == "HTTP/1.0" or (cl and "cl_te_accepted" not in self.breaks):
                 raise HttpError(400)  # faulty framing (RFC 9112 §6.1): rejected, then closed
-            if [c.strip().lower() for c in b",".join(te).split(b",") if c.strip()] != [b"chunked"]:
+            codings = [c.strip().lower() for c in b",".join(te).split(b",") if c.strip()]
+            if codings != [b"chunked"] and not ("te_chunked_anywhere" in self.breaks and b"chunked" in codings):
                 raise HttpError(400)
             await self._expect_continue(req)
             req.body = await self._chunked(req)
@@ -248,7 +266,7 @@ class Connection:
             return  # an HTTP/1.0 client's Expect is ignored (RFC 9110 §10.1.1)
         if expect != {b"100-continue"}:
             raise HttpError(417)
-        if not self.buf:
+        if not self.buf and "expect_ignored" not in self.breaks:
             self.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             await self.writer.drain()
 
@@ -297,6 +315,8 @@ class Connection:
         options = req.tokens(b"connection")
         if req.version == "HTTP/1.0":
             return "http10_kept_open" in self.breaks
+        if "no_persistent_connections" in self.breaks:
+            return False
         return b"close" not in options or "connection_close_ignored" in self.breaks
 
     async def respond(self, req: Request) -> tuple:
@@ -326,39 +346,17 @@ class Connection:
 
     def standard_headers(self, present: set) -> list:
         extra = []
-        if "date" not in present and "no_date" not in self.breaks:
+        if ("date" not in present or "app_date_duplicated" in self.breaks) and "no_date" not in self.breaks:
             extra.append(("Date", email.utils.formatdate(usegmt=True)))
         if "server" not in present:
             extra.append(("Server", "gatecheck-broken"))
         return extra
 
     def environ(self, req: Request) -> dict:
-        target = req.target
-        absolute = _ABSOLUTE.fullmatch(target)
-        if absolute:
-            target = absolute[2] or b"/"
-        path, _, query = target.partition(b"?")
-        host, port = self.writer.get_extra_info("sockname")[:2]
-        peer = self.writer.get_extra_info("peername") or ("", 0)
-        env = {
-            "REQUEST_METHOD": req.method, "SCRIPT_NAME": "", "PATH_INFO": unquote_to_bytes(path).decode("latin-1"),
-            "QUERY_STRING": query.decode("latin-1"), "SERVER_NAME": host, "SERVER_PORT": str(port),
-            "SERVER_PROTOCOL": req.version, "REMOTE_ADDR": peer[0], "REMOTE_PORT": str(peer[1]),
-            "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(req.body),
-            "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": False,
-            "wsgi.run_once": False, "wsgi.input_terminated": True,
-        }
-        if req.body or req.values(b"content-length"):
-            env["CONTENT_LENGTH"] = str(len(req.body))
-        for name, value in req.fields:
-            key = name.decode("latin-1").upper().replace("-", "_")
-            if key in ("CONTENT_LENGTH", "CONTENT_TYPE"):
-                if key == "CONTENT_TYPE":
-                    env[key] = value.decode("latin-1")
-                continue
-            key = "HTTP_" + key
-            env[key] = f"{env[key]},{value.decode('latin-1')}" if key in env else value.decode("latin-1")
-        return env
+        absolute = _ABSOLUTE.fullmatch(req.target)
+        target = (absolute[2] or b"/") if absolute else req.target
+        return gateway.environ(req.method, target, req.version, req.fields, req.body,
+                               self.writer.get_extra_info("sockname"), self.writer.get_extra_info("peername"))
 
     async def error(self, status: int) -> None:
         """Answer ``status``, end our side, read what the client still sends (so it sees the answer, not a
@@ -387,7 +385,10 @@ class Connection:
                 head = await self.read_head()
                 if head is None:
                     return
-                req = self.parse(*head)
+                try:
+                    req = self.parse(*head)
+                except Skipped:
+                    continue
                 await self.read_body(req)
                 answers = [await self.respond(req)]
                 if "pipeline_reordered" in self.breaks and answers[0][1] and b"\r\n\r\n" in self.buf:
@@ -401,7 +402,10 @@ class Connection:
                     return
         except HttpError as exc:
             await self.error(exc.status)
-        except (Incomplete, ConnectionError):
+        except Incomplete:
+            if "incomplete_body_kept_open" in self.breaks:
+                await asyncio.sleep(10.0)
+        except ConnectionError:
             pass
         finally:
             self.writer.close()
@@ -412,39 +416,7 @@ class Server:
         self.app, self.breaks = app, breaks
 
     def call_app(self, environ: dict) -> tuple:
-        """Run the WSGI app to completion: (status, headers, body); a failing app gets a 500."""
-        state: dict = {}
-        chunks: list = []
-
-        def start_response(status, headers, exc_info=None):
-            if exc_info is None and "status" in state:
-                raise RuntimeError("start_response called a second time without exc_info")
-            if any(not isinstance(x, str) for x in [status] + [p for h in headers for p in h]):
-                raise TypeError("status and headers must be str")
-            for name, value in [] if "app_headers_unchecked" in self.breaks else headers:
-                if not _FIELD_NAME.fullmatch(name.encode("latin-1")) or _CTL.search(value.encode("latin-1")):
-                    raise ValueError(f"invalid response header {name!r}: {value!r}")
-                if name.lower() in _HOP_BY_HOP:
-                    raise ValueError(f"hop-by-hop response header {name!r}")
-            status.encode("latin-1")
-            state["status"], state["headers"] = status, list(headers)
-            return chunks.append
-
-        try:
-            result = self.app(environ, start_response)
-            try:
-                for block in result:
-                    if not isinstance(block, bytes):
-                        raise TypeError(f"the app yielded {type(block).__name__}, not bytes")
-                    chunks.append(block)
-            finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
-            return state["status"], state["headers"], b"".join(chunks)
-        except Exception as exc:
-            print(f"gatecheck-broken: app error: {exc!r}", file=sys.stderr)
-            return "500 Internal Server Error", [("Content-Type", "text/plain")], b"app error"
+        return gateway.call_app(self.app, environ, check_headers="app_headers_unchecked" not in self.breaks)
 
     async def handle(self, reader, writer) -> None:
         await Connection(self, reader, writer).run()
@@ -461,7 +433,8 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, required=True, help="port to listen on")
     parser.add_argument("--app", default="fixtures.apps.wsgi:app", help="the WSGI app, module:attribute")
     parser.add_argument("--break", dest="breaks", action="append", default=[], choices=["none"] + sorted(BREAKS),
-                        metavar="NAME", help="violate one wire rule ('none': break nothing): " + ", ".join(sorted(BREAKS)))
+                        metavar="NAME", help="violate one wire rule ('none': break nothing): "
+                        + ", ".join(sorted(BREAKS)))
     args = parser.parse_args(argv)
     server = Server(_load(args.app), set(args.breaks) - {"none"})
 
