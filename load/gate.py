@@ -552,7 +552,10 @@ def render_markdown(result: GateResult) -> str:
                 lines.append(f"| {label} | - | - | - | - | no clean pairs |")
                 continue
             bm, hm = statistics.median(r.base[metric]), statistics.median(r.head[metric])
-            more = f" (~{d.more_pairs} more pairs)" if d.more_pairs else ""
+            more = ""
+            if d.more_pairs:
+                more = (f" (~{d.more_pairs} more pairs)" if d.more_pairs <= 10 * max(opts.max_pairs, 1)
+                        else " (too noisy here to narrow in practice)")
             lines.append(f"| {label} | {_fmt_value(metric, bm)} | {_fmt_value(metric, hm)} | {d.estimate.ratio:.3f} | "
                          f"{d.estimate.low:.3f} – {d.estimate.high:.3f} | {_EMOJI[d.verdict]} {d.verdict.value}{more} |")
         if r.head_errors:
