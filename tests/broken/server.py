@@ -53,6 +53,17 @@ BREAKS = {
     "expect_ignored": "Expect: 100-continue gets no 100 (the server waits for the body)",
     "no_persistent_connections": "every response closes the connection, HTTP/1.1 included",
     "app_date_duplicated": "Date is added even when the app sent its own",
+    "request_line_bare_cr": "a bare CR in the request-line is read as a space",
+    "nul_in_values_kept": "a NUL in a field value reaches the app",
+    "any_field_name": "a field name with non-token octets is accepted",
+    "spaces_in_target": "a request-target with spaces in it is accepted (the last word is the version)",
+    "host_required_for_http10": "an HTTP/1.0 request without Host is refused",
+    "first_content_length_wins": "of differing Content-Length values the first is used",
+    "unread_body_left_in_buffer": "body octets the app did not read are parsed as the next request",
+    "head_length_zero": "a HEAD response says Content-Length: 0",
+    "upgrade_honoured": "any Upgrade is answered 101 Switching Protocols (and then nothing)",
+    "close_unannounced": "a response to Connection: close omits Connection: close",
+    "http10_te_accepted": "an HTTP/1.0 request with Transfer-Encoding is read as chunked and kept alive",
     "incomplete_answered": "a request head that is not complete yet is answered 400 at once",
     "connection_close_ignored": "a request with Connection: close leaves the connection open",
     "http10_kept_open": "an HTTP/1.0 request without keep-alive leaves the connection open",
@@ -178,8 +189,13 @@ class Connection:
         return lines[0], fields
 
     def parse(self, line: bytes, field_lines: list) -> Request:
+        if "request_line_bare_cr" in self.breaks:
+            line = line.replace(b"\r", b" ")
         if b"\r" in line or b"\n" in line:
             raise HttpError(400)
+        if "spaces_in_target" in self.breaks and line.count(b" ") > 2:
+            method, rest = line.split(b" ", 1)
+            line = method + b" " + rest.rsplit(b" ", 1)[0].replace(b" ", b"%20") + b" " + rest.rsplit(b" ", 1)[1]
         match = _REQUEST_LINE.fullmatch(line)
         if not match and "garbage_skipped" in self.breaks:
             raise Skipped
@@ -203,10 +219,10 @@ class Connection:
             name, sep, value = raw.partition(b":")
             if "space_before_colon" in self.breaks:
                 name = name.rstrip(b" \t")
-            if not sep or not _FIELD_NAME.fullmatch(name):
+            if not sep or not (_FIELD_NAME.fullmatch(name) or (name and "any_field_name" in self.breaks)):
                 raise HttpError(400)
             value = value.strip(b" \t")
-            if _CTL.search(value):
+            if _CTL.search(value.replace(b"\0", b"") if "nul_in_values_kept" in self.breaks else value):
                 raise HttpError(400)
             fields.append((name.lower(), value))
         if "method_case_folded" in self.breaks:
@@ -214,6 +230,7 @@ class Connection:
         req = Request(method.decode("ascii"), target, version, fields)
         hosts = req.values(b"host")
         missing = version == "HTTP/1.1" and not hosts and "host_not_required" not in self.breaks
+        missing = missing or (not hosts and "host_required_for_http10" in self.breaks)
         if len(hosts) > 1 and "two_hosts_accepted" in self.breaks:
             hosts = hosts[:1]
         if missing or len(hosts) > 1 or (hosts and not _HOST.fullmatch(hosts[0])):
@@ -225,7 +242,8 @@ class Connection:
     async def read_body(self, req: Request) -> None:
         te, cl = req.values(b"transfer-encoding"), req.values(b"content-length")
         if te:
-            if req.version == "HTTP/1.0" or (cl and "cl_te_accepted" not in self.breaks):
+            http10 = req.version == "HTTP/1.0" and "http10_te_accepted" not in self.breaks
+            if http10 or (cl and "cl_te_accepted" not in self.breaks):
                 raise HttpError(400)  # faulty framing (RFC 9112 §6.1): rejected, then closed
             codings = [c.strip().lower() for c in b",".join(te).split(b",") if c.strip()]
             if codings != [b"chunked"] and not ("te_chunked_anywhere" in self.breaks and b"chunked" in codings):
@@ -247,6 +265,8 @@ class Connection:
                 lengths = {int(v) for v in values}
             if "content_length_wraps" in self.breaks:
                 lengths = {n % 2 ** 64 for n in lengths}
+            if "first_content_length_wins" in self.breaks:
+                lengths = {int(values[0])}
             if len(lengths) != 1:
                 raise HttpError(400)
             length = lengths.pop()
@@ -314,15 +334,21 @@ class Connection:
     def keep_alive(self, req: Request) -> bool:
         options = req.tokens(b"connection")
         if req.version == "HTTP/1.0":
-            return "http10_kept_open" in self.breaks
+            te_kept = "http10_te_accepted" in self.breaks and bool(req.values(b"transfer-encoding"))
+            return "http10_kept_open" in self.breaks or te_kept
         if "no_persistent_connections" in self.breaks:
             return False
         return b"close" not in options or "connection_close_ignored" in self.breaks
 
     async def respond(self, req: Request) -> tuple:
         """(response bytes, keep the connection open?)"""
+        if req.tokens(b"upgrade") and "upgrade_honoured" in self.breaks:
+            return b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n", True
         loop = asyncio.get_running_loop()
-        status, headers, body = await loop.run_in_executor(None, self.server.call_app, self.environ(req))
+        env = self.environ(req)
+        status, headers, body = await loop.run_in_executor(None, self.server.call_app, env)
+        if "unread_body_left_in_buffer" in self.breaks:
+            self.buf[:0] = req.body[env["wsgi.input"].tell():]
         code = int(status[:3])
         keep = self.keep_alive(req)
         version = req.version if "version_echoed" in self.breaks else "HTTP/1.1"
@@ -340,7 +366,10 @@ class Connection:
             headers = headers + [("Content-Length", str(len(body)))]
         if req.method == "HEAD" and "head_body" not in self.breaks:
             body = b""
-        extra = self.standard_headers(names) + ([] if keep else [("Connection", "close")])
+        if req.method == "HEAD" and "head_length_zero" in self.breaks:
+            headers = [(n, "0" if n.lower() == "content-length" else v) for n, v in headers]
+        announce = not keep and "close_unannounced" not in self.breaks
+        extra = self.standard_headers(names) + ([("Connection", "close")] if announce else [])
         head = "\r\n".join([line] + [f"{n}: {v}" for n, v in headers + extra]) + "\r\n\r\n"
         return head.encode("latin-1") + body, keep
 
