@@ -16,6 +16,7 @@ from .client import random_bytes
 from .h2client import DATA, H2Client, SettingCodes
 from .h2probe import TOKEN, asgi_scope, big_response_script, h2_probe, rsgi_attrs, rsgi_headers, wsgi_environ
 from .markers import interfaces, needs, spec
+from .private import private_server
 from .scripts import script_target
 
 pytestmark = needs("h2c")
@@ -136,27 +137,35 @@ _WAIT = {
              "response": [["start", 200], ["body", "x", True], ["wait_disconnect", 10]]},
     "rsgi": {"request": [["wait_disconnect", 10]],
              "response": [["stream", 200], ["send_bytes", "x"], ["wait_disconnect", 10]]},
-    "wsgi": {"request": [["read"], ["start_response", "200 OK"], ["yield", "x"]],
+    "wsgi": {"request": [["read", 65536], ["start_response", "200 OK"], ["yield", "x"]],
              "response": [["start_response", "200 OK"], ["repeat", 120, [["yield", "x"], ["sleep", 0.05]]]]},
 }
 
 
-def _saw_disconnect(server, token: str) -> dict:
+@pytest.fixture(scope="module")
+def spare(server):
+    """A private server of the check's target for the disconnect checks: an app left waiting forever
+    (a read that never returns) must not take a worker thread from the session's server."""
+    with private_server(server) as priv:
+        yield priv
+
+
+def _saw_disconnect(interface: str, event_dir, token: str) -> dict:
     """Wait for the interface's disconnect signal in the event log; return the event."""
     name, match = {"asgi": ("disconnect", {}), "rsgi": ("step", {"op": "wait_disconnect", "ok": True}),
-                   "wsgi": ("wsgi.close", {})}[server.interface]
-    event = fixtures.wait_for_event(server.event_dir, token, name, 5.0, **match)
-    if server.interface == "asgi":
+                   "wsgi": ("wsgi.close", {})}[interface]
+    event = fixtures.wait_for_event(event_dir, token, name, 5.0, **match)
+    if interface == "asgi":
         assert event["message"]["type"] == "http.disconnect", event
     return event
 
 
-def _start(client, server, token, phase: str) -> int:
-    steps = _WAIT[server.interface][phase]
+def _start(client, interface: str, event_dir, token, phase: str) -> int:
+    steps = _WAIT[interface][phase]
     if phase == "request":
         sid = client.request("POST", script_target(steps), [(TOKEN, token)], b"abc", end_stream=False)
         try:
-            fixtures.wait_for_event(server.event_dir, token, "script.start", 3.0)
+            fixtures.wait_for_event(event_dir, token, "script.start", 3.0)
         except TimeoutError:
             client.reset(sid)
             pytest.skip("the server buffers the request body before it calls the app: "
@@ -169,26 +178,41 @@ def _start(client, server, token, phase: str) -> int:
 
 @pytest.mark.parametrize("phase", ["request", "response"])
 @spec("RFC 9113 §6.4; ASGI WWW §Disconnect; RSGI client_disconnect; PEP 3333 close()", "MUST")
-def test_reset_reaches_the_app_as_a_disconnect(server, phase):
+def test_reset_reaches_the_app_as_a_disconnect(server, spare, phase):
     """RST_STREAM(CANCEL) mid-request or mid-response reaches the app: ASGI http.disconnect, RSGI client_disconnect(), WSGI close() before the iterable ends."""
     token = fixtures.new_token()
-    with _client(server) as client:
-        sid = _start(client, server, token, phase)
+    with H2Client(spare.address, authority=spare.authority) as client:
+        sid = _start(client, server.interface, spare.event_dir, token, phase)
         client.reset(sid)
-        event = _saw_disconnect(server, token)
+        event = _saw_disconnect(server.interface, spare.event_dir, token)
     if server.interface == "wsgi" and phase == "response":
         assert event["exhausted"] is False and event["items"] < 100, f"iteration went on after the reset: {event}"
 
 
+@pytest.mark.parametrize("phase", ["request", "response"])
+@spec("RFC 9113 §5.4.1; ASGI WWW §Disconnect; RSGI client_disconnect; PEP 3333 close()", "MUST")
+def test_connection_loss_reaches_the_app_as_a_disconnect(server, spare, phase):
+    """The TCP connection closing mid-request or mid-response (no RST_STREAM, no GOAWAY) reaches the app like a reset: ASGI http.disconnect, RSGI client_disconnect(), WSGI close()."""
+    token = fixtures.new_token()
+    client = H2Client(spare.address, authority=spare.authority)
+    try:
+        _start(client, server.interface, spare.event_dir, token, phase)
+    finally:
+        client.close()
+    event = _saw_disconnect(server.interface, spare.event_dir, token)
+    if server.interface == "wsgi" and phase == "response":
+        assert event["exhausted"] is False and event["items"] < 100, f"iteration went on after the close: {event}"
+
+
 @spec("RFC 9113 §5.1; RFC 9113 §6.4", "MUST")
-def test_reset_stream_leaves_other_streams_intact(server):
+def test_reset_stream_leaves_other_streams_intact(server, spare):
     """Resetting one stream mid-response leaves a half-sent upload on another stream and a new stream after it intact."""
     token = fixtures.new_token()
     upload = random_bytes(200_000, seed=3)
-    with _client(server) as client:
+    with H2Client(spare.address, authority=spare.authority) as client:
         other = client.request("POST", "/echo", [("content-length", str(len(upload)))], end_stream=False)
         client.send_body(other, upload[:100_000], end_stream=False)
-        victim = _start(client, server, token, "response")
+        victim = _start(client, server.interface, spare.event_dir, token, "response")
         client.reset(victim)
         client.send_body(other, upload[100_000:], end_stream=True)
         later = client.request("GET", "/b10k")

@@ -146,3 +146,47 @@ def test_client_completes_a_stream_after_goaway_through_the_raw_path():
     finally:
         ours.close()
         theirs.close()
+
+
+FAKE_H2SPEC = r'''#!{python}
+"""Stands in for h2spec: passes the case ids it is given (all of CASES when none), JUnit + summary."""
+import sys
+args, ids, junit = sys.argv[1:], [], None
+i = 0
+while i < len(args):
+    if args[i] in ("-h", "-p", "-P", "-o", "-j"):
+        junit = args[i + 1] if args[i] == "-j" else junit
+        i += 2
+        continue
+    if not args[i].startswith("-"):
+        ids.append(args[i])
+    i += 1
+cases = {cases!r}
+run = [c for c in cases if not ids or c[0] in ids]
+suites = {{}}
+for cid, desc in run:
+    suites.setdefault(cid.rsplit("/", 1)[0], []).append(desc)
+xml = ['<?xml version="1.0" encoding="UTF-8"?>', "<testsuites>"]
+for group, descs in suites.items():
+    xml.append(f'<testsuite name="x" package="{{group}}" id="x" tests="{{len(descs)}}" skipped="0" failures="0" errors="0">')
+    xml += [f'<testcase package="{{group}}" classname="{{d}}" time="0.0"></testcase>' for d in descs]
+    xml.append("</testsuite>")
+xml.append("</testsuites>")
+open(junit, "w").write("\n".join(xml))
+print(f"{{len(run)}} tests, {{len(run)}} passed, 0 skipped, 0 failed")
+'''
+
+
+def test_cases_run_last_go_in_a_second_invocation_and_the_counts_add_up(tmp_path):
+    import sys
+
+    fake = tmp_path / "h2spec"
+    fake.write_text(FAKE_H2SPEC.format(python=sys.executable, cases=[(c.id, c.description) for c in CASES]))
+    fake.chmod(0o755)
+    report = h2spec.run(fake, "127.0.0.1", 1, CASES, path="/probe", last=("generic/3.1/2",), deadline=30)
+    assert report.problem == ""
+    first, second = report.command
+    assert "generic/3.1/2" not in first and {"generic/3.1/1", "http2/5.4.1/1"} <= set(first)
+    assert second[-1] == "generic/3.1/2" and "generic/3.1/1" not in second
+    assert {k: v.outcome for k, v in report.results.items()} == {c.id: "passed" for c in CASES}
+    assert report.tests_attr == 3 and report.summary == (3, 3, 0, 0)
