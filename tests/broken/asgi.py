@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from urllib.parse import unquote_to_bytes
 
 from fixtures.apps.asgi import app as fixture_app
 
@@ -160,6 +161,12 @@ async def _swallow_disconnect(scope, message):
     return message
 
 
+async def _ws_text_received_as_bytes(scope, message):
+    if message["type"] == "websocket.receive" and message.get("text") is not None:
+        message = {"type": "websocket.receive", "bytes": message["text"].encode("utf-8")}
+    return message
+
+
 async def _disconnect_code_1000(scope, message):
     if message["type"] == "websocket.disconnect":
         message = dict(message, code=1000)
@@ -287,6 +294,56 @@ def _ws_text_as_bytes(send):
     return broken
 
 
+def _ws_close_reason_dropped(send):
+    async def broken(message):
+        if message["type"] == "websocket.close":
+            message = {k: v for k, v in message.items() if k != "reason"}
+        return await send(message)
+    return broken
+
+
+def _content_length_dropped(send):
+    async def broken(message):
+        if message["type"] == "http.response.start":
+            message = dict(message, headers=[(n, v) for n, v in message.get("headers", [])
+                                             if bytes(n).lower() != b"content-length"])
+        return await send(message)
+    return broken
+
+
+def _content_encoding_dropped(send):
+    async def broken(message):
+        if message["type"] == "http.response.start":
+            message = dict(message, headers=[(n, v) for n, v in message.get("headers", [])
+                                             if bytes(n).lower() != b"content-encoding"])
+        return await send(message)
+    return broken
+
+
+def _empty_body_ends_response(send):
+    """A body message with b"" ends the response, whatever its more_body says."""
+    done = []
+
+    async def broken(message):
+        if done and message["type"] == "http.response.body":
+            return None
+        if message["type"] == "http.response.body" and not message.get("body"):
+            done.append(True)
+            message = dict(message, more_body=False)
+        return await send(message)
+    return broken
+
+
+def _unknown_keys_refused(send):
+    known = {"type", "status", "headers", "trailers", "body", "more_body"}
+
+    async def broken(message):
+        if message["type"].startswith("http.response.") and set(message) - known:
+            raise ValueError(f"unexpected keys {sorted(set(message) - known)}")
+        return await send(message)
+    return broken
+
+
 def _ws_close_code_dropped(send):
     async def broken(message):
         if message["type"] == "websocket.close":
@@ -311,9 +368,34 @@ def _state_not_copied(app):
     return broken
 
 
+def _state_fresh(scope):
+    if "state" in scope:
+        scope["state"] = {}  # a new dict instead of a copy of what lifespan startup put there
+
+
 def _state_prefilled(scope):
     if "state" in scope:
         scope["state"]["gatecheck_leftover"] = True
+
+
+def _request_split_in_two(app):
+    """The first http.request comes as two: an empty one with more_body True, then the original."""
+    async def broken(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        state = {"split": False, "pending": []}
+
+        async def receive_broken():
+            if state["pending"]:
+                return state["pending"].pop()
+            message = await receive()
+            if message["type"] == "http.request" and not state["split"]:
+                state["split"] = True
+                state["pending"].append(message)
+                return {"type": "http.request", "body": b"", "more_body": True}
+            return message
+        await app(scope, receive_broken, send)
+    return broken
 
 
 def _add_extension(name, value):
@@ -417,6 +499,7 @@ BREAKS = {
     "lifespan_asgi_version_2": _on_scope(_asgi_key("version", "2.0"), types=("lifespan",)),
     "lifespan_state_prefilled": _on_scope(_state_prefilled, types=("lifespan",)),
     "lifespan_state_not_copied": _state_not_copied,
+    "state_not_from_lifespan": _on_scope(_state_fresh),
     # request messages
     "body_loses_a_byte": _body_loses_a_byte,
     "more_body_as_int": _on_receive(_more_body_as_int),
@@ -428,6 +511,11 @@ BREAKS = {
     "body_buffered": _on_send(_buffer_body),
     "file_short_by_one": _on_send(_response_short_by_one, paths=("/file/",)),
     "response_repeats_merged": _on_send(_dedup_response_headers),
+    "content_length_dropped": _on_send(_content_length_dropped, paths=("/echo",)),
+    "content_encoding_dropped": _on_send(_content_encoding_dropped),
+    "empty_body_ends_response": _on_send(_empty_body_ends_response),
+    "unknown_keys_refused": _on_send(_unknown_keys_refused),
+    "request_split_in_two": _request_split_in_two,
     "send_never_raises": _on_send(_send_errors_swallowed),
     "errors_become_200": _errors_become_200,
     "unfinished_response_completed": _finish_unfinished_responses,
@@ -439,6 +527,10 @@ BREAKS = {
     "ws_subprotocols_reversed": _on_scope(_subprotocols_reversed, types=("websocket",)),
     "ws_text_as_bytes": _on_send(_ws_text_as_bytes, types=("websocket",)),
     "ws_close_code_dropped": _on_send(_ws_close_code_dropped, types=("websocket",)),
+    "ws_close_reason_dropped": _on_send(_ws_close_reason_dropped, types=("websocket",)),
+    "ws_text_received_as_bytes": _on_receive(_ws_text_received_as_bytes, types=("websocket",)),
+    "ws_query_string_decoded": _on_scope(lambda s: s.update(query_string=unquote_to_bytes(bytes(s["query_string"]))),
+                                         types=("websocket",)),
     "ws_disconnect_code_1000": _on_receive(_disconnect_code_1000, types=("websocket",)),
 }
 

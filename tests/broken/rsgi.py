@@ -162,6 +162,50 @@ class _StatusAlways200(_Protocol):
         self._inner.response_str(200, headers, body)
 
 
+class _RepeatsMerged(_Protocol):
+    """Response headers go out as a dict would keep them: the last value of each name."""
+
+    def response_bytes(self, status, headers, body):
+        self._inner.response_bytes(status, list(dict(headers).items()), body)
+
+
+class _CrLfNormalised(_Protocol):
+    def response_bytes(self, status, headers, body):
+        body = bytes(body).replace(b"\r\n", b"\n")
+        self._inner.response_bytes(status, _with_length(headers, len(body)), body)
+
+
+class _ReorderedTransport(_Proxy):
+    """The first two chunks go out swapped."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.held = []
+
+    async def send_bytes(self, data):
+        if not self.held:
+            self.held.append(bytes(data))
+            return
+        await self._inner.send_bytes(data)
+        while self.held:
+            await self._inner.send_bytes(self.held.pop())
+
+    async def send_str(self, data):
+        await self.send_bytes(data.encode("utf-8"))
+
+
+class _StreamReordered(_Protocol):
+    transport = None
+
+    def response_stream(self, status, headers):
+        self.transport = _ReorderedTransport(self._inner.response_stream(status, headers))
+        return self.transport
+
+    async def finish(self):
+        if self.transport is not None and self.transport.held:
+            await self.transport._inner.send_bytes(self.transport.held.pop())
+
+
 class _StrAsLatin1(_Protocol):
     def response_str(self, status, headers, body):
         self._inner.response_bytes(status, headers, body.encode("latin-1", "replace"))
@@ -198,6 +242,23 @@ class _StreamBuffered(_Protocol):
 class _TextAsBytesTransport(_Proxy):
     async def send_str(self, data):
         await self._inner.send_bytes(data.encode("utf-8"))
+
+
+class _TextDataAsBytes(_Proxy):
+    async def receive(self):
+        message = await self._inner.receive()
+        return _Message(message) if message.kind == 2 else message
+
+
+class _Message(_Proxy):
+    @property
+    def data(self):
+        return self._inner.data.encode("utf-8")
+
+
+class _WSReceiveTextAsBytes(_Proxy):
+    async def accept(self):
+        return _TextDataAsBytes(await self._inner.accept())
 
 
 class _WSTextAsBytes(_Proxy):
@@ -240,6 +301,8 @@ BREAKS = {
     "scheme_https": Broken(scope=_scope_with(scheme=lambda v, s: "https")),
     "path_with_query": Broken(scope=_scope_with(path=_path_with_query)),
     "server_port_off_by_one": Broken(scope=_scope_with(server=_port_plus_one)),
+    "method_lower": Broken(scope=_scope_with(method=lambda v, s: v.lower())),
+    "client_port_dropped": Broken(scope=_scope_with(client=lambda v, s: v.rpartition(":")[0])),
     "header_keys_upper": Broken(scope=_headers_as(_UpperKeys)),
     "get_all_reversed": Broken(scope=_headers_as(_GetAllReversed)),
     "missing_header_is_none": Broken(scope=_headers_as(_MissingIsNone)),
@@ -251,9 +314,13 @@ BREAKS = {
     "stream_buffered": Broken(http=_StreamBuffered),
     "status_always_200": Broken(http=_StatusAlways200),
     "str_as_latin1": Broken(http=_StrAsLatin1),
+    "response_repeats_merged": Broken(http=_RepeatsMerged),
+    "body_crlf_normalised": Broken(http=_CrLfNormalised),
+    "stream_reordered": Broken(http=_StreamReordered),
     "entry_is_call": Broken(entry="__call__"),
     # WebSocket protocol
     "ws_text_as_bytes": Broken(ws=_WSTextAsBytes),
+    "ws_text_received_as_bytes": Broken(ws=_WSReceiveTextAsBytes),
 }
 
 #: the fixture app through every proxy layer, with nothing broken (the control of every break)

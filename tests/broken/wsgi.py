@@ -131,6 +131,11 @@ class _ReadlineIgnoresSize(_Input):
         return self._inner.readline()
 
 
+class _ReadWithoutSizeReadsALittle(_Input):
+    def read(self, size=-1):
+        return self._inner.read(4 if size is None or size < 0 else size)
+
+
 class _NoReadlines:
     def __init__(self, inner):
         self._inner = inner
@@ -198,6 +203,21 @@ def _blocks_joined(inner):
             close()
 
 
+def _crlf_normalised(inner):
+    """Blocks go out with CR LF turned into LF (a text-mode transfer)."""
+    try:
+        return [bytes(block).replace(b"\r\n", b"\n") for block in inner]
+    finally:
+        close = getattr(inner, "close", None)
+        if close is not None:
+            close()
+
+
+class _ErrorsWithoutFlush:
+    def __init__(self, inner):
+        self.write, self.writelines = inner.write, inner.writelines
+
+
 def _unclosed(inner):
     it = iter(inner)
     return (block for block in it)  # a generator of our own: the app's close() is never reached
@@ -223,11 +243,14 @@ BREAKS = {
     "input_read_ignores_size": _on_input(_ReadIgnoresSize),
     "input_readline_ignores_size": _on_input(_ReadlineIgnoresSize),
     "input_lacks_readlines": _on_input(_NoReadlines),
+    "input_read_without_size_short": _on_input(_ReadWithoutSizeReadsALittle),
+    "errors_lacks_flush": _on_environ(lambda env: env.update({"wsgi.errors": _ErrorsWithoutFlush(env["wsgi.errors"])})),
     # start_response, write(), the iterable
     "start_response_never_raises": _on_start_response(_never_raises),
     "exc_info_dropped": _on_start_response(_exc_info_dropped),
     "write_discards": _on_start_response(_write_discards),
     "blocks_buffered": _on_iterable(_blocks_joined),
+    "crlf_normalised": _on_iterable(_crlf_normalised),
     "close_not_called": _on_iterable(_unclosed),
     "close_called_twice": _on_iterable(lambda inner: _Iterable(inner, 2)),
 }
