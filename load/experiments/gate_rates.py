@@ -125,7 +125,18 @@ def replay(doc: Dict[str, Any], *, threshold: float, fail_on: Sequence[str], min
 
 
 def _load(out: Path) -> Dict[str, List[Dict[str, Any]]]:
+    """Stored gates by kind, from an experiment directory or a packed ``.jsonl.gz`` (see ``pack``)."""
     by_kind: Dict[str, List[Dict[str, Any]]] = {}
+    if out.is_file():
+        import gzip
+
+        with gzip.open(out, "rt", encoding="utf-8") as f:
+            for line in f:
+                rec = json.loads(line)
+                doc = rec["pairs"]
+                doc["_wall"] = rec["seconds"]
+                by_kind.setdefault(rec["kind"], []).append(doc)
+        return by_kind
     for line in (out / "gates.jsonl").read_text().splitlines():
         rec = json.loads(line)
         p = out / rec["dir"] / "pairs.json"
@@ -192,6 +203,24 @@ def cmd_analyse(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pack(args: argparse.Namespace) -> int:
+    """One gzipped JSON line per finished gate (its gates.jsonl record plus its pairs.json), to commit."""
+    import gzip
+
+    out = Path(args.out)
+    n = 0
+    with gzip.open(args.to, "wt", encoding="utf-8") as f:
+        for line in (out / "gates.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            p = out / rec["dir"] / "pairs.json"
+            if p.exists():
+                rec["pairs"] = json.loads(p.read_text())
+                f.write(json.dumps(rec, sort_keys=True) + "\n")
+                n += 1
+    print(f"packed {n} gates into {args.to}")
+    return 0
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Measure BASE alone and print the --head-cost for each asked slowdown."""
     from servers import start_server
@@ -238,7 +267,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     run.add_argument("--rounds", type=int, default=20, help="gates per kind (default 20)")
     run.add_argument("gate_args", nargs="*", help="more gate options after --, e.g. -- --pairs 16 --max-pairs 16")
     ana = sub.add_parser("analyse", help="rates from a finished (or partial) experiment")
-    ana.add_argument("out", help="experiment directory")
+    ana.add_argument("out", help="experiment directory, or a .jsonl.gz made by 'pack'")
     ana.add_argument("--metrics", nargs="+", default=["rps", "cpu", "rps,cpu", "p99"], help="gated metric sets")
     ana.add_argument("--statistics", nargs="+", default=["geomean"], help="statistics to replay (geomean, mean, median)")
     ana.add_argument("--thresholds", type=gate_mod.percent, nargs="+", default=[0.05, 0.03])
@@ -246,6 +275,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                      help="MIN..MAX pairs to replay, e.g. 8..16")
     ana.add_argument("--budget", type=float, default=None, help="replay a time budget in seconds")
     ana.add_argument("--write", help="also write the Markdown to this file")
+    pk = sub.add_parser("pack", help="pack an experiment's gates into one .jsonl.gz to keep")
+    pk.add_argument("out", help="experiment directory")
+    pk.add_argument("to", help="file to write, e.g. load/experiments/data/gate-rates.jsonl.gz")
     cal = sub.add_parser("calibrate", help="BASE's per-request CPU and the --head-cost for given slowdowns")
     cal.add_argument("--base", required=True)
     cal.add_argument("--target", default="granian:rsgi")
@@ -254,7 +286,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cal.add_argument("--runs", type=int, default=5)
     cal.add_argument("--slowdowns", type=gate_mod.percent, nargs="+", default=[0.05, 0.10])
     args = p.parse_args(argv)
-    return {"run": cmd_run, "analyse": cmd_analyse, "calibrate": cmd_calibrate}[args.command](args)
+    return {"run": cmd_run, "analyse": cmd_analyse, "calibrate": cmd_calibrate, "pack": cmd_pack}[args.command](args)
 
 
 if __name__ == "__main__":

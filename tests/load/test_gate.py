@@ -325,3 +325,16 @@ def test_profile_and_route_together_are_refused():
     args = parse(["--base", "x==1", "--head", "x==1", "--profile", "smoke", "--route", "json"])
     with pytest.raises(GateError, match="not both"):
         gate.cases_from_args(args)
+
+
+def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
+    from load.experiments import gate_rates
+
+    exp = tmp_path / "exp"
+    result = FakeLab(head_factor=0.9).gate(tmp_path / "g", pairs=8, max_pairs=8)
+    gate.write_outputs(result, exp / "10pct-00")
+    (exp / "gates.jsonl").write_text(json.dumps({"kind": "10%", "dir": "10pct-00", "seconds": 60.0}) + "\n")
+    packed = tmp_path / "gates.jsonl.gz"
+    assert gate_rates.main(["pack", str(exp), str(packed)]) == 0
+    from_dir, from_file = gate_rates._load(exp), gate_rates._load(packed)
+    assert list(from_file) == ["10%"] and from_file["10%"][0]["runs"] == from_dir["10%"][0]["runs"]
