@@ -95,6 +95,10 @@ def pytest_generate_tests(metafunc):
             continue
         missing = st.capabilities.missing(*needed) if needed else []
         marks = [pytest.mark.skip(reason=f"{UNSUPPORTED_PREFIX} {st.target} lacks {', '.join(missing)}")] if missing else []
+        if not missing and st.capabilities.tls and "tls" not in needed:
+            # A tls=on listener speaks only TLS; checks that do not ask for "tls" speak cleartext to it.
+            marks = [pytest.mark.skip(reason=f"{UNSUPPORTED_PREFIX} {st.target} listens with TLS; "
+                                             "this check speaks cleartext")]
         params.append(pytest.param(st, id=st.id, marks=marks))
     if not params:
         params = [pytest.param(None, id="no-target", marks=pytest.mark.gatecheck_not_applicable)]

@@ -24,6 +24,8 @@ from pathlib import Path
 import fixtures
 from servers import ServerError, ServerHandle, start_server
 
+from .served import TLS
+
 __all__ = ["Private", "private_server"]
 
 
@@ -86,7 +88,7 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
     started_at = time.time()
     try:
         handle = start_server(target, app=app, log_dir=log_dir, env=child_env, port=port,
-                              ready_timeout=ready_timeout)
+                              ready_timeout=ready_timeout, tls=TLS)
     except ServerError as exc:
         if not expect_failure:
             raise

@@ -14,7 +14,10 @@ from servers import ServerError, ServerHandle, start_server
 
 from .targets import SessionTarget
 
-__all__ = ["Served", "ServerPool"]
+__all__ = ["Served", "ServerPool", "TLS"]
+
+#: what a ``tls=on`` target listens with: the suite's test certificate (start_server ignores it otherwise)
+TLS = (fixtures.TLS_CERT, fixtures.TLS_KEY)
 
 
 class Served:
@@ -100,6 +103,7 @@ class ServerPool:
                 log_dir=self.log_dir,
                 env={fixtures.EVENT_DIR_ENV: str(event_dir)},
                 ready_timeout=self.ready_timeout,
+                tls=TLS,
             )
         except ServerError as exc:
             self._failed[st.target] = exc
@@ -120,6 +124,7 @@ class ServerPool:
                 log_dir=self.log_dir,
                 env={fixtures.EVENT_DIR_ENV: str(served.event_dir)},
                 ready_timeout=self.ready_timeout,
+                tls=TLS,
             )
             served.restart_error = ""
         except ServerError as exc:

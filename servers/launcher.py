@@ -18,7 +18,7 @@ from typing import Sequence
 
 from .capabilities import Capabilities
 from .errors import PortInUse, ServerExited, ServerError, TargetError
-from .probe import h2_probe, http1_probe
+from .probe import probe_for
 from .process import PeakTracker, ResourceSample, ServerProcess, free_port, port_is_free
 from .registry import get_adapter
 from .target import Target
@@ -61,11 +61,13 @@ class ServerHandle:
     python: str
     versions: dict = field(default_factory=dict)
     ready_seconds: float = 0.0
+    tls: tuple | None = None        # (certificate path, key path) when the listener speaks TLS
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     @property
     def pid(self) -> int:
@@ -109,8 +111,12 @@ def start_server(
     python: str | os.PathLike | None = None,
     ready_timeout: float = 30.0,
     allow_remote: bool = False,
+    tls: tuple | None = None,
 ) -> ServerHandle:
-    """Start ``target`` serving ``app`` and return once it answered one HTTP request."""
+    """Start ``target`` serving ``app`` and return once it answered one HTTP request.
+
+    ``tls`` is (certificate path, key path) for a target with ``tls=on`` (ignored otherwise): servers
+    ships no certificate of its own."""
     adapter, target = resolve(target)
     if host not in _LOOPBACK and not allow_remote:
         raise TargetError(f"refusing to listen on {host!r}: gatecheck uses loopback only unless allow_remote=True")
@@ -131,12 +137,12 @@ def start_server(
     last_error: ServerError | None = None
     for attempt in range(attempts):
         chosen = port if port is not None else free_port(host)
-        launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter)
+        launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter, tls=tls)
         env_for_server = {**child_env, **launch.env}
         log_path = log_dir / f"{target.id.replace(':', '_')}-{chosen}.log"
         proc = ServerProcess(launch.argv, log_path=log_path, env=env_for_server, cwd=str(REPO_ROOT), cpus=cpus)
         try:
-            probe = h2_probe if launch.probe_http2 else http1_probe
+            probe = probe_for(launch.probe_http2, launch.tls)
             took = proc.wait_ready(host, chosen, probe, timeout=ready_timeout)
         except ServerExited as exc:
             proc.stop()
@@ -158,6 +164,7 @@ def start_server(
             python=interpreter,
             versions=versions,
             ready_seconds=took,
+            tls=tuple(tls) if launch.tls else None,
         )
     assert last_error is not None
     raise last_error

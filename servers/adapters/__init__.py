@@ -1,7 +1,7 @@
 """Built-in adapters. Third-party adapters register under the ``gatecheck.adapters`` entry-point group."""
 from __future__ import annotations
 
-from ._base import Adapter, Launch, Option, flag, switch
+from ._base import Adapter, Launch, Option, flag, switch, tls_option
 from .command import CommandAdapter
 from .daphne import DaphneAdapter
 from .granian import GranianAdapter
@@ -10,7 +10,7 @@ from .hypercorn import HypercornAdapter
 from .uvicorn import UvicornAdapter
 
 __all__ = [
-    "Adapter", "Launch", "Option", "flag", "switch", "BUILTIN",
+    "Adapter", "Launch", "Option", "flag", "switch", "tls_option", "BUILTIN",
     "GranianAdapter", "UvicornAdapter", "HypercornAdapter", "GunicornAdapter", "DaphneAdapter", "CommandAdapter",
 ]
 

@@ -3,6 +3,11 @@
 An adapter is a class with data, not logic, wherever it can be: its capabilities, its interfaces, and a
 table of options (``OPTIONS``) mapping what users type (``runtime-threads=2``) to command-line flags.
 Adding an option means adding a row. ``argv()`` assembles the command; nothing here starts processes.
+
+TLS: an adapter whose server can listen with TLS names its two flags in ``TLS_FLAGS`` (certificate, key)
+and lists ``"tls": tls_option()`` in ``OPTIONS``. A target with ``tls=on`` then needs the certificate and
+key paths from whoever launches it (``start_server(..., tls=(cert, key))``): servers knows no files of its
+own, and the suite passes its test certificate (``fixtures.TLS_CERT``/``TLS_KEY``).
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from ..capabilities import Capabilities
 from ..errors import ServerNotInstalled, TargetError
 from ..target import Target
 
-__all__ = ["Adapter", "Option", "flag", "switch", "Launch"]
+__all__ = ["Adapter", "Option", "flag", "switch", "tls_option", "Launch"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,12 @@ def switch(on: str, off: str, help: str) -> Option:
     return Option(help, lambda v: [on] if v == "on" else [off], ("on", "off"))
 
 
+def tls_option() -> Option:
+    """``tls=on|off``: listen with TLS (the certificate and key come from the launcher, not the option)."""
+    return Option("listen with TLS (ALPN h2 where HTTP/2 is on); cert and key come from the launcher",
+                  lambda v: [], ("on", "off"))
+
+
 # Options every adapter accepts; handled by the launcher, not rendered into the server's argv.
 COMMON_OPTIONS = {
     "python": "interpreter or virtualenv that runs the server (default: the harness's own Python)",
@@ -61,6 +72,7 @@ class Launch:
     argv: list
     env: dict
     probe_http2: bool
+    tls: bool = False              # the listener speaks TLS: the readiness probe must too
 
 
 class Adapter:
@@ -75,6 +87,7 @@ class Adapter:
     default_http: ClassVar[str] = "h1"
     OPTIONS: ClassVar[dict] = {}
     tox_env: ClassVar[str] = ""
+    TLS_FLAGS: ClassVar[tuple] = ()      # (certificate flag, key flag) when the server can listen with TLS
 
     # -- target handling -----------------------------------------------------------------------------
 
@@ -94,6 +107,8 @@ class Adapter:
         for name, value in target.options:
             if name in COMMON_OPTIONS:
                 continue
+            if name == "tls" and not self.TLS_FLAGS:
+                raise TargetError(f"{self.name} cannot listen with TLS in gatecheck (no tls option)")
             if name not in self.OPTIONS:
                 known = ", ".join(sorted(set(self.OPTIONS) | set(COMMON_OPTIONS)))
                 raise TargetError(f"{self.name} has no option {name!r}; options: {known}")
@@ -117,7 +132,21 @@ class Adapter:
             websockets=caps.websockets and target.interface in ("asgi", "rsgi"),
             lifespan=caps.lifespan and target.interface == "asgi",
             pathsend=caps.pathsend and target.interface == "asgi",
+            tls=caps.tls and self.uses_tls(target),
         )
+
+    def uses_tls(self, target: Target) -> bool:
+        """Whether this target's listener speaks TLS (``tls=on``)."""
+        return bool(self.TLS_FLAGS) and target.option("tls") == "on"
+
+    def tls_args(self, target: Target, tls: tuple | None) -> list:
+        """The certificate/key flags for a ``tls=on`` target; [] otherwise."""
+        if not self.uses_tls(target):
+            return []
+        if not tls or len(tls) != 2 or not all(tls):
+            raise TargetError(f"{target} listens with TLS: launch it with tls=(certificate path, key path)")
+        cert_flag, key_flag = self.TLS_FLAGS
+        return [cert_flag, str(tls[0]), key_flag, str(tls[1])]
 
     def option_args(self, target: Target) -> list:
         args: list = []
@@ -129,10 +158,13 @@ class Adapter:
             args += shlex.split(extra)
         return args
 
-    def launch(self, target: Target, *, app: str, host: str, port: int, python: str) -> Launch:
+    def launch(self, target: Target, *, app: str, host: str, port: int, python: str,
+               tls: tuple | None = None) -> Launch:
+        """The command for ``target``; ``tls`` is (certificate path, key path), needed when ``tls=on``."""
         argv = [python, "-m", self.module] + self.server_args(target, app=app, host=host, port=port)
-        argv += self.option_args(target)
-        return Launch(argv=argv, env=self.server_env(target), probe_http2=(target.http == "h2"))
+        argv += self.tls_args(target, tls) + self.option_args(target)
+        return Launch(argv=argv, env=self.server_env(target), probe_http2=(target.http == "h2"),
+                      tls=self.uses_tls(target))
 
     def server_args(self, target: Target, *, app: str, host: str, port: int) -> list:
         raise NotImplementedError

@@ -79,7 +79,7 @@ class CommandAdapter(Adapter):
             **{f: True for f in declared if f != "http1"},
         )
 
-    def launch(self, target, *, app, host, port, python):
+    def launch(self, target, *, app, host, port, python, tls=None):
         values = {"app": app, "host": host, "port": port, "interface": target.interface, "python": python}
         argv = [part.format(**values) for part in shlex.split(target.option("cmd"))]
         extra = target.option("args")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..capabilities import Capabilities
-from ._base import Adapter, flag, switch
+from ._base import Adapter, flag, switch, tls_option
 
 _HTTP_FLAG = {"h1": "1", "h2": "2", "auto": "auto"}
 
@@ -28,6 +28,7 @@ class GranianAdapter(Adapter):
         loops=("auto", "asyncio", "uvloop", "rloop"),
         http_modes=("auto", "h1", "h2"),
     )
+    TLS_FLAGS = ("--ssl-certificate", "--ssl-keyfile")
     OPTIONS = {
         "workers": flag("--workers", "worker processes", integer=True),
         "runtime-threads": flag("--runtime-threads", "Rust runtime threads per worker", integer=True),
@@ -41,6 +42,7 @@ class GranianAdapter(Adapter):
         "ws": switch("--ws", "--no-ws", "WebSocket handling"),
         "backpressure": flag("--backpressure", "max concurrent requests per worker", integer=True),
         "keep-alive": switch("--http1-keep-alive", "--no-http1-keep-alive", "HTTP/1 keep-alive"),
+        "tls": tls_option(),
     }
 
     def server_args(self, target, *, app, host, port):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..capabilities import Capabilities
 from ..errors import TargetError
-from ._base import Adapter, flag
+from ._base import Adapter, flag, tls_option
 
 _WSGI_WORKERS = ("sync", "gthread")
 
@@ -26,10 +26,12 @@ class GunicornAdapter(Adapter):
         threads=True,
         http_modes=("h1",),
     )
+    TLS_FLAGS = ("--certfile", "--keyfile")
     OPTIONS = {
         "worker": flag("--worker-class", "worker class", choices=_WSGI_WORKERS + ("asgi",)),
         "workers": flag("--workers", "worker processes", integer=True),
         "threads": flag("--threads", "threads per worker (gthread)", integer=True),
+        "tls": tls_option(),
     }
 
     def check_combination(self, target):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..capabilities import Capabilities
-from ._base import Adapter, flag
+from ._base import Adapter, flag, tls_option
 
 
 class HypercornAdapter(Adapter):
@@ -25,9 +25,11 @@ class HypercornAdapter(Adapter):
         loops=("asyncio", "uvloop"),
         http_modes=("auto",),
     )
+    TLS_FLAGS = ("--certfile", "--keyfile")
     OPTIONS = {
         "workers": flag("--workers", "worker processes", integer=True),
         "worker-class": flag("--worker-class", "worker class (event loop)", choices=("asyncio", "uvloop", "trio")),
+        "tls": tls_option(),
     }
 
     def server_args(self, target, *, app, host, port):

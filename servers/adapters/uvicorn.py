@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..capabilities import Capabilities
-from ._base import Adapter, flag
+from ._base import Adapter, flag, tls_option
 
 
 class UvicornAdapter(Adapter):
@@ -25,12 +25,14 @@ class UvicornAdapter(Adapter):
         loops=("asyncio", "uvloop"),
         http_modes=("h1",),
     )
+    TLS_FLAGS = ("--ssl-certfile", "--ssl-keyfile")
     OPTIONS = {
         "impl": flag("--http", "HTTP/1.1 parser", choices=("h11", "httptools")),
         "loop": flag("--loop", "event loop", choices=("asyncio", "uvloop")),
         "workers": flag("--workers", "worker processes", integer=True),
         "ws": flag("--ws", "WebSocket implementation", choices=("websockets", "websockets-sansio", "wsproto", "none")),
         "lifespan": flag("--lifespan", "lifespan protocol", choices=("on", "off", "auto")),
+        "tls": tls_option(),
     }
 
     def server_args(self, target, *, app, host, port):
