@@ -2,10 +2,14 @@
 
     asgi.py, rsgi.py, wsgi.py   the fixture apps behind wrappers/proxies that each break one interface rule,
                                 loaded as ``tests.broken.<interface>:<break>`` (``:control`` breaks nothing)
-    server.py                   a small stdlib HTTP/1.1 server for WSGI apps: correct by default,
+    server.py (+ gateway.py)    a small stdlib HTTP/1.1 server for WSGI apps: correct by default,
                                 ``--break NAME`` violates one wire rule
+    proxy.py                    a relay in front of a real server that corrupts one thing the server's own
+                                protocol layer sends (WebSocket closing handshake, HTTP/2 preface)
     pick.py                     pytest plugin: run only the (check, target) pairs a broken run needs
     runs.py                     batches of conformance subprocesses against broken targets and controls
+    chunks.py                   a helper the ASGI and RSGI breaks share
 
-``tests/conformance/test_checks_can_fail.py`` holds the table: area, break, checks that must fail.
+``tests/conformance/test_checks_can_fail.py`` holds the table: area, how it is served, break, checks that
+must fail (and pass on the unbroken control).
 """

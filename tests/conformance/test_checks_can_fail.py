@@ -1,16 +1,18 @@
 """Every conformance area can fail: a deliberately broken app or server makes the right check fail.
 
 Each row of ``ROWS`` names an area (a ``conformance/test_<area>.py`` file), how the broken behaviour is
-served (``VIAS``), the break (an entry of ``tests/broken/{asgi,rsgi,wsgi}.py`` BREAKS or of the broken
-HTTP/1.1 server's BREAKS) and the checks that must fail because of it. The same checks must *pass* on
-the control: the same server and wrapper machinery with nothing broken. A check that passes while the
-behaviour it checks is broken cannot fail, and that is a defect.
+served (``VIAS``: an app wrapper under uvicorn or granian, the stdlib server of ``tests/broken/server.py``,
+or the relay of ``tests/broken/proxy.py`` in front of a real server), the break (a name in that via's
+``BREAKS``) and the checks that must fail because of it. The same checks must *pass* on the control: the
+same server and wrapper machinery with nothing broken. A check that passes while the behaviour it checks
+is broken cannot fail, and that is a defect.
 
-Adding an area is adding a row. ``test_every_area_has_a_row`` fails when a conformance file has neither
-a row nor an entry in ``UNCOVERED`` saying why it cannot have one.
+Adding an area is adding a row. ``test_every_area_has_a_row`` fails when a committed conformance file has
+neither a row nor an entry in ``UNCOVERED`` saying why it cannot have one.
 
 All runs happen once per session, batched into a few parallel conformance subprocesses
-(``tests/broken/runs.py``); each row then only reads its outcomes.
+(``tests/broken/runs.py``, ``GATECHECK_CAN_FAIL_WORKERS`` at a time); each row then only reads its outcomes.
+A failing row shows what the check said on the broken target and the tail of that conformance run.
 """
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ VIAS = {
                                "--app tests.broken.wsgi:{break}"),
     "wire": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} --break {break}",
                 control="none"),
+    # granian with the suite's test certificate (tls=on's command line), serving a broken WSGI app over TLS
+    "wsgi-tls": Via("wsgi", "{python} -m granian --interface wsgi --host {host} --port {port} --http 1 "
+                            "--ssl-certificate {tls_cert} --ssl-keyfile {tls_key} tests.broken.wsgi:{break}",
+                    features="tls"),
     # a relay in front of a real server, corrupting what the server's own protocol layer sends
     "ws-proxy": Via("asgi", "{python} -m tests.broken.proxy --port {port} --break {break} -- "
                             "{python} -m uvicorn --port @PORT@ fixtures.apps.asgi:app", features="websockets",
@@ -57,6 +63,7 @@ VIAS = {
 #: where each via's breaks are defined
 CATALOGUES = {"asgi": asgi.BREAKS, "asgi-granian": asgi.BREAKS, "asgi-h2": asgi.BREAKS, "rsgi": rsgi.BREAKS,
               "rsgi-h2": rsgi.BREAKS, "wsgi": wsgi.BREAKS, "wsgi-stdlib": wsgi.BREAKS, "wire": server.BREAKS,
+              "wsgi-tls": wsgi.BREAKS,
               "ws-proxy": proxy.BREAKS, "h2-proxy": proxy.BREAKS}
 
 
@@ -344,6 +351,8 @@ ROWS = [
         ("test_burst_of_200_pipelined_requests_is_answered_in_order",), wait=6),
     Row("robustness", "asgi", "leaks_a_mebibyte_per_request",
         ("test_burst_of_200_pipelined_requests_is_answered_in_order",), wait=6),
+    # TLS listeners (the ALPN and version checks are the TLS layer's own; the app's view can be broken)
+    Row("tls", "wsgi-tls", "url_scheme_http", ("test_wsgi_url_scheme_is_https",)),
 ]
 
 #: conformance areas without a row, and why none can be written (yet)
