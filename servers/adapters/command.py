@@ -3,9 +3,10 @@
     --server-cmd "myserver --port {port} {app}" --interface asgi
 
 Placeholders: ``{app}`` (``module:attribute`` of the fixture app), ``{host}``, ``{port}``, ``{interface}``,
-``{python}`` (the interpreter). The template is split like a shell command line (no shell runs it).
+``{python}`` (the interpreter), and ``{tls_cert}``/``{tls_key}`` (the launcher's certificate and key). The template is split like a shell command line (no shell runs it).
 Capabilities beyond HTTP/1.1 are declared with ``features=h2c,websockets,lifespan`` because a command
-line says nothing about them.
+line says nothing about them; ``features=tls`` means the command listens with TLS (its readiness probe
+speaks TLS, and the template should pass ``{tls_cert}``/``{tls_key}`` to the server).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from ..errors import TargetError
 from ..target import INTERFACES
 from ._base import Adapter, Launch, Option
 
-_PLACEHOLDERS = ("app", "host", "port", "interface", "python")
+_PLACEHOLDERS = ("app", "host", "port", "interface", "python", "tls_cert", "tls_key")
 
 
 class CommandAdapter(Adapter):
@@ -79,13 +80,21 @@ class CommandAdapter(Adapter):
             **{f: True for f in declared if f != "http1"},
         )
 
+    def uses_tls(self, target):
+        return "tls" in self._features(target)
+
     def launch(self, target, *, app, host, port, python, tls=None):
-        values = {"app": app, "host": host, "port": port, "interface": target.interface, "python": python}
+        uses_tls = self.uses_tls(target)
+        if uses_tls and not (tls and len(tls) == 2 and all(tls)):
+            raise TargetError(f"{target} declares tls: launch it with tls=(certificate path, key path)")
+        cert, key = (str(tls[0]), str(tls[1])) if uses_tls else ("", "")
+        values = {"app": app, "host": host, "port": port, "interface": target.interface, "python": python,
+                  "tls_cert": cert, "tls_key": key}
         argv = [part.format(**values) for part in shlex.split(target.option("cmd"))]
         extra = target.option("args")
         if extra:
             argv += shlex.split(extra)
-        return Launch(argv=argv, env={}, probe_http2=(target.http == "h2"))
+        return Launch(argv=argv, env={}, probe_http2=(target.http == "h2"), tls=uses_tls)
 
     def version(self, python=None):
         return None

@@ -233,6 +233,7 @@ BREAKS = {
     "path_info_utf8": _on_environ(_put("PATH_INFO", _path_info_utf8)),
     "wsgi_version_list": _on_environ(_put("wsgi.version", lambda v: [1, 0])),
     "url_scheme_https": _on_environ(_put("wsgi.url_scheme", lambda v: "https")),
+    "url_scheme_http": _on_environ(_put("wsgi.url_scheme", lambda v: "http")),
     "run_once_true": _on_environ(_put("wsgi.run_once", lambda v: True)),
     "remote_addr_missing": _on_environ(lambda env: env.pop("REMOTE_ADDR", None)),
     "content_type_also_http": _on_environ(lambda env: env.update(HTTP_CONTENT_TYPE=env.get("CONTENT_TYPE", ""))),

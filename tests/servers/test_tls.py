@@ -131,3 +131,14 @@ def test_cleartext_probe_does_not_pass_a_tls_listener():
         assert ok is False
     finally:
         srv.close()
+
+
+def test_command_adapter_with_feature_tls_fills_the_certificate_placeholders():
+    launch = launch_of("command:wsgi?cmd=srv+--port+{port}+--cert+{tls_cert}+--key+{tls_key}+{app}&features=tls")
+    assert launch.argv == ["srv", "--port", "8123", "--cert", CERT, "--key", KEY, APPS["wsgi"]]
+    assert launch.tls is True
+    adapter, target = resolve("command:wsgi?cmd=srv+--port+{port}+{app}&features=tls")
+    assert adapter.target_capabilities(target).tls is True
+    with pytest.raises(TargetError, match="tls=\\(certificate path, key path\\)"):
+        launch_of("command:wsgi?cmd=srv+--port+{port}+{app}&features=tls", tls=None)
+    assert launch_of("command:wsgi?cmd=srv+--port+{port}+{app}").tls is False

@@ -1,0 +1,221 @@
+"""TLS for the checks: handshakes with chosen ALPN offers and versions, HTTP/1 and HTTP/2 over TLS.
+
+    info = handshake(server, ["h2", "http/1.1"])      # HandshakeInfo, or HandshakeInfo.refused
+    resp = tls_exchange(server, build_request(...))   # an http1.Exchange read from the TLS stream
+    with TlsH2Client(server) as c: ...                # conformance.h2client over TLS (ALPN h2, :scheme https)
+
+Rules of this module:
+
+1. The client trusts exactly the suite's test certificate (``fixtures.TLS_CERT``) and checks the name
+   (127.0.0.1 is an IP subjectAltName of it): a server presenting another certificate fails loudly.
+2. Every socket operation has the caller's timeout, as in ``http1.py``; a TLS read that ends without a
+   close_notify counts as the peer closing, as a TCP FIN does in cleartext.
+3. A refused handshake (an alert, or the connection closed during it) is an outcome, not an error: the
+   checks about what a server must refuse look at it.
+"""
+from __future__ import annotations
+
+import socket
+import ssl
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import fixtures
+
+from .h2client import H2Client
+from .http1 import Connection, Exchange
+
+__all__ = ["HandshakeInfo", "handshake", "tls_context", "tls_connect", "tls_exchange", "TlsConnection",
+           "TlsH2Client", "iana_cipher_id", "TLS_VERSIONS", "client_can_offer_old_tls"]
+
+#: ssl's version names -> the TLS wire versions the ASGI tls extension uses
+TLS_VERSIONS = {"TLSv1": 0x0301, "TLSv1.1": 0x0302, "TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
+
+
+def tls_context(alpn=None, *, max_version: ssl.TLSVersion | None = None) -> ssl.SSLContext:
+    """A client context trusting the test certificate; ``max_version`` below 1.2 also opens the floor."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(fixtures.TLS_CERT)
+    if alpn:
+        ctx.set_alpn_protocols(list(alpn))
+    if max_version is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            if max_version < ssl.TLSVersion.TLSv1_2:
+                ctx.minimum_version = ssl.TLSVersion.TLSv1
+                ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+            ctx.maximum_version = max_version
+    return ctx
+
+
+@dataclass
+class HandshakeInfo:
+    """What one handshake negotiated (``error`` set when the server refused it)."""
+
+    alpn: str | None = None
+    version: str | None = None
+    cipher: str | None = None
+    cipher_id: int | None = None
+    peer_cert_der: bytes | None = None
+    error: str = ""
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.error)
+
+    def describe(self) -> str:
+        if self.refused:
+            return f"handshake refused ({self.error})"
+        return f"{self.version}, cipher {self.cipher}, ALPN {self.alpn!r}"
+
+
+def _info(sock: ssl.SSLSocket, ctx: ssl.SSLContext) -> HandshakeInfo:
+    name, _proto, _bits = sock.cipher()
+    return HandshakeInfo(alpn=sock.selected_alpn_protocol(), version=sock.version(), cipher=name,
+                         cipher_id=iana_cipher_id(ctx, name), peer_cert_der=sock.getpeercert(binary_form=True))
+
+
+def iana_cipher_id(ctx: ssl.SSLContext, name: str) -> int | None:
+    """The 16-bit IANA value of an OpenSSL cipher name (OpenSSL's ids are 0x0300XXXX)."""
+    for entry in ctx.get_ciphers():
+        if entry.get("name") == name:
+            return entry["id"] & 0xFFFF
+    return None
+
+
+@contextmanager
+def tls_connect(address: tuple, alpn=None, *, timeout: float = 5.0, max_version=None):
+    """Yield (SSL socket, HandshakeInfo) for one connection; raises ssl.SSLError/OSError if refused."""
+    ctx = tls_context(alpn, max_version=max_version)
+    with socket.create_connection(address, timeout=timeout) as raw:
+        raw.settimeout(timeout)
+        with ctx.wrap_socket(raw, server_hostname=address[0]) as sock:
+            sock.settimeout(timeout)
+            yield sock, _info(sock, ctx)
+
+
+def handshake(server, alpn=None, *, timeout: float = 5.0, max_version=None) -> HandshakeInfo:
+    """One handshake offering ``alpn``; what it negotiated, or why it was refused.
+
+    A certificate the client cannot verify is a harness/server setup fault and raises."""
+    try:
+        with tls_connect(server.address, alpn, timeout=timeout, max_version=max_version) as (_sock, info):
+            return info
+    except ssl.SSLCertVerificationError:
+        raise
+    except (ssl.SSLError, ConnectionError) as exc:
+        return HandshakeInfo(error=f"{type(exc).__name__}: {exc}")
+
+
+class _TlsStream:
+    """An SSL socket whose reads return b"" when the peer ends TLS, with or without close_notify."""
+
+    def __init__(self, sock: ssl.SSLSocket) -> None:
+        self._sock = sock
+
+    def recv(self, size: int) -> bytes:
+        try:
+            return self._sock.recv(size)
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+            return b""
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
+class TlsConnection(Connection):
+    """``http1.Connection`` over TLS (ALPN ``http/1.1``): same reads, same deadlines."""
+
+    def __init__(self, address: tuple, timeout: float = 5.0, alpn=("http/1.1",)) -> None:
+        self.timeout = timeout
+        ctx = tls_context(alpn)
+        raw = socket.create_connection(address, timeout=timeout)
+        raw.settimeout(timeout)
+        try:
+            sock = ctx.wrap_socket(raw, server_hostname=address[0])
+        except BaseException:
+            raw.close()
+            raise
+        sock.settimeout(timeout)
+        self.info = _info(sock, ctx)
+        self.sock = _TlsStream(sock)
+        self.buffer = b""
+        self.closed = False
+
+
+def tls_exchange(server, data: bytes, *, count: int = 1, methods=(), timeout: float = 5.0) -> tuple:
+    """Send ``data`` over a fresh TLS connection; (Exchange, HandshakeInfo)."""
+    with TlsConnection(server.address, timeout) as conn:
+        conn.send(data)
+        result: Exchange = conn.read_responses(count, methods=methods)
+        return result, conn.info
+
+
+class TlsH2Client(H2Client):
+    """``H2Client`` over TLS with ALPN ``h2``; requests carry ``:scheme https``."""
+
+    def __init__(self, server, *, timeout: float = 5.0, **kwargs) -> None:
+        self.info: HandshakeInfo | None = None
+        super().__init__(server.address, authority=server.authority, timeout=timeout, **kwargs)
+
+    def connect(self, *, preface: bool = True) -> None:
+        ctx = tls_context(["h2"])
+        raw = socket.create_connection(self.address, timeout=self.timeout)
+        raw.settimeout(self.timeout)
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            sock = ctx.wrap_socket(raw, server_hostname=self.address[0])
+        except BaseException:
+            raw.close()
+            raise
+        sock.settimeout(self.timeout)
+        self.info = _info(sock, ctx)
+        self.sock = _TlsStream(sock)
+        if self.info.alpn != "h2":
+            raise AssertionError(f"ALPN h2 offered alone, the server negotiated {self.info.describe()}")
+        if preface:
+            self.conn.initiate_connection()
+            self.flush()
+
+    def request_headers(self, method, path, headers=(), *, scheme: str = "https", authority=None) -> list:
+        return super().request_headers(method, path, headers, scheme=scheme, authority=authority)
+
+
+def client_can_offer_old_tls(timeout: float = 5.0) -> bool:
+    """Whether this client can negotiate TLS 1.1 at all (against a local stdlib server that allows it);
+    a check that a server refuses TLS 1.1 means nothing if the client never offers it."""
+    import threading
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server_ctx.load_cert_chain(fixtures.TLS_CERT, fixtures.TLS_KEY)
+        server_ctx.minimum_version = ssl.TLSVersion.TLSv1
+        server_ctx.maximum_version = ssl.TLSVersion.TLSv1_1
+        server_ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(timeout)
+
+    def serve() -> None:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        conn.settimeout(timeout)
+        try:
+            with server_ctx.wrap_socket(conn, server_side=True):
+                pass
+        except OSError:
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        with tls_connect(listener.getsockname(), timeout=timeout, max_version=ssl.TLSVersion.TLSv1_1) as (_s, info):
+            return info.version == "TLSv1.1"
+    except OSError:
+        return False
+    finally:
+        listener.close()
+        thread.join(timeout)
