@@ -139,7 +139,7 @@ def start_server(
         chosen = port if port is not None else free_port(host)
         launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter, tls=tls)
         env_for_server = {**child_env, **launch.env}
-        log_path = log_dir / f"{target.id.replace(':', '_')}-{chosen}.log"
+        log_path = log_dir / f"{_log_stem(target)}-{chosen}.log"
         proc = ServerProcess(launch.argv, log_path=log_path, env=env_for_server, cwd=str(REPO_ROOT), cpus=cpus)
         try:
             probe = probe_for(launch.probe_http2, launch.tls)
@@ -168,6 +168,16 @@ def start_server(
         )
     assert last_error is not None
     raise last_error
+
+
+def _log_stem(target: Target) -> str:
+    """A file-name-safe stem for the target's log; long ids (a long --server-cmd) are cut and hashed."""
+    stem = target.id.replace(":", "_")
+    if len(stem) > 80:
+        import hashlib
+
+        stem = f"{stem[:64]}-{hashlib.sha1(stem.encode()).hexdigest()[:12]}"
+    return stem
 
 
 def _looks_like_port_clash(log_tail: str) -> bool:

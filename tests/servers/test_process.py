@@ -156,3 +156,42 @@ def test_a_missing_interpreter_is_a_clear_target_error():
     with pytest.raises(TargetError) as info:
         python_for(Target.parse("granian:asgi?python=/no/such/python"))
     assert "/no/such/python" in str(info.value)
+
+
+def test_a_long_command_template_gets_a_short_log_file_name(tmp_path):
+    long_flag = "--" + "x" * 300
+    target = command("http_server.py").with_options(args=long_flag)
+    with start_server(Target(target.server, target.interface, target.http,
+                             tuple((k, v) for k, v in target.options if k != "args")
+                             + (("name", "y" * 250),)), app="x:y", log_dir=tmp_path) as srv:
+        assert len(srv.log_path.name) < 120
+
+
+def test_the_h2_probe_reads_raw_frames_so_a_rule_breaking_server_still_counts_as_up():
+    """A server whose SETTINGS the h2 library would reject (ENABLE_PUSH=1 from a server) is still ready."""
+    import threading
+
+    from servers.probe import h2_probe
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(5)
+            conn.recv(65536)
+            settings = (6).to_bytes(3, "big") + b"\x04\x00" + (0).to_bytes(4, "big") + b"\x00\x02" + (1).to_bytes(4, "big")
+            headers_block = b"\x88"  # :status 200 (static table index 8)
+            headers = len(headers_block).to_bytes(3, "big") + b"\x01\x05" + (1).to_bytes(4, "big") + headers_block
+            conn.sendall(settings + headers)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        assert h2_probe("127.0.0.1", port, 5.0) is True
+    finally:
+        thread.join(timeout=5)
+        listener.close()
