@@ -479,6 +479,7 @@ BREAKS = {
     "scope_bytes_key": _on_scope(_bytes_key),
     "method_lower": _on_scope(_set("method", str.lower)),
     "scheme_https": _on_scope(lambda s: s.update(scheme="https")),
+    "scheme_http": _on_scope(lambda s: s.update(scheme="http")),
     "path_not_decoded": _on_scope(lambda s: s.update(path=bytes(s["raw_path"]).decode("latin-1"))),
     "raw_path_short": _on_scope(_set("raw_path", lambda v: bytes(v)[:-1])),
     "query_string_str": _on_scope(_set("query_string", lambda v: bytes(v).decode("latin-1"))),

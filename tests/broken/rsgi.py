@@ -299,6 +299,7 @@ BREAKS = {
     "http_version_1_0": Broken(scope=_scope_with(http_version=lambda v, s: "1.0" if v == "1" else v)),
     "http_version_2_as_1_1": Broken(scope=_scope_with(http_version=lambda v, s: "1.1" if v == "2" else v)),
     "scheme_https": Broken(scope=_scope_with(scheme=lambda v, s: "https")),
+    "scheme_http": Broken(scope=_scope_with(scheme=lambda v, s: "http")),
     "path_with_query": Broken(scope=_scope_with(path=_path_with_query)),
     "server_port_off_by_one": Broken(scope=_scope_with(server=_port_plus_one)),
     "method_lower": Broken(scope=_scope_with(method=lambda v, s: v.lower())),

@@ -50,6 +50,12 @@ VIAS = {
     "wsgi-tls": Via("wsgi", "{python} -m granian --interface wsgi --host {host} --port {port} --http 1 "
                             "--ssl-certificate {tls_cert} --ssl-keyfile {tls_key} tests.broken.wsgi:{break}",
                     features="tls"),
+    "asgi-tls": Via("asgi", "{python} -m uvicorn --host {host} --port {port} --no-access-log "
+                            "--ssl-certfile {tls_cert} --ssl-keyfile {tls_key} tests.broken.asgi:{break}",
+                    features="tls"),
+    "rsgi-tls": Via("rsgi", "{python} -m granian --interface rsgi --host {host} --port {port} --http 1 "
+                            "--ssl-certificate {tls_cert} --ssl-keyfile {tls_key} tests.broken.rsgi:{break}",
+                    features="tls"),
     # a relay in front of a real server, corrupting what the server's own protocol layer sends
     "ws-proxy": Via("asgi", "{python} -m tests.broken.proxy --port {port} --break {break} -- "
                             "{python} -m uvicorn --port @PORT@ fixtures.apps.asgi:app", features="websockets",
@@ -63,7 +69,7 @@ VIAS = {
 #: where each via's breaks are defined
 CATALOGUES = {"asgi": asgi.BREAKS, "asgi-granian": asgi.BREAKS, "asgi-h2": asgi.BREAKS, "rsgi": rsgi.BREAKS,
               "rsgi-h2": rsgi.BREAKS, "wsgi": wsgi.BREAKS, "wsgi-stdlib": wsgi.BREAKS, "wire": server.BREAKS,
-              "wsgi-tls": wsgi.BREAKS,
+              "wsgi-tls": wsgi.BREAKS, "asgi-tls": asgi.BREAKS, "rsgi-tls": rsgi.BREAKS,
               "ws-proxy": proxy.BREAKS, "h2-proxy": proxy.BREAKS}
 
 
@@ -353,6 +359,8 @@ ROWS = [
         ("test_burst_of_200_pipelined_requests_is_answered_in_order",), wait=6),
     # TLS listeners (the ALPN and version checks are the TLS layer's own; the app's view can be broken)
     Row("tls", "wsgi-tls", "url_scheme_http", ("test_wsgi_url_scheme_is_https",)),
+    Row("tls", "asgi-tls", "scheme_http", ("test_asgi_scheme_is_https",)),
+    Row("tls", "rsgi-tls", "scheme_http", ("test_rsgi_scheme_is_https",)),
 ]
 
 #: conformance areas without a row, and why none can be written (yet)
