@@ -60,4 +60,8 @@ def targets_from_options(servers: list, server_cmd: str | None, interface: str |
 
 def _session_target(target: Target) -> SessionTarget:
     adapter, resolved = resolve(target)
+    if not resolved.interface:
+        # e.g. robyn: a framework with its own server and app, there for load profiles only
+        raise TargetError(f"{target}: {adapter.name} serves no asgi/rsgi/wsgi app, so no check applies to it "
+                          f"({adapter.description})")
     return SessionTarget(resolved, adapter.target_capabilities(resolved))

@@ -246,7 +246,8 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
                     done += len(_case_concurrencies(item.case, opts))
                 continue
             interface = resolved.interface
-            app_spec = app or f"fixtures.apps.{interface}:app"
+            # a framework adapter (robyn) has no interface and runs its own app unless the case names one
+            app_spec = app or getattr(_adapter, "own_app", "") or f"fixtures.apps.{interface}:app"
             target_h2 = resolved.http == "h2"
             try:
                 srv = start_server(resolved, app=app_spec, log_dir=out_dir / "logs", env=dict(env_items),
@@ -275,6 +276,7 @@ def _run_case(item, srv, opts, method, pin, oha, target_h2, out_dir, versions, r
     case = item.case
     http2 = target_h2 or case.http2
     concs = _case_concurrencies(case, opts)
+    versions = {**versions, **_needed_versions(case, srv.python)}
     common = dict(versions=versions, repeat=repeat, target_resolved=str(srv.target))
     try:
         spec = lookup_route(case.route).resolve()
@@ -327,6 +329,18 @@ def _run_case(item, srv, opts, method, pin, oha, target_h2, out_dir, versions, r
         if not srv.alive():
             break
     return done
+
+
+def _needed_versions(case: Case, python: str) -> dict:
+    """Installed versions of the packages a case ``needs`` (e.g. fastapi), as the server's interpreter sees them."""
+    from servers.adapters._base import _distribution_version
+
+    found = {}
+    for module in case.needs:
+        version = _distribution_version(python, module)
+        if version:
+            found[module] = version
+    return found
 
 
 def _describe(run: LoadRun) -> str:

@@ -29,7 +29,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         installed = f"installed {version}" if version else ("-" if not adapter.package else "not installed")
         caps = adapter.capabilities
         print(f"{name:<10} {installed:<18} {adapter.description}")
-        print(f"{'':<10} interfaces: {', '.join(sorted(caps.interfaces))}; "
+        own = getattr(adapter, "own_app", "")
+        serves = f"its own app {own}" if own and not caps.interfaces else ", ".join(sorted(caps.interfaces))
+        print(f"{'':<10} interfaces: {serves}; "
               f"http: {', '.join(caps.http_modes)} (default {adapter.default_http}); "
               f"features: {', '.join(caps.features()) or '-'}")
         if args.verbose:
@@ -47,7 +49,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .launcher import resolve, start_server
 
     _adapter, target = resolve(args.target)
-    app = args.app or _FIXTURE_APPS[target.interface]
+    app = args.app or getattr(_adapter, "own_app", "") or _FIXTURE_APPS[target.interface]
     srv = start_server(target, app=app, port=args.port, log_dir=args.log_dir, ready_timeout=args.ready_timeout)
     print(f"serving {target} ({app}) at {srv.url}  pid {srv.pid}  log {srv.log_path}")
     print("press Ctrl-C to stop")

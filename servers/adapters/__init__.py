@@ -7,11 +7,14 @@ from .daphne import DaphneAdapter
 from .granian import GranianAdapter
 from .gunicorn import GunicornAdapter
 from .hypercorn import HypercornAdapter
+from .robyn import RobynAdapter
 from .uvicorn import UvicornAdapter
 
 __all__ = [
     "Adapter", "Launch", "Option", "flag", "switch", "tls_option", "BUILTIN",
     "GranianAdapter", "UvicornAdapter", "HypercornAdapter", "GunicornAdapter", "DaphneAdapter", "CommandAdapter",
+    "RobynAdapter",
 ]
 
-BUILTIN = (GranianAdapter, UvicornAdapter, HypercornAdapter, GunicornAdapter, DaphneAdapter, CommandAdapter)
+BUILTIN = (GranianAdapter, UvicornAdapter, HypercornAdapter, GunicornAdapter, DaphneAdapter, CommandAdapter,
+           RobynAdapter)

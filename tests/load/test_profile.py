@@ -78,3 +78,14 @@ def test_python_version_and_missing_modules_skip_with_reasons():
     assert {p.skip for p in items if "rust" in p.case.label} == {"needs Python < 3.12"}
     items = plan(load_profile("json"), None, host_cores=2, importable=lambda m: False)
     assert any(p.skip == "needs fastapi (not installed)" for p in items)
+
+
+def test_json_profile_runs_the_framework_apps_on_their_servers():
+    items = {p.case.label: p for p in plan(load_profile("json"), None, host_cores=2, importable=lambda m: True)}
+    assert not any(p.skip for p in items.values())
+    assert (items["Robyn"].target, items["Robyn"].case.app) == ("robyn", "fixtures.apps.robyn_app")
+    for label, loop in (("FastAPI on uvicorn", "asyncio"), ("FastAPI on uvicorn + uvloop", "uvloop")):
+        assert items[label].target == f"uvicorn:asgi?loop={loop}"
+        assert items[label].case.app == "fixtures.apps.fastapi_app:app"
+    assert {p.case.requests for p in items.values()} == {1_000_000}
+    assert {p.case.concurrency for p in items.values()} == {(100,)}

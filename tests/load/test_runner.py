@@ -45,3 +45,11 @@ def test_a_full_target_customises_every_case():
                       target_options=(("loop", "uvloop"),))
     targets = {p.target for p in opts.planned(host_cores=2)}
     assert targets == {"granian:asgi:h1?blocking-threads=1&loop=uvloop"}
+
+
+def test_versions_of_the_packages_a_case_needs_are_recorded():
+    from load.runner import _needed_versions
+
+    case = Case(label="x", target="uvicorn:asgi", route="json", concurrency=(100,), needs=("pytest", "no_such_dist_gatecheck"))
+    found = _needed_versions(case, sys.executable)
+    assert set(found) == {"pytest"} and found["pytest"] == pytest.__version__

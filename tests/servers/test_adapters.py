@@ -103,11 +103,41 @@ def test_target_capabilities_narrow_the_server_capabilities(text, features, abse
 def test_every_adapter_declares_what_the_listing_needs():
     for name, adapter in adapters().items():
         assert adapter.name == name and adapter.description
-        assert adapter.capabilities.interfaces
-        if name != "command":
+        own_app = getattr(adapter, "own_app", "")  # a framework with its own server (robyn): no interface
+        assert adapter.capabilities.interfaces or own_app
+        if name != "command" and not own_app:
             assert adapter.default_interface in adapter.capabilities.interfaces
             assert adapter.default_http in adapter.capabilities.http_modes
             assert adapter.module and adapter.package and adapter.tox_env
+
+
+def test_robyn_runs_its_own_app_module_with_host_port_and_robyn_flags():
+    assert argv_of("robyn", "fixtures.apps.robyn_app") == [
+        "/py", "-m", "fixtures.apps.robyn_app", "--host", "127.0.0.1", "--port", "8123"]
+    argv = argv_of("robyn?processes=2&workers=3&log-level=WARN&openapi=off", "fixtures.apps.robyn_app:app")
+    assert argv[:3] == ["/py", "-m", "fixtures.apps.robyn_app"]
+    for pair in (["--processes", "2"], ["--workers", "3"], ["--log-level", "WARN"]):
+        assert _has_pair(argv, pair), (pair, argv)
+    assert "--disable-openapi" in argv
+
+
+def test_robyn_has_no_interface_and_refuses_one():
+    adapter, target = resolve("robyn")
+    assert target.interface is None and adapter.own_app == "fixtures.apps.robyn_app"
+    assert not adapter.target_capabilities(target).interfaces
+    for text, fragment in (("robyn:asgi", "its own server"), ("robyn?loop=uvloop", "no option"),
+                           ("robyn?processes=0", ">= 1")):
+        with pytest.raises(TargetError) as info:
+            resolve(text)
+        assert fragment in str(info.value), (text, info.value)
+
+
+def test_conformance_refuses_a_target_without_an_interface():
+    from conformance.targets import targets_from_options
+
+    with pytest.raises(TargetError) as info:
+        targets_from_options(["robyn"], None, None, None, None)
+    assert "no check applies" in str(info.value)
 
 
 def _has_pair(argv: list, pair: list) -> bool:
