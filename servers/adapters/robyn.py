@@ -19,6 +19,10 @@ Why this adapter looks different from the others:
 
 Options map to Robyn 0.88's own flags. Unset, Robyn keeps its defaults: 1 process, 1 worker, log level
 INFO (it logs at start-up, not per request), its OpenAPI routes on.
+
+Stopping: with 1 process, Robyn 0.88 shuts its actix server down on SIGTERM but the Python process stays
+alive, so a stop takes the launcher's grace period and ends with SIGKILL (the server log says so); with
+``processes=2`` or more the parent kills its children and exits 0.
 """
 from __future__ import annotations
 
