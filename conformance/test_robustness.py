@@ -234,12 +234,17 @@ def test_idle_kept_alive_connections_do_not_stop_service(server, usage):
     """POLICY: 200 connections that were each served once and stay open (keep-alive) do not stop a new
     client from being served."""
     conns = []
+    deadline = time.monotonic() + 30.0  # one bound for the whole check, never 200 × the socket timeout
     try:
-        for _ in range(200):
-            conn = Connection(server.address, 5.0)
+        for n in range(200):
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"opening and serving {n} kept-alive connections took over 30 s"
+            conn = Connection(server.address, min(5.0, remaining))
             conns.append(conn)
             conn.send(request(server))
-            conn.read_responses(1)
+            got = conn.read_responses(1, timeout=min(5.0, remaining))
+            assert got.final, (f"with {n} connections served once and kept alive, connection {n + 1} got no "
+                               f"response within {min(5.0, remaining):.1f} s ({describe(got)})")
         _served_promptly(server)
     finally:
         for conn in conns:
