@@ -24,7 +24,7 @@ from .client import decode_probe
 from .http1 import Connection, build_request
 from .markers import interfaces, spec
 from .scripted import script_target
-from .wire import app_view, assert_serves, deliver, describe, request
+from .wire import app_view, assert_serves, deliver, describe, request, says_close
 
 MiB = 1 << 20
 RSS_MARGIN = 128 * MiB   # resident growth that stays after settling and counts as a leak
@@ -299,7 +299,8 @@ def test_ten_mebibyte_body_is_echoed_or_refused(server, usage):
 
 @spec("RFC 9112 §9.3.2", "MUST")
 def test_burst_of_200_pipelined_requests_is_answered_in_order(server, usage):
-    """200 requests pipelined in one write (GET, POST with a body, GET of 1 KiB) are all answered, in order."""
+    """200 requests pipelined in one write (GET, POST with a body, GET of 1 KiB) are all answered, in order
+    (a server without persistent connections may answer the first ones and close, saying so: §9.3, §9.6)."""
     parts, expected, methods = [], [], []
     for i in range(200):
         kind = i % 3
@@ -320,7 +321,10 @@ def test_burst_of_200_pipelined_requests_is_answered_in_order(server, usage):
         conn.send(b"".join(parts))
         ex = conn.read_responses(200, methods=methods, timeout=15.0)
     finals = ex.final
-    assert len(finals) == 200, f"{len(finals)} of 200 pipelined requests answered: {describe(ex)}"
+    if len(finals) < 200:
+        assert finals and says_close(finals[-1]) and ex.closed, (
+            f"{len(finals)} of 200 pipelined requests answered, without Connection: close and a close: "
+            f"{describe(ex)}")
     for n, (resp, want) in enumerate(zip(finals, expected)):
         assert resp.status == 200, f"response {n}: {resp.status}"
         if want is not None:
