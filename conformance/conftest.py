@@ -93,12 +93,12 @@ def pytest_generate_tests(metafunc):
     for st in metafunc.config.stash[_TARGETS]:
         if st.interface not in wanted:
             continue
+        if st.capabilities.tls and "tls" not in needed:
+            # A tls=on listener speaks only TLS and checks that do not ask for "tls" speak cleartext: they do
+            # not apply to it (like a check of another interface), rather than being "not supported".
+            continue
         missing = st.capabilities.missing(*needed) if needed else []
         marks = [pytest.mark.skip(reason=f"{UNSUPPORTED_PREFIX} {st.target} lacks {', '.join(missing)}")] if missing else []
-        if not missing and st.capabilities.tls and "tls" not in needed:
-            # A tls=on listener speaks only TLS; checks that do not ask for "tls" speak cleartext to it.
-            marks = [pytest.mark.skip(reason=f"{UNSUPPORTED_PREFIX} {st.target} listens with TLS; "
-                                             "this check speaks cleartext")]
         params.append(pytest.param(st, id=st.id, marks=marks))
     if not params:
         params = [pytest.param(None, id="no-target", marks=pytest.mark.gatecheck_not_applicable)]
