@@ -23,7 +23,7 @@ import struct
 import time
 from dataclasses import dataclass
 
-from .http1 import ParseError, Response, parse_responses
+from .http1 import Connection, ParseError, Response, parse_responses
 
 __all__ = ["GUID", "OP_CONT", "OP_TEXT", "OP_BINARY", "OP_CLOSE", "OP_PING", "OP_PONG", "EOF", "TIMEOUT",
            "Frame", "WSConnection", "Handshake", "accept_for", "new_key", "handshake_request", "encode_frame",
@@ -169,23 +169,18 @@ class Handshake:
         return self.response.header_all(name) if self.response is not None else []
 
 
-class WSConnection:
-    """One TCP connection speaking raw WebSocket after the handshake, with a deadline on every read."""
+class WSConnection(Connection):
+    """One TCP connection speaking raw WebSocket after the handshake, with a deadline on every read.
+
+    Opening, sending and closing are http1.Connection's; reading is its own (frames, not responses)."""
 
     def __init__(self, address: tuple, timeout: float = 5.0) -> None:
-        self.timeout = timeout
-        self.sock = socket.create_connection(address, timeout=timeout)
-        self.sock.settimeout(timeout)
-        self.buffer = b""
-        self.closed = False
+        super().__init__(address, timeout)
         self.handshake: Handshake | None = None
         self.controls: list = []     # control frames read_message() stepped over
         self.data_frames: list = []  # data frames read_message() consumed
 
     # -- bytes ------------------------------------------------------------------------------------
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
 
     def try_send(self, data: bytes) -> bool:
         """Send, reporting False instead of raising when the server already closed the connection."""
@@ -346,24 +341,12 @@ class WSConnection:
                 return False
         return True
 
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
     def abort(self) -> None:
         """Drop the TCP connection with a reset (SO_LINGER 0), no Close frame."""
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         except OSError:
             pass
-        self.close()
-
-    def __enter__(self) -> WSConnection:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
