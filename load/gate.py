@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import benchjson
+from .pinning import cpu_times
 from .stats import Decision, Verdict, decide, estimate_ratio, stability_warnings
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "run_gate", "render_markdown",
@@ -60,6 +61,16 @@ METRICS: Dict[str, Tuple[str, bool, str]] = {
     "rps": ("rps", True, "RPS"),
     "p99": ("p99_ms", False, "p99 latency"),
     "cpu": ("cpu_us_per_request", False, "server CPU per request"),
+}
+
+
+#: How the summary names each statistic of :data:`load.stats.STATISTICS`.
+STATISTIC_LABELS: Dict[str, str] = {
+    "pair-median": "median of the per-pair ratios",
+    "geomean": "geometric mean of the per-pair ratios",
+    "hl": "Hodges-Lehmann estimate of the per-pair ratios",
+    "mean": "ratio of the means",
+    "median": "ratio of the medians",
 }
 
 
@@ -158,12 +169,12 @@ class GateOptions:
     cases: Tuple[GateCase, ...]
     threshold: float = 0.05
     pairs: int = 10
-    max_pairs: int = 16
+    max_pairs: int = 24
     budget: float = 240.0
     duration: float = 2.0
     warmup: float = 0.5
     confidence: float = 0.95
-    statistic: str = "geomean"
+    statistic: str = "pair-median"
     seed: int = 0
     head_cost_us: float = 0.0
     fail_on: Tuple[str, ...] = ("cpu",)
@@ -479,15 +490,22 @@ def run_gate(
                 for position, side in enumerate(order):
                     srv = servers[(case.name, side)]
                     pid = getattr(srv, "pid", None)
-                    cpu0 = tree_cpu_ns(pid)
+                    cpu0, box0 = tree_cpu_ns(pid), cpu_times(server_cpus) if server_cpus else None
                     run = measure_fn(srv, routes[case.route], case.concurrency, opts.duration, http2=case.http2, **kwargs)
-                    cpu1 = tree_cpu_ns(pid)
+                    cpu1, box1 = tree_cpu_ns(pid), cpu_times(server_cpus) if server_cpus else None
                     if run.result.all_failed:
                         raise GateError(f"{side.upper()} answered no request with 2xx on {case.name} in pair {pair + 1}; "
                                         f"server log tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
                     rec = _run_record(run, case, pair, side, position)
                     if cpu0 is not None and cpu1 is not None and cpu1 > cpu0:
                         rec["server_cpu_ns"] = cpu1 - cpu0
+                    if box0 is not None and box1 is not None:
+                        # Diagnostic only (never used in a verdict): what else ran on the server's CPUs.
+                        used = box1 - box0
+                        own = rec.get("server_cpu_ns", 0) / 1e9 or run.server_cpu_seconds
+                        rec["server_cpus_busy_seconds"] = round(used.busy, 3)
+                        rec["foreign_cpu_seconds"] = round(max(0.0, used.busy - own), 3)
+                        rec["steal_seconds"] = round(used.steal, 3)
                     rec["gate_seconds"] = round(clock() - t0, 3)  # when this run ended, from the gate's start
                     result.runs.append(rec)
                     with open(stream, "a", encoding="utf-8") as f:  # a crash keeps every finished run
@@ -570,7 +588,7 @@ def render_markdown(result: GateResult) -> str:
               f"- {result.pairs} pairs; each pair runs BASE and HEAD back to back in random order (seed {opts.seed}), "
               f"{opts.duration:g} s per run after a {opts.warmup:g} s warm-up, fresh server processes "
               + ("every pair" if opts.restart_every == 1 else f"every {opts.restart_every} pairs" if opts.restart_every else "once"),
-              f"- values are medians over the pairs; head/base is the {opts.statistic} of per-pair ratios; intervals are "
+              f"- values are medians over the pairs; head/base is the {STATISTIC_LABELS.get(opts.statistic, opts.statistic)}; intervals are "
               f"percentile bootstraps over pairs ({opts.resamples:,} resamples)",
               f"- regression = whole interval on the worse side of 1 and the change ≥ {opts.threshold:.0%}; "
               f"inconclusive = interval wider than {opts.threshold:.0%}",
@@ -661,17 +679,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="smallest slowdown that fails the gate, e.g. '5%%' (default 5%%)")
     parser.add_argument("--pairs", type=_at_least(8, "--pairs"), default=10,
                         help="pairs before the gate may stop (at least 8; default 10)")
-    parser.add_argument("--max-pairs", type=_at_least(8, "--max-pairs"), default=16,
-                        help="stop after this many pairs even if an interval is still wide (default 16, about 2 min; "
-                             "more pairs narrow the intervals as 1/sqrt(n) on a noisy machine)")
+    parser.add_argument("--max-pairs", type=_at_least(8, "--max-pairs"), default=24,
+                        help="stop after this many pairs even if an interval is still wide (default 24, about 2.5 min "
+                             "here; more pairs narrow the intervals as 1/sqrt(n) on a noisy machine)")
     parser.add_argument("--budget", type=_positive(float), default=240.0,
                         help="seconds of measuring after which no new pair starts (default 240)")
     parser.add_argument("--duration", type=_positive(float), default=2.0, help="seconds per measured run (default 2)")
     parser.add_argument("--warmup", type=_non_negative_float, default=0.5,
                         help="seconds of unrecorded load after each server start (default 0.5)")
     parser.add_argument("--confidence", type=_confidence, default=0.95, help="interval coverage (default 95%%)")
-    parser.add_argument("--statistic", choices=sorted(STATISTICS), default="geomean",
-                        help="how pairs combine into one ratio (default geomean of per-pair ratios)")
+    parser.add_argument("--statistic", choices=sorted(STATISTICS), default="pair-median",
+                        help="how pairs combine into one ratio (default pair-median: the median of the per-pair "
+                             "ratios, which a few disturbed pairs barely move; geomean, hl, mean and median also; "
+                             "see docs/gate.md)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for the run order and the bootstrap (default: random, recorded in pairs.json)")
     knob = parser.add_mutually_exclusive_group()

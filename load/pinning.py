@@ -13,7 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["Pinning", "split_cpus", "available_cpus", "parse_cpu_list", "format_cpu_list"]
+__all__ = ["Pinning", "split_cpus", "available_cpus", "parse_cpu_list", "format_cpu_list", "CpuTimes", "cpu_times",
+           "parse_proc_stat"]
 
 
 @dataclass(frozen=True)
@@ -106,3 +107,52 @@ def format_cpu_list(cpus: Sequence[int] | None) -> str:
         if cpu is not None:
             start = prev = cpu
     return ",".join(runs)
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """Seconds some CPUs spent busy (any process, any mode) and stolen by the hypervisor, since boot."""
+
+    busy: float
+    steal: float
+
+    def __sub__(self, other: "CpuTimes") -> "CpuTimes":
+        return CpuTimes(self.busy - other.busy, self.steal - other.steal)
+
+
+def parse_proc_stat(text: str, cpus: Sequence[int], ticks_per_second: int) -> CpuTimes | None:
+    """Busy and steal time of ``cpus`` from the text of ``/proc/stat`` (``cpuN user nice system idle
+    iowait irq softirq steal ...``, in clock ticks); None when a CPU is missing. Busy is
+    user + nice + system + irq + softirq (guest time is already inside user)."""
+    wanted = {f"cpu{c}" for c in cpus}
+    busy = steal = 0
+    found = set()
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0] not in wanted:
+            continue
+        try:
+            user, nice, system, _idle, _iowait, irq, softirq, stolen = (int(v) for v in fields[1:9])
+        except ValueError:
+            return None
+        busy += user + nice + system + irq + softirq
+        steal += stolen
+        found.add(fields[0])
+    if found != wanted:
+        return None
+    return CpuTimes(busy / ticks_per_second, steal / ticks_per_second)
+
+
+def cpu_times(cpus: Sequence[int]) -> CpuTimes | None:
+    """Busy and steal seconds of ``cpus`` since boot (Linux ``/proc/stat``; None elsewhere).
+
+    The gate reads it around each run: the server CPUs' busy time minus the server's own CPU time is
+    the time *other* processes took on them, which tells a disturbed run from a clean one.
+    Resolution is one clock tick (10 ms).
+    """
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            text = f.read()
+        return parse_proc_stat(text, cpus, os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError):
+        return None

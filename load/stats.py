@@ -44,6 +44,7 @@ __all__ = [
     "decide",
     "estimate_ratio",
     "geomean_of_pair_ratios",
+    "hodges_lehmann_of_pair_ratios",
     "median_of_pair_ratios",
     "pair_ratios",
     "pairs_needed",
@@ -117,12 +118,33 @@ def median_of_pair_ratios(base: Sequence[float], head: Sequence[float]) -> float
     return math.exp(mid)
 
 
+def hodges_lehmann_of_pair_ratios(base: Sequence[float], head: Sequence[float]) -> float:
+    """Return the Hodges-Lehmann estimate of the per-pair ratios: ``exp`` of the median of the
+    Walsh averages ``(l_i + l_j) / 2`` (``i <= j``) of the log ratios ``l_i``.
+
+    A robust centre with the efficiency of a mean: a few pairs hit by a burst of other work move it
+    little (breakdown point 29%, against 0% for the geometric mean), yet under normal noise it is
+    95% as efficient as the mean (the median of the ratios: 64%), so it needs about as few pairs.
+    Swapping BASE and HEAD negates every log and gives exactly the reciprocal.
+    """
+    logs = [math.log(r) for r in pair_ratios(base, head)]
+    return math.exp(_walsh_median(logs))
+
+
+def _walsh_median(logs: Sequence[float]) -> float:
+    n = len(logs)
+    walsh = sorted((logs[i] + logs[j]) / 2.0 for i in range(n) for j in range(i, n))
+    m = len(walsh)
+    return walsh[m // 2] if m % 2 else (walsh[m // 2 - 1] + walsh[m // 2]) / 2.0
+
+
 #: Name -> statistic of paired samples. Each takes (base, head) and returns a HEAD/BASE ratio.
 STATISTICS: Dict[str, Callable[[Sequence[float], Sequence[float]], float]] = {
     "geomean": geomean_of_pair_ratios,
     "mean": ratio_of_means,
     "median": ratio_of_medians,
     "pair-median": median_of_pair_ratios,
+    "hl": hodges_lehmann_of_pair_ratios,
 }
 
 
@@ -182,6 +204,11 @@ def bootstrap_ci(
         for _ in range(resamples):
             pick = rng.choices(idx, k=n)
             draws.append(math.exp(math.fsum(logs[i] for i in pick) / n))
+    elif statistic == "hl":
+        logs = [math.log(h / b) for b, h in zip(base, head)]
+        for _ in range(resamples):
+            pick = rng.choices(idx, k=n)
+            draws.append(math.exp(_walsh_median([logs[i] for i in pick])))
     else:
         fn = STATISTICS[statistic]
         for _ in range(resamples):

@@ -260,7 +260,7 @@ def test_cli_rejects_bad_values_at_parse_time(argv, message, capsys):
 
 def test_cli_defaults():
     args = parse(["--base", "granian==2.8.6", "--head", "granian==2.8.7"])
-    assert (args.threshold, args.pairs, args.max_pairs, args.fail_on, args.restart_every) == (0.05, 10, 16, ("cpu",), 1)
+    assert (args.threshold, args.pairs, args.max_pairs, args.fail_on, args.restart_every) == (0.05, 10, 24, ("cpu",), 1)
 
 
 def test_cli_unknown_install_spec_is_a_clear_error_with_status_2(tmp_path, capsys):

@@ -51,3 +51,27 @@ def test_bad_cpu_lists_are_rejected_quoting_the_input(text):
 @pytest.mark.parametrize("cpus, text", [((0, 1, 2, 5), "0-2,5"), ((3,), "3"), ((), "-"), ((0, 2, 4), "0,2,4")])
 def test_cpu_lists_format_compactly(cpus, text):
     assert format_cpu_list(cpus) == text
+
+
+PROC_STAT = """cpu  900 10 300 5000 20 0 5 7 0 0
+cpu0 500 0 200 2000 10 0 3 4 0 0
+cpu1 400 10 100 3000 10 0 2 3 0 0
+intr 12345
+"""
+
+
+def test_proc_stat_busy_is_user_nice_system_irq_softirq_and_steal_apart():
+    from load.pinning import CpuTimes, parse_proc_stat
+
+    assert parse_proc_stat(PROC_STAT, [0], 100) == CpuTimes(busy=7.03, steal=0.04)
+    both = parse_proc_stat(PROC_STAT, [0, 1], 100)
+    assert both.busy == pytest.approx(7.03 + 5.12) and both.steal == pytest.approx(0.07)
+    assert parse_proc_stat(PROC_STAT, [2], 100) is None  # a CPU that is not there
+    assert (both - parse_proc_stat(PROC_STAT, [0], 100)).busy == pytest.approx(5.12)
+
+
+def test_cpu_times_reads_this_machine():
+    from load.pinning import available_cpus, cpu_times
+
+    t = cpu_times(available_cpus()[:1])
+    assert t is None or (t.busy > 0 and t.steal >= 0)
