@@ -4,19 +4,12 @@ Rules of this module:
 - Subcommands map to ``cmd_<name>`` functions through ``COMMANDS``; ``main(argv=None) -> int`` so tests call
   it in-process. Every option has ``help=``; bad values are rejected at parse time by ``type=`` callables
   that quote the value.
-- ``gate`` belongs to ``load/gate.py`` (the regression gate). This module only imports it when ``gate`` is
-  the command. Hook contract (for ``load/gate.py``):
-
-      def add_arguments(parser: argparse.ArgumentParser) -> None   # optional: the gate's own options
-      def main_from_args(args: argparse.Namespace) -> int           # required: run the gate, exit status
-
-  Without ``add_arguments``, the gate's arguments arrive unparsed in ``args.gate_argv``. Without
-  ``load/gate.py`` (or ``main_from_args``), ``gate`` prints "not available" and exits 2.
+- ``gate``'s options and its run belong to ``load/gate_cli.py`` (the regression gate's command line),
+  imported only when ``gate`` is the command, so the other commands do not pay for it.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -175,12 +168,9 @@ def cmd_list_profiles(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    gate = getattr(args, "_gate_module", None)
-    if gate is None or not hasattr(gate, "main_from_args"):
-        print("error: the regression gate is not available in this checkout (load/gate.py with "
-              "main_from_args() is missing); see issue 6", file=sys.stderr)
-        return 2
-    return int(gate.main_from_args(args))
+    from .gate_cli import main_from_args
+
+    return int(main_from_args(args))
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -193,17 +183,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 # ---- parser -----------------------------------------------------------------------------------------
 
-def _import_gate():
-    try:
-        return importlib.import_module("load.gate")
-    except ModuleNotFoundError as exc:
-        if exc.name in ("load.gate",):
-            return None
-        raise
-
-
-def build_parser(gate_module=None) -> argparse.ArgumentParser:
-    """The CLI. ``gate_module`` (``load.gate``, imported only when ``gate`` is the command) adds its options."""
+def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
+    """The CLI. ``with_gate_options`` (only when ``gate`` is the command) adds the gate's own options."""
     parser = argparse.ArgumentParser(prog="python -m load", description="gatecheck load: profiles, reports, regression gate")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -243,27 +224,18 @@ def build_parser(gate_module=None) -> argparse.ArgumentParser:
     lp = sub.add_parser("list-profiles", help="list the load profiles")
     lp.add_argument("--verbose", "-v", action="store_true", help="also list every case")
 
-    # ---- HOOK for load/gate.py (issue 6): its options come from load.gate.add_arguments(parser) ----
-    gate = sub.add_parser("gate", help="regression gate: interleaved A/B runs of two installs (load/gate.py)")
-    if gate_module is not None and hasattr(gate_module, "add_arguments"):
-        gate_module.add_arguments(gate)
-    gate.set_defaults(_gate_module=gate_module)
+    gate = sub.add_parser("gate", help="regression gate: interleaved A/B runs of two installs (docs/gate.md)")
+    if with_gate_options:
+        from .gate_cli import add_arguments
+
+        add_arguments(gate)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    gate_module = None
-    if argv[:1] == ["gate"]:
-        gate_module = _import_gate()  # lazily: only the gate pays for importing it
-        if gate_module is None or not hasattr(gate_module, "main_from_args"):
-            return cmd_gate(argparse.Namespace(_gate_module=None))
-    parser = build_parser(gate_module)
-    if gate_module is not None and not hasattr(gate_module, "add_arguments"):
-        args, rest = parser.parse_known_args(argv)
-        args.gate_argv = rest  # a gate without add_arguments parses its own arguments
-    else:
-        args = parser.parse_args(argv)
+    parser = build_parser(with_gate_options=argv[:1] == ["gate"])
+    args = parser.parse_args(argv)
     if not args.command:
         parser.print_usage(sys.stderr)
         return 1

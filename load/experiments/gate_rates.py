@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import gate as gate_mod
+from .. import gate_cli
 from ..gate import GateCase, GateOptions, _decisive, analyse
 from ..stats import Verdict
 
@@ -44,7 +45,7 @@ def _gate_argv(base: str, head: str, out: Path, cost_us: float, seed: int, extra
 
 def cmd_run(args: argparse.Namespace) -> int:
     parser = argparse.ArgumentParser(prog="gate")
-    gate_mod.add_arguments(parser)
+    gate_cli.add_arguments(parser)
     kinds: List[Tuple[str, float]] = [("aa", 0.0)] + [(label, us) for label, us in args.cost]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -62,7 +63,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             seed = 1000 * rnd + len(kind) * 7 + int(cost * 1000)
             argv = _gate_argv(args.base, args.head or args.base, gdir, cost, seed, args.gate_args)
             t = time.monotonic()
-            status = gate_mod.main_from_args(parser.parse_args(argv))
+            status = gate_cli.main_from_args(parser.parse_args(argv))
             took = time.monotonic() - t
             summary: Dict[str, Any] = {"kind": kind, "round": rnd, "cost_us": cost, "exit_status": status,
                                        "seconds": round(took, 1), "dir": gdir.name}
@@ -164,7 +165,7 @@ def cmd_analyse(args: argparse.Namespace) -> int:
     out = Path(args.out)
     by_kind = _load(out)
     kinds = sorted(by_kind, key=lambda k: (k != "aa", float(k.rstrip("%")) if k != "aa" else 0))
-    lines = [f"Gates per kind: " + ", ".join(f"{k}: {len(by_kind[k])}" for k in kinds), ""]
+    lines = ["Gates per kind: " + ", ".join(f"{k}: {len(by_kind[k])}" for k in kinds), ""]
     lines += ["True effect (all pairs of all gates of a kind pooled, HEAD/BASE geometric mean):", "",
               "| kind | RPS | p99 | server CPU/request |", "| --- | ---: | ---: | ---: |"]
     for k in kinds:
@@ -270,7 +271,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ana.add_argument("out", help="experiment directory, or a .jsonl.gz made by 'pack'")
     ana.add_argument("--metrics", nargs="+", default=["rps", "cpu", "rps,cpu", "p99"], help="gated metric sets")
     ana.add_argument("--statistics", nargs="+", default=["geomean"], help="statistics to replay (geomean, mean, median)")
-    ana.add_argument("--thresholds", type=gate_mod.percent, nargs="+", default=[0.05, 0.03])
+    ana.add_argument("--thresholds", type=gate_cli.percent, nargs="+", default=[0.05, 0.03])
     ana.add_argument("--pair-plans", type=_pairs, nargs="+", default=[(8, 8), (10, 10), (16, 16), (8, 16)],
                      help="MIN..MAX pairs to replay, e.g. 8..16")
     ana.add_argument("--budget", type=float, default=None, help="replay a time budget in seconds")
@@ -284,7 +285,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cal.add_argument("--route", default="json")
     cal.add_argument("--concurrency", type=int, default=64)
     cal.add_argument("--runs", type=int, default=5)
-    cal.add_argument("--slowdowns", type=gate_mod.percent, nargs="+", default=[0.05, 0.10])
+    cal.add_argument("--slowdowns", type=gate_cli.percent, nargs="+", default=[0.05, 0.10])
     args = p.parse_args(argv)
     return {"run": cmd_run, "analyse": cmd_analyse, "calibrate": cmd_calibrate, "pack": cmd_pack}[args.command](args)
 

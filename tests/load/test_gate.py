@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from load import gate
+from load import gate, gate_cli, gate_report
 from load.gate import GateCase, GateError, GateOptions, run_gate
 from load.stats import Verdict
 
@@ -95,13 +95,13 @@ class FakeLab:
 
 @pytest.mark.parametrize("text, value", [("5%", 0.05), ("0.05", 0.05), ("12.5%", 0.125)])
 def test_percent_accepts_percentages_and_fractions(text, value):
-    assert gate.percent(text) == pytest.approx(value)
+    assert gate_cli.percent(text) == pytest.approx(value)
 
 
 @pytest.mark.parametrize("text", ["5", "abc", "0%", "100%", "-3%"])
 def test_percent_refuses_ambiguous_or_out_of_range_values_quoting_them(text):
     with pytest.raises(argparse.ArgumentTypeError, match=repr(text).replace("%", "%")[1:-1]):
-        gate.percent(text)
+        gate_cli.percent(text)
 
 
 def test_cost_for_slowdown_follows_the_cpu_bound_model():
@@ -197,7 +197,7 @@ def test_errors_on_head_leave_the_pair_out_and_fail_the_gate(tmp_path):
     assert r.decisions["rps"].estimate.n == 7
     assert result.exit_status == 1
     assert any("left out" in w for w in r.warnings)
-    assert "HEAD has errors" in gate.render_markdown(result)
+    assert "HEAD has errors" in gate_report.render_markdown(result)
 
 
 def test_a_head_that_answers_nothing_is_a_harness_error_with_the_log(tmp_path):
@@ -216,7 +216,7 @@ def test_analyse_recomputes_a_stored_gate_exactly(tmp_path):
 
 def test_markdown_summary_has_one_table_per_case_with_every_metric(tmp_path):
     result = FakeLab(head_factor=0.90).gate(tmp_path)
-    text = gate.render_markdown(result)
+    text = gate_report.render_markdown(result)
     assert text.startswith("## gatecheck gate: granian==1.0 → granian==1.1")
     assert "❌ **regression**" in text
     assert "### json c64 (granian:rsgi:auto)" in text
@@ -227,7 +227,7 @@ def test_markdown_summary_has_one_table_per_case_with_every_metric(tmp_path):
 
 def test_outputs_are_written_once_with_a_schema_version(tmp_path):
     result = FakeLab().gate(tmp_path / "work", pairs=8, max_pairs=8)
-    paths = gate.write_outputs(result, tmp_path / "out", storage=tmp_path / "storage")
+    paths = gate_report.write_outputs(result, tmp_path / "out", storage=tmp_path / "storage")
     doc = json.loads(paths["pairs"].read_text())
     assert doc["schema_version"] == gate.SCHEMA_VERSION and doc["kind"] == "gatecheck-gate"
     assert len(doc["runs"]) == 16 and doc["options"]["seed"] == 1
@@ -236,12 +236,12 @@ def test_outputs_are_written_once_with_a_schema_version(tmp_path):
     assert base["benchmarks"][0]["stats"]["rounds"] == 8
     assert paths["storage_head"].name == "0002_gate_head.json"
     with pytest.raises(FileExistsError):
-        gate.write_outputs(result, tmp_path / "out")
+        gate_report.write_outputs(result, tmp_path / "out")
 
 
 def parse(argv):
     parser = argparse.ArgumentParser()
-    gate.add_arguments(parser)
+    gate_cli.add_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -264,13 +264,13 @@ def test_cli_defaults():
 
 
 def test_cli_unknown_install_spec_is_a_clear_error_with_status_2(tmp_path, capsys):
-    status = gate.main(["--base", "granian==2.8.6", "--head", "not a spec!", "--out", str(tmp_path / "o"), "--quiet"])
+    status = gate_cli.main(["--base", "granian==2.8.6", "--head", "not a spec!", "--out", str(tmp_path / "o"), "--quiet"])
     assert status == 2
     assert "expected a requirement such as 'granian==2.8.6'" in capsys.readouterr().err
 
 
 def test_cli_unknown_route_lists_the_known_ones(tmp_path, capsys):
-    status = gate.main(["--base", "a==1", "--head", "a==1", "--route", "nope", "--out", str(tmp_path / "o")])
+    status = gate_cli.main(["--base", "a==1", "--head", "a==1", "--route", "nope", "--out", str(tmp_path / "o")])
     assert status == 2
     assert "known routes" in capsys.readouterr().err
 
@@ -316,7 +316,7 @@ def test_cpu_metric_prefers_nanosecond_counters():
 def test_cases_come_from_routes_with_the_target_resolved():
     args = parse(["--base", "x==1", "--head", "x==1", "--target", "granian:asgi:h2", "--route", "b1k", "--route", "json",
                   "--concurrency", "32"])
-    cases = gate.cases_from_args(args)
+    cases = gate_cli.cases_from_args(args)
     assert [c.name for c in cases] == ["b1k c32 (granian:asgi:h2)", "json c32 (granian:asgi:h2)"]
     assert all(c.http2 for c in cases)
 
@@ -324,7 +324,7 @@ def test_cases_come_from_routes_with_the_target_resolved():
 def test_profile_and_route_together_are_refused():
     args = parse(["--base", "x==1", "--head", "x==1", "--profile", "smoke", "--route", "json"])
     with pytest.raises(GateError, match="not both"):
-        gate.cases_from_args(args)
+        gate_cli.cases_from_args(args)
 
 
 def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
@@ -332,7 +332,7 @@ def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
 
     exp = tmp_path / "exp"
     result = FakeLab(head_factor=0.9).gate(tmp_path / "g", pairs=8, max_pairs=8)
-    gate.write_outputs(result, exp / "10pct-00")
+    gate_report.write_outputs(result, exp / "10pct-00")
     (exp / "gates.jsonl").write_text(json.dumps({"kind": "10%", "dir": "10pct-00", "seconds": 60.0}) + "\n")
     packed = tmp_path / "gates.jsonl.gz"
     assert gate_rates.main(["pack", str(exp), str(packed)]) == 0

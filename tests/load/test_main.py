@@ -83,25 +83,16 @@ def test_report_of_an_unreadable_file_is_a_clear_error(tmp_path, capsys):
     assert "results format version 7 not supported" in capsys.readouterr().err
 
 
-def test_gate_without_load_gate_says_it_is_not_available(monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_import_gate", lambda: None)
-    assert cli.main(["gate", "--base", "x"]) == 2
-    assert "regression gate is not available" in capsys.readouterr().err
+def test_gate_hands_its_options_to_the_gate_command_line(monkeypatch):
+    import load.gate_cli
 
-
-def test_gate_hands_over_to_load_gate(monkeypatch):
     seen = {}
+    monkeypatch.setattr(load.gate_cli, "main_from_args", lambda args: seen.update(base=args.base, pairs=args.pairs) or 0)
+    assert cli.main(["gate", "--base", "granian==2.8.6", "--head", "granian==2.8.7", "--pairs", "12"]) == 0
+    assert seen == {"base": "granian==2.8.6", "pairs": 12}
 
-    class FakeGate:
-        @staticmethod
-        def add_arguments(parser):
-            parser.add_argument("--base")
 
-        @staticmethod
-        def main_from_args(args):
-            seen["base"] = args.base
-            return 0
-
-    monkeypatch.setattr(cli, "_import_gate", lambda: FakeGate)
-    assert cli.main(["gate", "--base", "granian==2.8.6"]) == 0
-    assert seen == {"base": "granian==2.8.6"}
+def test_gate_options_are_only_parsed_for_the_gate(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["gate", "--pairs", "3", "--base", "a", "--head", "b"])
+    assert "--pairs must be a whole number >= 8" in capsys.readouterr().err

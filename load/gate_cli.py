@@ -1,0 +1,238 @@
+"""The gate's command line: ``python -m load gate ...`` and ``python -m load.gate ...``.
+
+Rules of this module: options are validated when parsed (one clear message, exit status 2); every
+failure the gate can meet while running is turned into ``error: ...`` on stderr and exit status 2;
+otherwise the exit status is the gate's own (rule 5 of :mod:`load.gate`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional, Sequence, Tuple
+
+from .gate import COST_ENV, METRICS, GateCase, GateError, GateOptions, run_gate
+from .gate_report import render_markdown, write_outputs
+
+__all__ = ["percent", "add_arguments", "cases_from_args", "main_from_args", "main"]
+
+
+def percent(text: str) -> float:
+    """``"5%"`` -> 0.05 and ``"0.05"`` -> 0.05; a bare number >= 1 is refused as ambiguous."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage such as '5%' or a fraction such as 0.05, got {text!r}") from None
+    if not raw.endswith("%") and value >= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is ambiguous: write '{raw}%' for a percentage, or a fraction below 1")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a change between 0% and 100%, got {text!r}")
+    return value
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        return value
+    return parse
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _at_least(minimum: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{what} must be a whole number >= {minimum}, got {text!r}")
+        return value
+    return parse
+
+
+def _metric_list(text: str) -> Tuple[str, ...]:
+    values = tuple(v.strip() for v in text.split(",") if v.strip())
+    bad = [v for v in values if v not in METRICS]
+    if not values or bad:
+        raise argparse.ArgumentTypeError(f"invalid metric list {text!r}; choose from {', '.join(METRICS)} (e.g. 'rps,p99')")
+    return values
+
+
+def _cpus(text: str) -> Tuple[int, ...]:
+    from .pinning import parse_cpu_list
+
+    try:
+        return tuple(parse_cpu_list(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _confidence(text: str) -> float:
+    value = percent(text)
+    if value < 0.5:
+        raise argparse.ArgumentTypeError(f"a confidence level below 50% makes no sense, got {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The gate's options (``python -m load gate ...`` and ``python -m load.gate ...``)."""
+    from .stats import STATISTICS
+
+    parser.add_argument("--base", required=True, metavar="INSTALL",
+                        help="the reference install: a requirement ('granian==2.8.6'), a wheel, sdist or source tree, "
+                             "or an existing interpreter or virtualenv")
+    parser.add_argument("--head", required=True, metavar="INSTALL", help="the install under test (same forms as --base)")
+    parser.add_argument("--target", default="granian:rsgi",
+                        help="how to start the server (default granian:rsgi); with --profile, its server name fills {server}")
+    parser.add_argument("--profile", help="gate every case of this load profile (load/profiles/NAME.toml) at its highest concurrency")
+    parser.add_argument("--route", action="append", dest="routes",
+                        help="route to gate without --profile (repeatable; default: json, which the cost knob slows)")
+    parser.add_argument("--concurrency", type=_positive(int), default=64, help="connections for --route cases (default 64)")
+    parser.add_argument("--threshold", type=percent, default=0.05,
+                        help="smallest slowdown that fails the gate, e.g. '5%%' (default 5%%)")
+    parser.add_argument("--pairs", type=_at_least(8, "--pairs"), default=10,
+                        help="pairs before the gate may stop (at least 8; default 10)")
+    parser.add_argument("--max-pairs", type=_at_least(8, "--max-pairs"), default=24,
+                        help="stop after this many pairs even if an interval is still wide (default 24, about 2.5 min "
+                             "here; more pairs narrow the intervals as 1/sqrt(n) on a noisy machine)")
+    parser.add_argument("--budget", type=_positive(float), default=240.0,
+                        help="seconds of measuring after which no new pair starts (default 240)")
+    parser.add_argument("--duration", type=_positive(float), default=2.0, help="seconds per measured run (default 2)")
+    parser.add_argument("--warmup", type=_non_negative_float, default=0.5,
+                        help="seconds of unrecorded load after each server start (default 0.5)")
+    parser.add_argument("--confidence", type=_confidence, default=0.95, help="interval coverage (default 95%%)")
+    parser.add_argument("--statistic", choices=sorted(STATISTICS), default="pair-median",
+                        help="how pairs combine into one ratio (default pair-median: the median of the per-pair "
+                             "ratios, which a few disturbed pairs barely move; geomean, hl, mean and median also; "
+                             "see docs/gate.md)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed for the run order and the bootstrap (default: random, recorded in pairs.json)")
+    knob = parser.add_mutually_exclusive_group()
+    knob.add_argument("--head-cost", type=_non_negative_float, default=0.0, metavar="MICROSECONDS",
+                      help=f"fake a regression: HEAD's app burns this much CPU per request ({COST_ENV})")
+    knob.add_argument("--head-slowdown", type=percent, default=None, metavar="PERCENT",
+                      help="fake a regression of this size: measure BASE first and set --head-cost from its RPS")
+    parser.add_argument("--fail-on", type=_metric_list, default=("cpu",),
+                        help="metrics whose regression fails the gate: any of rps, p99, cpu (default cpu: server CPU per "
+                             "request stays precise on a shared machine where RPS does not; add rps on a dedicated "
+                             "runner, e.g. 'rps,cpu'; see docs/gate.md)")
+    parser.add_argument("--restart-every", type=_at_least(0, "--restart-every"), default=1,
+                        help="start fresh server processes every N pairs (default 1; 0 = start once)")
+    parser.add_argument("--server-cpus", type=_cpus, help="CPUs for both servers, e.g. '0' (default: first half)")
+    parser.add_argument("--oha-cpus", type=_cpus, help="CPUs for oha, e.g. '1' (default: the other half)")
+    parser.add_argument("--out", type=Path, help="output directory (default results/gate-<UTC time>)")
+    parser.add_argument("--benchmark-storage", type=Path, metavar="DIR",
+                        help="also file both sides in pytest-benchmark storage (e.g. .benchmarks) for its history tools")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter that creates the BASE/HEAD virtualenvs (default: this one)")
+    parser.add_argument("--with", dest="extras", action="append", default=[], metavar="REQUIREMENT",
+                        help="extra requirement installed into environments the gate builds (repeatable)")
+    parser.add_argument("--rebuild-envs", action="store_true", help="rebuild cached environments")
+    parser.add_argument("--env-timeout", type=_positive(float), default=1800.0,
+                        help="seconds allowed for each venv/pip step (default 1800)")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
+    """The cases to gate: the profile's (each at its highest concurrency) or ``--route`` × ``--concurrency``."""
+    from servers import resolve
+
+    def build(target: str, route_name: str, concurrency: int, app=None, env=()) -> GateCase:
+        _adapter, resolved = resolve(target)
+        return GateCase(str(resolved), route_name, concurrency, app, tuple(sorted(dict(env).items())),
+                        resolved.http == "h2")
+
+    if args.profile:
+        from .profile import load_profile
+
+        if args.routes:
+            raise GateError("give --profile or --route, not both")
+        profile = load_profile(args.profile)
+        server = args.target.split(":", 1)[0].split("?", 1)[0]
+        return tuple(build(c.target_for(server, profile.default_server), c.route, max(c.concurrency), c.app, c.env)
+                     for c in profile.cases)
+    from .routes import route
+
+    names = args.routes or ["json"]
+    for name in names:
+        route(name)  # RouteError lists the known names
+    return tuple(build(args.target, name, args.concurrency) for name in names)
+
+
+def main_from_args(args: argparse.Namespace) -> int:
+    """Run the gate from parsed options; returns the exit status (rule 5)."""
+    from servers import ServerError, resolve
+
+    from .envs import EnvError, ensure_pair
+    from .measure import RouteCheckError
+    from .oha import OhaError
+    from .pinning import available_cpus, split_cpus
+    from .profile import ProfileError
+    from .routes import RouteError
+
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    out_dir = args.out or Path("results") / ("gate-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+    try:
+        if out_dir.exists() and any(out_dir.iterdir()):
+            raise GateError(f"output directory {out_dir} is not empty; choose another --out")
+        cases = cases_from_args(args)
+        adapter, _ = resolve(cases[0].target)
+        if args.server_cpus or args.oha_cpus:
+            if not (args.server_cpus and args.oha_cpus):
+                raise GateError("give both --server-cpus and --oha-cpus, or neither")
+            server_cpus, oha_cpus = args.server_cpus, args.oha_cpus
+        else:
+            pin = split_cpus(available_cpus())
+            server_cpus, oha_cpus = pin.server, pin.oha
+        opts = GateOptions(cases=cases, threshold=args.threshold, pairs=args.pairs, max_pairs=args.max_pairs,
+                           budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,
+                           statistic=args.statistic, seed=seed, head_cost_us=args.head_cost, fail_on=args.fail_on,
+                           restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus)
+        base_env, head_env = ensure_pair(args.base, args.head, package=adapter.package, module=adapter.module,
+                                         extras=args.extras, python=args.python, rebuild=args.rebuild_envs,
+                                         timeout=args.env_timeout, log=log)
+        log(f"BASE: {base_env.describe()}\nHEAD: {head_env.describe()}")
+        log(f"gating {len(cases)} case(s), {opts.pairs}..{opts.max_pairs} pairs of {opts.duration:g} s runs, "
+            f"server on CPUs {server_cpus}, oha on CPUs {oha_cpus}; output -> {out_dir}")
+        info = lambda env: {"spec": env.spec.text, "kind": env.spec.kind, "server_version": env.server_version,
+                            "env_key": env.key}
+        result = run_gate(opts, base_python=base_env.python, head_python=head_env.python, base_info=info(base_env),
+                          head_info=info(head_env), out_dir=out_dir, head_slowdown=args.head_slowdown, log=log)
+        paths = write_outputs(result, out_dir, args.benchmark_storage)
+    except (GateError, EnvError, ServerError, OhaError, RouteError, RouteCheckError, ProfileError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(render_markdown(result))
+    log("wrote " + ", ".join(str(p) for p in paths.values()))
+    return result.exit_status
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m load.gate ...``: the same gate without the ``load`` CLI around it."""
+    parser = argparse.ArgumentParser(prog="python -m load.gate", description="gatecheck regression gate")
+    add_arguments(parser)
+    return main_from_args(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

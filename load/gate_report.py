@@ -1,0 +1,104 @@
+"""The gate's outputs: the pull-request summary (Markdown), pairs.json and pytest-benchmark documents.
+
+Rules of this module: it only reads a finished :class:`load.gate.GateResult`; it never measures and
+never decides (the verdicts are already in the result). Files are created with mode ``x``: an output
+directory is never overwritten.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Dict, Optional
+
+from . import benchjson
+from .gate import COST_ENV, METRICS, STATISTIC_LABELS, GateResult
+from .stats import Verdict
+
+__all__ = ["render_markdown", "write_outputs"]
+
+_EMOJI = {Verdict.REGRESSION: "❌", Verdict.IMPROVEMENT: "🚀", Verdict.INCONCLUSIVE: "❔", Verdict.NO_CHANGE: "✅"}
+
+
+def _fmt_value(metric: str, v: float) -> str:
+    return {"rps": f"{v:,.0f}", "cpu": f"{v:.1f} µs"}.get(metric, f"{v:.2f} ms")
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+def render_markdown(result: GateResult) -> str:
+    """The pull-request comment: headline verdict, one table per case, warnings, method."""
+    opts = result.options
+    failed = [r for r in result.results if r.failed(opts.fail_on)]
+    regressions = [r for r in result.results if r.head_errors == 0 and r in failed]
+    head = "❌ **regression**" if regressions else ("❌ **HEAD has errors**" if failed else "✅ **no regression**")
+    b, h = result.base, result.head
+    lines = [f"## gatecheck gate: {b.get('spec', 'BASE')} → {h.get('spec', 'HEAD')}", "",
+             f"{head} (gated on {', '.join(METRICS[m][2] for m in opts.fail_on)}; threshold {opts.threshold:.0%}; "
+             f"{opts.confidence:.0%} bootstrap intervals over {result.pairs} interleaved pairs; took {_duration(result.seconds)})",
+             ""]
+    if h.get("cost_us"):
+        lines += [f"> HEAD ran with an injected cost of {h['cost_us']:.2f} µs of CPU per request ({COST_ENV}).", ""]
+    for r in result.results:
+        lines += [f"### {r.case.name}", "", "| metric | base | head | head/base | interval | verdict |",
+                  "| --- | ---: | ---: | ---: | :---: | --- |"]
+        for metric, d in r.decisions.items():
+            label = METRICS[metric][2] + ("" if metric in opts.fail_on else " (not gated)")
+            if d is None:
+                lines.append(f"| {label} | - | - | - | - | no clean pairs |")
+                continue
+            bm, hm = statistics.median(r.base[metric]), statistics.median(r.head[metric])
+            more = ""
+            if d.more_pairs:
+                more = (f" (~{d.more_pairs} more pairs)" if d.more_pairs <= 10 * max(opts.max_pairs, 1)
+                        else " (too noisy here to narrow in practice)")
+            lines.append(f"| {label} | {_fmt_value(metric, bm)} | {_fmt_value(metric, hm)} | {d.estimate.ratio:.3f} | "
+                         f"{d.estimate.low:.3f} – {d.estimate.high:.3f} | {_EMOJI[d.verdict]} {d.verdict.value}{more} |")
+        if r.head_errors:
+            lines.append(f"| errors | - | {r.head_errors} run(s) | - | - | ❌ HEAD returned errors or non-2xx |")
+        lines.append("")
+        lines += [f"- ⚠️ {w}" for w in r.warnings]
+        if r.warnings:
+            lines.append("")
+    versions = lambda side: ", ".join(f"{k} {v}" for k, v in sorted((side.get("versions") or {}).items()))
+    lines += ["<details><summary>method</summary>", "",
+              f"- BASE: `{b.get('spec', '?')}` ({versions(b)}); HEAD: `{h.get('spec', '?')}` ({versions(h)})",
+              f"- {result.pairs} pairs; each pair runs BASE and HEAD back to back in random order (seed {opts.seed}), "
+              f"{opts.duration:g} s per run after a {opts.warmup:g} s warm-up, fresh server processes "
+              + ("every pair" if opts.restart_every == 1 else f"every {opts.restart_every} pairs" if opts.restart_every else "once"),
+              f"- values are medians over the pairs; head/base is the {STATISTIC_LABELS.get(opts.statistic, opts.statistic)}; intervals are "
+              f"percentile bootstraps over pairs ({opts.resamples:,} resamples)",
+              f"- regression = whole interval on the worse side of 1 and the change ≥ {opts.threshold:.0%}; "
+              f"inconclusive = interval wider than {opts.threshold:.0%}",
+              f"- stopped: {result.stopped_because}",
+              "", "</details>", ""]
+    return "\n".join(lines)
+
+
+def write_outputs(result: GateResult, out_dir: Path, storage: Optional[Path] = None) -> Dict[str, Path]:
+    """summary.md, pairs.json and the pytest-benchmark documents (refusing to overwrite)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"summary": out_dir / "summary.md", "pairs": out_dir / "pairs.json"}
+    with open(paths["summary"], "x", encoding="utf-8") as f:
+        f.write(render_markdown(result))
+    benchjson.write_json(result.to_dict(), paths["pairs"])
+    for side in ("base", "head"):
+        info = getattr(result, side)
+        entries = []
+        for r in result.results:
+            rps = r.base["rps"] if side == "base" else r.head["rps"]
+            p99 = r.base["p99"] if side == "base" else r.head["p99"]
+            if rps:
+                entries.append(benchjson.benchmark_entry(r.case.name, rps, p99_ms=p99,
+                                                         extra={"side": side, "spec": info.get("spec")}))
+        version = ", ".join(f"{k} {v}" for k, v in sorted((info.get("versions") or {}).items()))
+        doc = benchjson.document(entries, commit_id=f"{info.get('spec', side)} ({version})" if version else str(info.get("spec", side)),
+                                 project=result.options.cases[0].target.split(":")[0])
+        paths[f"benchmark_{side}"] = benchjson.write_json(doc, out_dir / "benchmark" / f"{side}.json")
+        if storage:
+            paths[f"storage_{side}"] = benchjson.save_to_storage(doc, storage, f"gate_{side}")
+    return paths
