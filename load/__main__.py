@@ -14,30 +14,12 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .argtypes import cpu_list, positive_float, positive_int
+
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 
-# ---- parse-time validators (argparse ``type=`` callables) -------------------------------------------
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
+# ---- parse-time validators (argparse ``type=`` callables; the shared ones are in load/argtypes.py) ---
 
 def quick_factor(text: str) -> float:
     value = positive_float(text)
@@ -54,15 +36,6 @@ def concurrency_list(text: str) -> tuple[int, ...]:
     if not values or any(v < 1 for v in values):
         raise argparse.ArgumentTypeError(f"invalid concurrency list: {text!r} (expected e.g. '64,128')")
     return values
-
-
-def cpu_list(text: str) -> tuple[int, ...]:
-    from .pinning import parse_cpu_list
-
-    try:
-        return parse_cpu_list(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def profile_arg(text: str):

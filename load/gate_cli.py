@@ -8,65 +8,17 @@ otherwise the exit status is the gate's own (rule 5 of :mod:`load.gate`).
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence, Tuple
 
+from .argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int
 from .gate import COST_ENV, METRICS, GateCase, GateError, GateOptions, run_gate
 from .gate_report import render_markdown, write_outputs
 
 __all__ = ["percent", "add_arguments", "cases_from_args", "main_from_args", "main"]
-
-
-def percent(text: str) -> float:
-    """``"5%"`` -> 0.05 and ``"0.05"`` -> 0.05; a bare number >= 1 is refused as ambiguous."""
-    raw = text.strip()
-    try:
-        value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage such as '5%' or a fraction such as 0.05, got {text!r}") from None
-    if not raw.endswith("%") and value >= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is ambiguous: write '{raw}%' for a percentage, or a fraction below 1")
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a change between 0% and 100%, got {text!r}")
-    return value
-
-
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = 0
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-        return value
-    return parse
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
-
-
-def _at_least(minimum: int, what: str):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{what} must be a whole number >= {minimum}, got {text!r}")
-        return value
-    return parse
 
 
 def _metric_list(text: str) -> Tuple[str, ...]:
@@ -75,15 +27,6 @@ def _metric_list(text: str) -> Tuple[str, ...]:
     if not values or bad:
         raise argparse.ArgumentTypeError(f"invalid metric list {text!r}; choose from {', '.join(METRICS)} (e.g. 'rps,p99')")
     return values
-
-
-def _cpus(text: str) -> Tuple[int, ...]:
-    from .pinning import parse_cpu_list
-
-    try:
-        return tuple(parse_cpu_list(text))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _confidence(text: str) -> float:
@@ -106,18 +49,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", help="gate every case of this load profile (load/profiles/NAME.toml) at its highest concurrency")
     parser.add_argument("--route", action="append", dest="routes",
                         help="route to gate without --profile (repeatable; default: json, which the cost knob slows)")
-    parser.add_argument("--concurrency", type=_positive(int), default=64, help="connections for --route cases (default 64)")
+    parser.add_argument("--concurrency", type=positive_int, default=64, help="connections for --route cases (default 64)")
     parser.add_argument("--threshold", type=percent, default=0.05,
                         help="smallest slowdown that fails the gate, e.g. '5%%' (default 5%%)")
-    parser.add_argument("--pairs", type=_at_least(8, "--pairs"), default=10,
+    parser.add_argument("--pairs", type=at_least(8, "--pairs"), default=10,
                         help="pairs before the gate may stop (at least 8; default 10)")
-    parser.add_argument("--max-pairs", type=_at_least(8, "--max-pairs"), default=24,
+    parser.add_argument("--max-pairs", type=at_least(8, "--max-pairs"), default=24,
                         help="stop after this many pairs even if an interval is still wide (default 24, about 2.5 min "
                              "here; more pairs narrow the intervals as 1/sqrt(n) on a noisy machine)")
-    parser.add_argument("--budget", type=_positive(float), default=240.0,
+    parser.add_argument("--budget", type=positive_float, default=240.0,
                         help="seconds of measuring after which no new pair starts (default 240)")
-    parser.add_argument("--duration", type=_positive(float), default=2.0, help="seconds per measured run (default 2)")
-    parser.add_argument("--warmup", type=_non_negative_float, default=0.5,
+    parser.add_argument("--duration", type=positive_float, default=2.0, help="seconds per measured run (default 2)")
+    parser.add_argument("--warmup", type=non_negative_float, default=0.5,
                         help="seconds of unrecorded load after each server start (default 0.5)")
     parser.add_argument("--confidence", type=_confidence, default=0.95, help="interval coverage (default 95%%)")
     parser.add_argument("--statistic", choices=sorted(STATISTICS), default="pair-median",
@@ -127,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for the run order and the bootstrap (default: random, recorded in pairs.json)")
     knob = parser.add_mutually_exclusive_group()
-    knob.add_argument("--head-cost", type=_non_negative_float, default=0.0, metavar="MICROSECONDS",
+    knob.add_argument("--head-cost", type=non_negative_float, default=0.0, metavar="MICROSECONDS",
                       help=f"fake a regression: HEAD's app burns this much CPU per request ({COST_ENV})")
     knob.add_argument("--head-slowdown", type=percent, default=None, metavar="PERCENT",
                       help="fake a regression of this size: measure BASE first and set --head-cost from its RPS")
@@ -135,10 +78,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="metrics whose regression fails the gate: any of rps, p99, cpu (default cpu: server CPU per "
                              "request stays precise on a shared machine where RPS does not; add rps on a dedicated "
                              "runner, e.g. 'rps,cpu'; see docs/gate.md)")
-    parser.add_argument("--restart-every", type=_at_least(0, "--restart-every"), default=1,
+    parser.add_argument("--restart-every", type=at_least(0, "--restart-every"), default=1,
                         help="start fresh server processes every N pairs (default 1; 0 = start once)")
-    parser.add_argument("--server-cpus", type=_cpus, help="CPUs for both servers, e.g. '0' (default: first half)")
-    parser.add_argument("--oha-cpus", type=_cpus, help="CPUs for oha, e.g. '1' (default: the other half)")
+    parser.add_argument("--server-cpus", type=cpu_list, help="CPUs for both servers, e.g. '0' (default: first half)")
+    parser.add_argument("--oha-cpus", type=cpu_list, help="CPUs for oha, e.g. '1' (default: the other half)")
     parser.add_argument("--out", type=Path, help="output directory (default results/gate-<UTC time>)")
     parser.add_argument("--benchmark-storage", type=Path, metavar="DIR",
                         help="also file both sides in pytest-benchmark storage (e.g. .benchmarks) for its history tools")
@@ -147,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--with", dest="extras", action="append", default=[], metavar="REQUIREMENT",
                         help="extra requirement installed into environments the gate builds (repeatable)")
     parser.add_argument("--rebuild-envs", action="store_true", help="rebuild cached environments")
-    parser.add_argument("--env-timeout", type=_positive(float), default=1800.0,
+    parser.add_argument("--env-timeout", type=positive_float, default=1800.0,
                         help="seconds allowed for each venv/pip step (default 1800)")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
