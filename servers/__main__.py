@@ -3,6 +3,7 @@
     python -m servers                  # adapters, capabilities, installed versions, options
     python -m servers list
     python -m servers run granian:asgi [--port 8000]
+    python -m servers run "granian:asgi?tls=on" [--cert CERT --key KEY]   # default: the suite's test certificate
 """
 from __future__ import annotations
 
@@ -48,9 +49,18 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from .launcher import resolve, start_server
 
-    _adapter, target = resolve(args.target)
-    app = args.app or getattr(_adapter, "own_app", "") or _FIXTURE_APPS[target.interface]
-    srv = start_server(target, app=app, port=args.port, log_dir=args.log_dir, ready_timeout=args.ready_timeout)
+    adapter, target = resolve(args.target)
+    app = args.app or getattr(adapter, "own_app", "") or _FIXTURE_APPS[target.interface]
+    if bool(args.cert) != bool(args.key):
+        print("error: give both --cert and --key, or neither (a tls=on target then uses the suite's test certificate)",
+              file=sys.stderr)
+        return 2
+    tls = (args.cert, args.key) if args.cert else None
+    if tls is None and adapter.target_capabilities(target).tls:
+        import fixtures  # the same test certificate the conformance suite serves (fixtures/tls/README.md)
+
+        tls = (fixtures.TLS_CERT, fixtures.TLS_KEY)
+    srv = start_server(target, app=app, port=args.port, log_dir=args.log_dir, ready_timeout=args.ready_timeout, tls=tls)
     print(f"serving {target} ({app}) at {srv.url}  pid {srv.pid}  log {srv.log_path}")
     print("press Ctrl-C to stop")
     try:
@@ -75,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--app", default=None, help="module:attribute to serve instead of the fixture app")
     p_run.add_argument("--log-dir", default=None, help="directory for the server log (default: a temp dir)")
     p_run.add_argument("--ready-timeout", type=float, default=30.0, help="seconds to wait for the first answer")
+    p_run.add_argument("--cert", metavar="PEM", help="certificate for a tls=on target (default: the suite's test certificate)")
+    p_run.add_argument("--key", metavar="PEM", help="private key (PKCS#8 PEM) for --cert")
     return parser
 
 
