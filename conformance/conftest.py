@@ -145,6 +145,14 @@ def server(request):
     return served
 
 
+@pytest.fixture
+def usage(server, record_property):
+    """The server tree's RSS and descriptors before a robustness scenario; ``usage.check()`` judges after."""
+    from .usage import Usage
+
+    return Usage(server, record_property)
+
+
 @pytest.fixture(autouse=True)
 def _server_watch(request):
     """Around each check: a dead server is an error for the check that finds it; a server that died

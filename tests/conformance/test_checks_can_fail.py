@@ -348,7 +348,7 @@ ROWS = [
     Row("properties", "asgi", "body_loses_a_byte", ("test_body_round_trips_whatever_the_framing_and_fragmentation",)),
     # robustness
     Row("robustness", "asgi", "body_loses_a_byte", ("test_trickled_body_arrives_whole",)),
-    Row("robustness", "asgi", "disconnect_swallowed",
+    Row("vanishing_clients", "asgi", "disconnect_swallowed",
         ("test_asgi_client_vanishing_mid_body_is_http_disconnect",), wait=5),
     Row("robustness", "wire", "headers_truncated",
         ("test_64kib_of_headers_is_refused_with_4xx_or_served[one-64KiB-field]",)),
