@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -41,11 +40,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .calibration import calibrate_cost
 from .pinning import cpu_times
 from .stats import Decision, Verdict, decide, estimate_ratio, stability_warnings
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
-           "run_gate", "analyse", "calibrate", "cost_for_slowdown", "tree_cpu_ns", "SCHEMA_VERSION", "COST_ENV"]
+           "run_gate", "analyse", "app_for", "burn_probe", "tree_cpu_ns", "SCHEMA_VERSION", "COST_ENV"]
 
 #: Version of pairs.json. History: 1 - first layout (gate, options, cases, runs, results).
 SCHEMA_VERSION = 1
@@ -75,36 +75,6 @@ STATISTIC_LABELS: Dict[str, str] = {
 class GateError(RuntimeError):
     """The gate could not run (bad input, install failure, server or oha failure): exit status 2."""
 
-
-
-def calibrate(runs: Sequence[Any], slowdown: float, cpu_seconds: Optional[Sequence[Optional[float]]] = None
-              ) -> Tuple[float, Dict[str, Any]]:
-    """The ``--head-cost`` that fakes ``slowdown``, from a few BASE runs (LoadRun-like objects).
-
-    The per-request time is the server's CPU time per 2xx response when it was sampled (it does not
-    grow when other processes take the CPU away, as ``1 / RPS`` does on a shared machine), else
-    ``1 / RPS``. ``cpu_seconds`` overrides each run's sampled CPU time (e.g. from :func:`tree_cpu_ns`).
-    Returns ``(cost_us, details)``.
-    """
-    rps = statistics.median(r.rps for r in runs)
-    cpus = list(cpu_seconds) if cpu_seconds is not None else [getattr(r, "server_cpu_seconds", 0) for r in runs]
-    per_request = [c / r.result.ok * 1e6 for r, c in zip(runs, cpus) if c and c > 0 and r.result.ok]
-    per_request_us = statistics.median(per_request) if per_request else 1e6 / rps
-    cost = cost_for_slowdown(1e6 / per_request_us, slowdown)
-    return cost, {"slowdown": slowdown, "base_rps": rps, "per_request_us": per_request_us, "cost_us": cost,
-                  "source": "server CPU per request" if per_request else "1 / RPS"}
-
-
-def cost_for_slowdown(base_rps: float, slowdown: float) -> float:
-    """Microseconds of CPU per request that make a CPU-bound server ``slowdown`` slower in RPS.
-
-    A server saturating its CPU spends ``T = 1 / RPS`` per request; adding ``c`` gives
-    ``RPS' = 1 / (T + c)``. For ``RPS' / RPS = 1 - slowdown``: ``c = T * slowdown / (1 - slowdown)``.
-    Only valid when the server, not the load generator, is the bottleneck.
-    """
-    if not base_rps > 0 or not 0 < slowdown < 1:
-        raise ValueError(f"need base_rps > 0 and 0 < slowdown < 1, got {base_rps!r}, {slowdown!r}")
-    return 1e6 / base_rps * slowdown / (1.0 - slowdown)
 
 
 # ---- the nouns ---------------------------------------------------------------------------------------
@@ -330,6 +300,36 @@ def tree_cpu_ns(pid: Optional[int]) -> Optional[int]:
     return total if seen else None
 
 
+def app_for(case: GateCase) -> str:
+    """The fixture app a case serves (its own ``app`` if it names one)."""
+    if case.app:
+        return case.app
+    interface = case.target.split("?", 1)[0].split(":")[1] if ":" in case.target else "rsgi"
+    return f"fixtures.apps.{interface}:app"
+
+
+def burn_probe(case: GateCase, route: Any, *, python: str, start: Start, measure_fn: Measure, log_dir: Path,
+               cpus: Optional[Sequence[int]], warmup: float, duration: float,
+               measure_kwargs: Dict[str, Any]) -> Callable[[float], float]:
+    """``cost_us -> server CPU µs per 2xx response`` of ``python``'s install burning ``cost_us`` per request,
+    one warm run on a fresh process each call: what :func:`load.calibration.calibrate_cost` measures with."""
+    def cpu_per_request(cost: float) -> float:
+        env = dict(case.env, **({COST_ENV: f"{cost:.3f}"} if cost > 0 else {}))
+        with start(case.target, app=app_for(case), log_dir=log_dir, env=env, cpus=list(cpus) if cpus else None,
+                   python=python) as srv:
+            if warmup > 0:
+                measure_fn(srv, route, case.concurrency, warmup, http2=case.http2, **measure_kwargs)
+            pid = getattr(srv, "pid", None)
+            c0 = tree_cpu_ns(pid)
+            run = measure_fn(srv, route, case.concurrency, duration, http2=case.http2, **measure_kwargs)
+            c1 = tree_cpu_ns(pid)
+        if run.result.all_failed or not run.result.ok:
+            raise GateError(f"calibration: no 2xx answer on {case.name} (burning {cost:.2f} µs per request)")
+        cpu = (c1 - c0) / 1e9 if c0 is not None and c1 is not None and c1 > c0 else run.server_cpu_seconds
+        return cpu / run.result.ok * 1e6
+    return cpu_per_request
+
+
 def _stop_all(handles: Sequence[Any]) -> None:
     """Stop servers concurrently (each stop waits out its own grace period)."""
     import threading
@@ -391,12 +391,6 @@ def run_gate(
     server_cpus = list(opts.server_cpus) if opts.server_cpus else None
     kwargs = dict(oha_cpus=opts.oha_cpus, server_cpus=opts.server_cpus, workdir=Path(out_dir) / "bodies")
 
-    def app_for(case: GateCase) -> str:
-        if case.app:
-            return case.app
-        interface = case.target.split("?", 1)[0].split(":")[1] if ":" in case.target else "rsgi"
-        return f"fixtures.apps.{interface}:app"
-
     def launch(case: GateCase, side: str, cost_us: float):
         env = dict(case.env)
         if side == "head" and cost_us > 0:
@@ -408,18 +402,14 @@ def run_gate(
     cost_us = opts.head_cost_us
     if head_slowdown:
         case = opts.cases[0]
-        with launch(case, "base", 0.0) as srv:
-            measure_fn(srv, routes[case.route], case.concurrency, max(opts.warmup, 1.0), http2=case.http2, **kwargs)
-            runs, cpus = [], []
-            for _ in range(3):
-                c0 = tree_cpu_ns(getattr(srv, "pid", None))
-                runs.append(measure_fn(srv, routes[case.route], case.concurrency, opts.duration, http2=case.http2, **kwargs))
-                c1 = tree_cpu_ns(getattr(srv, "pid", None))
-                cpus.append((c1 - c0) / 1e9 if c0 is not None and c1 is not None else None)
-        cost_us, calib = calibrate(runs, head_slowdown, cpus if all(c for c in cpus) else None)
+        cpu_per_request = burn_probe(case, routes[case.route], python=base_python, start=start, measure_fn=measure_fn,
+                                     log_dir=logs, cpus=server_cpus, warmup=opts.warmup, duration=opts.duration,
+                                     measure_kwargs=kwargs)
+        log(f"calibrating the injected cost for a {head_slowdown:.0%} slowdown on {case.name} (BASE's install)")
+        cost_us, calib = calibrate_cost(cpu_per_request, head_slowdown, rounds=3, log=log)
         result.calibration = dict(calib, case=case.name)
-        log(f"calibration: BASE {calib['base_rps']:,.0f} RPS, {calib['per_request_us']:.1f} µs of server CPU per request "
-            f"on {case.name} -> {cost_us:.2f} µs per request on HEAD for a {head_slowdown:.0%} slowdown")
+        log(f"calibration: BASE {calib['per_request_us']:.1f} µs of server CPU per request -> {cost_us:.2f} µs burnt "
+            f"per request on HEAD (x{calib['target_ratio']:.3f}; the additive model said {calib['nominal_cost_us']:.2f})")
     if cost_us:
         result.head["cost_us"] = cost_us
 

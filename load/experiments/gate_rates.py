@@ -223,9 +223,11 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    """Measure BASE alone and print the --head-cost for each asked slowdown."""
+    """Measure the --head-cost for each asked slowdown on BASE's install (load/calibration.py), as the
+    gate's --head-slowdown does but with more rounds; one JSON line per slowdown."""
     from servers import start_server
 
+    from ..calibration import calibrate_cost
     from ..envs import ensure_env
     from ..measure import measure
     from ..pinning import available_cpus, split_cpus
@@ -233,14 +235,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     env = ensure_env(args.base, package="granian", module="granian")
     pin = split_cpus(available_cpus())
-    spec = route(args.route).resolve()
-    with start_server(args.target, app=f"fixtures.apps.{args.target.split(':')[1]}:app", log_dir=Path("/tmp/gatecheck-calibrate"),
-                      cpus=list(pin.server) if pin.server else None, python=env.python) as srv:
-        measure(srv, spec, args.concurrency, 1.0, oha_cpus=pin.oha)
-        runs = [measure(srv, spec, args.concurrency, 2.0, oha_cpus=pin.oha) for _ in range(args.runs)]
+    case = GateCase(args.target, args.route, args.concurrency)
+    probe = gate_mod.burn_probe(case, route(args.route).resolve(), python=env.python, start=start_server, measure_fn=measure,
+                                log_dir=Path("/tmp/gatecheck-calibrate"), cpus=pin.server, warmup=0.5, duration=2.0,
+                                measure_kwargs=dict(oha_cpus=pin.oha, server_cpus=pin.server))
     for s in args.slowdowns:
-        cost, info = gate_mod.calibrate(runs, s)
-        print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()}, sort_keys=True))
+        cost, info = calibrate_cost(probe, s, rounds=args.rounds, log=lambda line: print(line, file=sys.stderr, flush=True))
+        print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()}, sort_keys=True), flush=True)
     return 0
 
 
@@ -279,12 +280,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     pk = sub.add_parser("pack", help="pack an experiment's gates into one .jsonl.gz to keep")
     pk.add_argument("out", help="experiment directory")
     pk.add_argument("to", help="file to write, e.g. load/experiments/data/gate-rates.jsonl.gz")
-    cal = sub.add_parser("calibrate", help="BASE's per-request CPU and the --head-cost for given slowdowns")
+    cal = sub.add_parser("calibrate", help="measure the --head-cost for given slowdowns on BASE's install")
     cal.add_argument("--base", required=True)
     cal.add_argument("--target", default="granian:rsgi")
     cal.add_argument("--route", default="json")
     cal.add_argument("--concurrency", type=int, default=64)
-    cal.add_argument("--runs", type=int, default=5)
+    cal.add_argument("--rounds", type=int, default=8, help="rounds of BASE, cost, 2 x cost (default 8)")
     cal.add_argument("--slowdowns", type=gate_cli.percent, nargs="+", default=[0.05, 0.10])
     args = p.parse_args(argv)
     return {"run": cmd_run, "analyse": cmd_analyse, "calibrate": cmd_calibrate, "pack": cmd_pack}[args.command](args)

@@ -1,0 +1,97 @@
+"""Calibrating the fake regression: the ``GATECHECK_COST_US`` that makes a server a known amount slower.
+
+Rules of this module:
+
+1. **The size of a slowdown is what the server shows**, not what the app burns: a slowdown ``s`` is
+   HEAD/BASE server CPU per request of ``1 / (1 - s)`` (then a CPU-bound server's RPS drops by ``s``).
+2. **Burning c µs per request does not add c µs per request.** Measured on this project's machine
+   (granian:rsgi, route json, 29.5 µs of server CPU per request, 6-8 interleaved pairs of fresh
+   processes each): a burn of 1.6 µs added 0.73 µs, 3.27 µs added 2.14 µs, 6.5 µs added 5.37 µs.
+   About 1.1 µs of every burn is won back elsewhere in the server (a slower handler lets the I/O side
+   batch more per wake-up, and a busy-loop timed by the wall clock loses what preemption takes). The
+   model ``c = T s / (1 - s)`` (:func:`nominal_cost`) therefore under-injects, most at small ``s``.
+3. So the cost is **found by measurement** (:func:`calibrate_cost`): BASE and two trial costs around the
+   nominal one, measured in interleaved rounds on fresh processes, a straight line through the two trial
+   points (ratio against cost), solved for the target ratio. The measuring is a callable passed in
+   (``cpu_per_request(cost_us) -> µs``), so the arithmetic is tested on known answers.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+__all__ = ["nominal_cost", "target_ratio", "fit_cost", "calibrate_cost"]
+
+
+def target_ratio(slowdown: float) -> float:
+    """HEAD/BASE server CPU per request that a slowdown of ``slowdown`` means (``1 / (1 - s)``)."""
+    if not 0 < slowdown < 1:
+        raise ValueError(f"need 0 < slowdown < 1, got {slowdown!r}")
+    return 1.0 / (1.0 - slowdown)
+
+
+def nominal_cost(per_request_us: float, slowdown: float) -> float:
+    """Microseconds of CPU per request that would make a server spending ``per_request_us`` per request
+    ``slowdown`` slower if costs simply added: ``T (1/(1-s) - 1) = T s / (1 - s)``. Rule 2 says they
+    do not; this is :func:`calibrate_cost`'s first guess."""
+    if not per_request_us > 0:
+        raise ValueError(f"need a positive time per request, got {per_request_us!r}")
+    return per_request_us * (target_ratio(slowdown) - 1.0)
+
+
+def fit_cost(points: Sequence[Tuple[float, float]], slowdown: float) -> float:
+    """The cost whose HEAD/BASE ratio is :func:`target_ratio`, from measured ``(cost_us, ratio)`` points.
+
+    A least-squares line of ratio against cost through the points (two or more distinct costs), solved
+    for the target. A line that does not rise (noise swamped the trial costs) cannot be solved: then the
+    largest trial cost is scaled proportionally, which is the model of rule 2's first guess. The answer
+    is kept within [1/4, 4] times the smallest and largest trial cost: a calibration is a correction,
+    not an extrapolation.
+    """
+    if len({c for c, _ in points}) < 2:
+        raise ValueError("need points at two or more distinct costs")
+    want = target_ratio(slowdown)
+    xs, ys = [c for c, _ in points], [r for _, r in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    if slope > 0:
+        cost = mx + (want - my) / slope
+    else:
+        top, top_ratio = max(points)
+        cost = top * (want - 1.0) / (top_ratio - 1.0) if top_ratio > 1.0 else top
+    return min(max(cost, min(xs) / 4.0), max(xs) * 4.0)
+
+
+def calibrate_cost(cpu_per_request: Callable[[float], float], slowdown: float, rounds: int = 3,
+                   log: Callable[[str], None] = lambda s: None) -> Tuple[float, Dict[str, Any]]:
+    """Measure and return ``(cost_us, details)`` for ``slowdown`` (rule 3).
+
+    ``cpu_per_request(cost_us)`` runs one measurement on a fresh server burning ``cost_us`` (0 = BASE)
+    and returns its server CPU per 2xx response in µs. One BASE run fixes the nominal cost ``c``; then
+    ``rounds`` rounds each measure BASE, ``c`` and ``2c`` back to back, and the per-round ratios against
+    that round's BASE are the points of :func:`fit_cost`.
+    """
+    if rounds < 1:
+        raise ValueError(f"need at least one round, got {rounds!r}")
+    first = cpu_per_request(0.0)
+    trial = nominal_cost(first, slowdown)
+    costs = (trial, 2.0 * trial)
+    points: List[Tuple[float, float]] = []
+    bases = [first]
+    for i in range(rounds):
+        base = cpu_per_request(0.0)
+        bases.append(base)
+        for c in costs:
+            points.append((c, cpu_per_request(c) / base))
+        log(f"calibration round {i + 1}/{rounds}: BASE {base:.1f} µs/request; "
+            + ", ".join(f"+{c:.2f} µs burn -> x{r:.3f}" for c, r in points[-2:]))
+    cost = fit_cost(points, slowdown)
+    per_request = statistics.median(bases)
+    return cost, {
+        "slowdown": slowdown, "target_ratio": target_ratio(slowdown), "per_request_us": per_request,
+        "nominal_cost_us": nominal_cost(per_request, slowdown), "cost_us": cost, "rounds": rounds,
+        "points": [[round(c, 4), round(r, 5)] for c, r in points],
+        "source": "measured: two trial costs against BASE, a line through them (load/calibration.py)",
+    }

@@ -1,0 +1,48 @@
+"""load/calibration.py on known answers: a server whose burn adds exactly itself, one that wins ~1 µs back."""
+
+import random
+
+import pytest
+
+from load import calibration
+
+
+def test_target_ratio_and_nominal_cost_follow_the_cpu_bound_model():
+    assert calibration.target_ratio(0.10) == pytest.approx(1 / 0.9)
+    # 50 µs per request; 10% fewer RPS needs 1/0.9 of the time: 5.56 µs more
+    assert calibration.nominal_cost(50.0, 0.10) == pytest.approx(50 / 9)
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError):
+            calibration.target_ratio(bad)
+
+
+def test_fit_solves_the_line_through_the_trial_points():
+    # ratio = 1 + (c - 1.1) / 29.5: an offset, as measured on granian:rsgi (module docstring)
+    line = lambda c: 1 + (c - 1.1) / 29.5
+    cost = calibration.fit_cost([(1.55, line(1.55)), (3.1, line(3.1))], 0.05)
+    assert line(cost) == pytest.approx(1 / 0.95)
+    assert cost == pytest.approx(29.5 * (1 / 0.95 - 1) + 1.1)
+
+
+def test_fit_without_a_rising_line_scales_the_largest_trial_and_stays_bounded():
+    # falling line: 2 µs gave x1.01, so x1.111 would need 22 µs, beyond 4 x the largest trial: 8 µs
+    assert calibration.fit_cost([(1.0, 1.02), (2.0, 1.01)], 0.10) == pytest.approx(8.0)
+    assert calibration.fit_cost([(1.0, 1.02), (2.0, 1.05)], 0.10) == pytest.approx(1.0 + (1 / 0.9 - 1.02) / 0.03)
+    assert calibration.fit_cost([(1.0, 0.99), (2.0, 0.98)], 0.10) == 2.0
+    with pytest.raises(ValueError):
+        calibration.fit_cost([(1.0, 1.05), (1.0, 1.06)], 0.05)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1.1])
+def test_calibrate_cost_finds_the_cost_of_a_known_server(offset):
+    rng = random.Random(7)
+
+    def server(cost):  # 29.5 µs per request, 0.5% noise; a burn adds itself minus ``offset``
+        return (29.5 + max(0.0, cost - offset) if cost else 29.5) * (1 + rng.gauss(0, 0.005))
+
+    for slowdown in (0.05, 0.10):
+        cost, info = calibration.calibrate_cost(server, slowdown, rounds=6)
+        truth = 29.5 * (1 / (1 - slowdown) - 1) + offset
+        assert cost == pytest.approx(truth, rel=0.12)
+        assert info["nominal_cost_us"] == pytest.approx(29.5 * (1 / (1 - slowdown) - 1), rel=0.05)
+        assert len(info["points"]) == 12
