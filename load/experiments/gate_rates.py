@@ -161,6 +161,25 @@ def pooled_ratio(docs: Sequence[Dict[str, Any]], metric: str) -> Optional[float]
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
+def machine_lines(by_kind: Dict[str, List[Dict[str, Any]]]) -> List[str]:
+    """How quiet the server's CPUs were: other processes' CPU time and steal per run (recorded since
+    the foreign-CPU diagnostic exists; older experiments have none)."""
+    runs = [r for ds in by_kind.values() for d in ds for r in d["runs"] if "foreign_cpu_seconds" in r]
+    if not runs:
+        return []
+    share = sorted(r["foreign_cpu_seconds"] / max(r["wall"], 1e-9) for r in runs)
+    steal = sorted(r.get("steal_seconds", 0.0) / max(r["wall"], 1e-9) for r in runs)
+
+    def q(v: List[float], p: float) -> float:
+        return v[min(len(v) - 1, int(p * len(v)))]
+
+    disturbed = sum(1 for v in share if v > 0.05)
+    return ["", f"The server's CPU during the {len(runs)} measured runs: other processes took a median "
+            f"{statistics.median(share):.1%} of it (90th percentile {q(share, 0.9):.1%}, max {share[-1]:.1%}); "
+            f"{disturbed} runs ({disturbed / len(runs):.0%}) lost more than 5%; hypervisor steal: median "
+            f"{statistics.median(steal):.1%}, max {steal[-1]:.1%}."]
+
+
 def cmd_analyse(args: argparse.Namespace) -> int:
     out = Path(args.out)
     by_kind = _load(out)
@@ -197,6 +216,7 @@ def cmd_analyse(args: argparse.Namespace) -> int:
     lines += ["", "Wall time of the stored gates (full --max-pairs, including env check and route checks): "
               f"median {statistics.median(d['_wall'] for ds in by_kind.values() for d in ds):.0f} s, "
               f"max {max(d['_wall'] for ds in by_kind.values() for d in ds):.0f} s."]
+    lines += machine_lines(by_kind)
     text = "\n".join(lines)
     print(text)
     if args.write:

@@ -328,3 +328,12 @@ def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
     assert gate_rates.main(["pack", str(exp), str(packed)]) == 0
     from_dir, from_file = gate_rates._load(exp), gate_rates._load(packed)
     assert list(from_file) == ["10%"] and from_file["10%"][0]["runs"] == from_dir["10%"][0]["runs"]
+
+
+def test_experiment_analysis_says_how_quiet_the_server_cpus_were():
+    from load.experiments import gate_rates
+
+    runs = [{"wall": 2.0, "foreign_cpu_seconds": f, "steal_seconds": 0.0} for f in (0.0, 0.01, 0.02, 0.5)]
+    (line,) = [x for x in gate_rates.machine_lines({"aa": [{"runs": runs}]}) if x]
+    assert "median 0.5%" in line and "max 25.0%" in line and "1 runs (25%) lost more than 5%" in line
+    assert gate_rates.machine_lines({"aa": [{"runs": [{"wall": 2.0}]}]}) == []  # older experiments: nothing
