@@ -46,7 +46,7 @@ def _gate_argv(base: str, head: str, out: Path, cost_us: float, seed: int, extra
 def cmd_run(args: argparse.Namespace) -> int:
     parser = argparse.ArgumentParser(prog="gate")
     gate_cli.add_arguments(parser)
-    kinds: List[Tuple[str, float]] = [("aa", 0.0)] + [(label, us) for label, us in args.cost]
+    kinds: List[Tuple[str, float]] = ([] if args.no_aa else [("aa", 0.0)]) + [(label, us) for label, us in args.cost]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "gates.jsonl"
@@ -287,6 +287,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     run.add_argument("--head", help="HEAD install (default: the same as --base)")
     run.add_argument("--cost", type=_cost, action="append", default=[], help="LABEL=MICROSECONDS, repeatable")
     run.add_argument("--rounds", type=int, default=20, help="gates per kind (default 20)")
+    run.add_argument("--no-aa", action="store_true", help="only the --cost kinds (a follow-up to an experiment that has its A/A gates)")
     run.add_argument("gate_args", nargs="*", help="more gate options after --, e.g. -- --pairs 16 --max-pairs 16")
     ana = sub.add_parser("analyse", help="rates from a finished (or partial) experiment")
     ana.add_argument("out", help="experiment directory, or a .jsonl.gz made by 'pack'")

@@ -45,4 +45,16 @@ def test_calibrate_cost_finds_the_cost_of_a_known_server(offset):
         truth = 29.5 * (1 / (1 - slowdown) - 1) + offset
         assert cost == pytest.approx(truth, rel=0.12)
         assert info["nominal_cost_us"] == pytest.approx(29.5 * (1 / (1 - slowdown) - 1), rel=0.05)
-        assert len(info["points"]) == 12
+        assert len(info["points"]) == 18  # 6 rounds of two trial costs, 6 of the first line's answer
+
+
+def test_the_secant_step_corrects_a_convex_response():
+    """A burn that is won back more when small (as measured): added = c^2 / (c + 3) µs. The chord
+    through c and 2c over-predicts between them; the secant step lands on the target."""
+    def server(cost):
+        return 29.5 + (cost * cost / (cost + 3.0) if cost else 0.0)
+
+    for slowdown in (0.05, 0.10):
+        cost, info = calibration.calibrate_cost(server, slowdown, rounds=2)
+        assert server(cost) / 29.5 == pytest.approx(1 / (1 - slowdown), rel=0.002)
+        assert server(info["first_line_cost_us"]) / 29.5 < 1 / (1 - slowdown)  # the chord alone under-injects

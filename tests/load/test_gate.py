@@ -174,7 +174,7 @@ def test_head_slowdown_is_calibrated_on_base_s_install_then_burnt_by_head(tmp_pa
     assert result.calibration["cost_us"] == pytest.approx(50 / 9, rel=0.02)
     assert result.head["cost_us"] == result.calibration["cost_us"]
     calibrating = [s for s in lab.started if s.side == "base" and gate.COST_ENV in s.env]
-    assert len(calibrating) == 6  # 3 rounds x 2 trial costs, all on BASE's interpreter
+    assert len(calibrating) == 9  # 3 rounds x 2 trial costs + 3 rounds of the first answer, all on BASE's interpreter
     measured = [s for s in lab.started if s not in calibrating and s.side == "head"]
     assert measured and all(s.env[gate.COST_ENV] == f"{result.head['cost_us']:.3f}" for s in measured)
 
