@@ -135,6 +135,11 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = keep
 
 
+def server_pool(config) -> ServerPool | None:
+    """The session's pool of started servers (None before configure): for plugins that stop a target early."""
+    return config.stash.get(_POOL, None)
+
+
 @pytest.fixture(scope="session")
 def server(request):
     """The started server for this check's target (started once per session, restarted if it died)."""

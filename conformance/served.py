@@ -130,6 +130,12 @@ class ServerPool:
         except ServerError as exc:
             served.restart_error = str(exc)
 
+    def release(self, target) -> None:
+        """Stop ``target``'s server now (its checks are done); a later :meth:`get` would start a new one."""
+        served = self._served.pop(target, None)
+        if served is not None:
+            served.handle.stop()
+
     def stop_all(self) -> None:
         for served in list(self._served.values()):
             served.handle.stop()

@@ -70,8 +70,6 @@ def pytest_runtest_teardown(item, nextitem):
         return
     left[target.target] -= 1
     conftest = sys.modules.get("conformance.conftest")
-    pool = item.config.stash.get(conftest._POOL, None) if conftest is not None else None
+    pool = conftest.server_pool(item.config) if conftest is not None else None
     if left[target.target] <= 0 and pool is not None:
-        served = pool._served.pop(target.target, None)  # the session's pool (conformance/served.py)
-        if served is not None:
-            served.handle.stop()
+        pool.release(target.target)
