@@ -15,8 +15,8 @@ Rules of this module:
    "Rigorous benchmarking in reasonable time", 2013): a change is only reported when the whole
    interval lies on one side of 1 *and* the point estimate is at least the threshold.
 
-Method: the point estimate is a statistic of the paired samples (by default the geometric mean
-of the per-pair ratios); its 95% interval is a percentile bootstrap over pairs (Efron &
+Method: the point estimate is a statistic of the paired samples (the gate's default is the median
+of the per-pair ratios, :func:`median_of_pair_ratios`; the functions here default to the geometric mean); its 95% interval is a percentile bootstrap over pairs (Efron &
 Tibshirani 1993, ch. 13). Assumptions: pairs are independent and identically distributed
 (interleaving with random order within a pair is what makes that plausible on a machine whose
 speed drifts), and all values are strictly positive. The percentile bootstrap is known to
@@ -99,7 +99,7 @@ def geomean_of_pair_ratios(base: Sequence[float], head: Sequence[float]) -> floa
 
     Each pair's ratio cancels whatever slowed the machine during that pair (both runs of a pair
     are seconds apart), and the geometric mean is symmetric: swapping BASE and HEAD gives
-    exactly the reciprocal. This is the gate's default statistic.
+    exactly the reciprocal. The gate's default until a burst over three pairs fooled it (docs/gate.md).
     """
     logs = [math.log(r) for r in pair_ratios(base, head)]
     return math.exp(math.fsum(logs) / len(logs))
@@ -109,7 +109,7 @@ def median_of_pair_ratios(base: Sequence[float], head: Sequence[float]) -> float
     """Return the median of the per-pair ratios ``head[i] / base[i]``.
 
     Pairing like the geometric mean, but a few pairs hit by a burst of other work on a shared
-    machine move it less. With an even number of pairs the two middle ratios are averaged
+    machine move it less. The gate's default statistic. With an even number of pairs the two middle ratios are averaged
     geometrically, so swapping BASE and HEAD still gives exactly the reciprocal.
     """
     logs = sorted(math.log(r) for r in pair_ratios(base, head))
