@@ -61,8 +61,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         tls = (fixtures.TLS_CERT, fixtures.TLS_KEY)
     srv = start_server(target, app=app, port=args.port, log_dir=args.log_dir, ready_timeout=args.ready_timeout, tls=tls)
-    print(f"serving {target} ({app}) at {srv.url}  pid {srv.pid}  log {srv.log_path}")
-    print("press Ctrl-C to stop")
+    print(f"serving {target} ({app}) at {srv.url}  pid {srv.pid}  log {srv.log_path}", flush=True)
+    print("press Ctrl-C to stop", flush=True)
+
+    def interrupt(signum, frame):  # SIGINT and SIGTERM both stop the server, even if a parent ignored SIGINT
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
     try:
         while srv.alive():
             time.sleep(0.5)

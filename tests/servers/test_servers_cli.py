@@ -1,10 +1,12 @@
 """python -m servers: the list and run commands, in-process and as a real foreground server."""
 
 import os
+import select
 import signal
 import ssl
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -27,22 +29,41 @@ def test_run_wants_both_cert_and_key(capsys):
     assert "give both --cert and --key" in capsys.readouterr().err
 
 
-def test_run_serves_a_tls_target_with_the_test_certificate_and_stops_on_sigint(tmp_path):
+def _first_line(proc, timeout: float) -> str:
+    """The child's first line of output, or what it printed by the deadline (never blocks past it)."""
+    got, deadline = b"", time.monotonic() + timeout
+    while b"\n" not in got and time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        if not chunk:
+            break
+        got += chunk
+    return got.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_run_serves_a_tls_target_with_the_test_certificate_and_stops_on_a_signal(tmp_path, sig):
     pytest.importorskip("granian")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as under tox: stdout is a pipe
+    ignore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a parent that ignores it would leave it
     proc = subprocess.Popen([sys.executable, "-m", "servers", "run", "granian:rsgi?tls=on", "--log-dir", str(tmp_path)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=ignore_sigint)
     try:
-        line = proc.stdout.readline()  # "serving ... at https://127.0.0.1:PORT  pid ..."
-        assert " at https://127.0.0.1:" in line, line + proc.stdout.read() if proc.poll() is not None else line
+        line = _first_line(proc, 30.0)  # "serving ... at https://127.0.0.1:PORT  pid ..."
+        assert " at https://127.0.0.1:" in line, line
         url = line.split(" at ")[1].split()[0]
         ctx = ssl.create_default_context(cafile=str(ROOT / "fixtures" / "tls" / "cert.pem"))
         with urllib.request.urlopen(url + "/ping", context=ctx, timeout=10) as resp:
             assert resp.status == 200
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=5)
+        proc.stdout.close()
     assert proc.returncode == 0
