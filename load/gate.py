@@ -45,7 +45,7 @@ from .pinning import cpu_times
 from .stats import Decision, Verdict, decide, estimate_ratio, stability_warnings
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
-           "run_gate", "analyse", "app_for", "burn_probe", "tree_cpu_ns", "SCHEMA_VERSION", "COST_ENV"]
+           "run_gate", "analyse", "app_for", "start_case", "measure_cpu", "burn_probe", "tree_cpu_ns", "SCHEMA_VERSION", "COST_ENV"]
 
 #: Version of pairs.json. History: 1 - first layout (gate, options, cases, runs, results).
 SCHEMA_VERSION = 1
@@ -308,24 +308,42 @@ def app_for(case: GateCase) -> str:
     return f"fixtures.apps.{interface}:app"
 
 
+def start_case(start: Start, case: GateCase, *, python: str, cost_us: float, log_dir: Path,
+               cpus: Optional[Sequence[int]]) -> Any:
+    """Start ``case``'s server from ``python``'s install, its app burning ``cost_us`` per request (0: none)."""
+    env = dict(case.env)
+    if cost_us > 0:
+        env[COST_ENV] = f"{cost_us:.3f}"
+    return start(case.target, app=app_for(case), log_dir=log_dir, env=env, cpus=list(cpus) if cpus else None,
+                 python=python)
+
+
+def measure_cpu(measure_fn: Measure, srv: Any, route: Any, case: GateCase, duration: float,
+                measure_kwargs: Dict[str, Any], cpus: Optional[Sequence[int]] = None) -> Tuple[Any, Optional[int], Any]:
+    """One measured run with the server tree's CPU nanoseconds around it (None where not readable) and,
+    with ``cpus``, those CPUs' busy and steal time over it (a :class:`load.pinning.CpuTimes` or None)."""
+    pid = getattr(srv, "pid", None)
+    cpu0, box0 = tree_cpu_ns(pid), cpu_times(cpus) if cpus else None
+    run = measure_fn(srv, route, case.concurrency, duration, http2=case.http2, **measure_kwargs)
+    cpu1, box1 = tree_cpu_ns(pid), cpu_times(cpus) if cpus else None
+    cpu_ns = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None and cpu1 > cpu0 else None
+    box = box1 - box0 if box0 is not None and box1 is not None else None
+    return run, cpu_ns, box
+
+
 def burn_probe(case: GateCase, route: Any, *, python: str, start: Start, measure_fn: Measure, log_dir: Path,
                cpus: Optional[Sequence[int]], warmup: float, duration: float,
                measure_kwargs: Dict[str, Any]) -> Callable[[float], float]:
     """``cost_us -> server CPU µs per 2xx response`` of ``python``'s install burning ``cost_us`` per request,
     one warm run on a fresh process each call: what :func:`load.calibration.calibrate_cost` measures with."""
     def cpu_per_request(cost: float) -> float:
-        env = dict(case.env, **({COST_ENV: f"{cost:.3f}"} if cost > 0 else {}))
-        with start(case.target, app=app_for(case), log_dir=log_dir, env=env, cpus=list(cpus) if cpus else None,
-                   python=python) as srv:
+        with start_case(start, case, python=python, cost_us=cost, log_dir=log_dir, cpus=cpus) as srv:
             if warmup > 0:
                 measure_fn(srv, route, case.concurrency, warmup, http2=case.http2, **measure_kwargs)
-            pid = getattr(srv, "pid", None)
-            c0 = tree_cpu_ns(pid)
-            run = measure_fn(srv, route, case.concurrency, duration, http2=case.http2, **measure_kwargs)
-            c1 = tree_cpu_ns(pid)
+            run, cpu_ns, _ = measure_cpu(measure_fn, srv, route, case, duration, measure_kwargs)
         if run.result.all_failed or not run.result.ok:
             raise GateError(f"calibration: no 2xx answer on {case.name} (burning {cost:.2f} µs per request)")
-        cpu = (c1 - c0) / 1e9 if c0 is not None and c1 is not None and c1 > c0 else run.server_cpu_seconds
+        cpu = cpu_ns / 1e9 if cpu_ns else run.server_cpu_seconds
         return cpu / run.result.ok * 1e6
     return cpu_per_request
 
@@ -392,11 +410,8 @@ def run_gate(
     kwargs = dict(oha_cpus=opts.oha_cpus, server_cpus=opts.server_cpus, workdir=Path(out_dir) / "bodies")
 
     def launch(case: GateCase, side: str, cost_us: float):
-        env = dict(case.env)
-        if side == "head" and cost_us > 0:
-            env[COST_ENV] = f"{cost_us:.3f}"
-        python = base_python if side == "base" else head_python
-        return start(case.target, app=app_for(case), log_dir=logs, env=env, cpus=server_cpus, python=python)
+        return start_case(start, case, python=base_python if side == "base" else head_python,
+                          cost_us=cost_us if side == "head" else 0.0, log_dir=logs, cpus=server_cpus)
 
     routes = {c.route: route_fn(c.route) for c in opts.cases}
     cost_us = opts.head_cost_us
@@ -440,20 +455,17 @@ def run_gate(
                             measure_fn(servers[key], routes[case.route], case.concurrency, opts.warmup, http2=case.http2, **kwargs)
                 for position, side in enumerate(order):
                     srv = servers[(case.name, side)]
-                    pid = getattr(srv, "pid", None)
-                    cpu0, box0 = tree_cpu_ns(pid), cpu_times(server_cpus) if server_cpus else None
-                    run = measure_fn(srv, routes[case.route], case.concurrency, opts.duration, http2=case.http2, **kwargs)
-                    cpu1, box1 = tree_cpu_ns(pid), cpu_times(server_cpus) if server_cpus else None
+                    run, cpu_ns, used = measure_cpu(measure_fn, srv, routes[case.route], case, opts.duration, kwargs,
+                                                    server_cpus)
                     if run.result.all_failed:
                         raise GateError(f"{side.upper()} answered no request with 2xx on {case.name} in pair {pair + 1}; "
                                         f"server log tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
                     rec = _run_record(run, case, pair, side, position)
-                    if cpu0 is not None and cpu1 is not None and cpu1 > cpu0:
-                        rec["server_cpu_ns"] = cpu1 - cpu0
-                    if box0 is not None and box1 is not None:
+                    if cpu_ns:
+                        rec["server_cpu_ns"] = cpu_ns
+                    if used is not None:
                         # Diagnostic only (never used in a verdict): what else ran on the server's CPUs.
-                        used = box1 - box0
-                        own = rec.get("server_cpu_ns", 0) / 1e9 or run.server_cpu_seconds
+                        own = cpu_ns / 1e9 if cpu_ns else run.server_cpu_seconds
                         rec["server_cpus_busy_seconds"] = round(used.busy, 3)
                         rec["foreign_cpu_seconds"] = round(max(0.0, used.busy - own), 3)
                         rec["steal_seconds"] = round(used.steal, 3)

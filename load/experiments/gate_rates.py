@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import gate as gate_mod
 from .. import gate_cli
 from ..gate import GateCase, GateOptions, _decisive, analyse
-from ..stats import Verdict
+from ..stats import Verdict, percentile
 
 
 def _gate_argv(base: str, head: str, out: Path, cost_us: float, seed: int, extra: Sequence[str]) -> List[str]:
@@ -169,13 +169,9 @@ def machine_lines(by_kind: Dict[str, List[Dict[str, Any]]]) -> List[str]:
         return []
     share = sorted(r["foreign_cpu_seconds"] / max(r["wall"], 1e-9) for r in runs)
     steal = sorted(r.get("steal_seconds", 0.0) / max(r["wall"], 1e-9) for r in runs)
-
-    def q(v: List[float], p: float) -> float:
-        return v[min(len(v) - 1, int(p * len(v)))]
-
     disturbed = sum(1 for v in share if v > 0.05)
     return ["", f"The server's CPU during the {len(runs)} measured runs: other processes took a median "
-            f"{statistics.median(share):.1%} of it (90th percentile {q(share, 0.9):.1%}, max {share[-1]:.1%}); "
+            f"{statistics.median(share):.1%} of it (90th percentile {percentile(share, 90):.1%}, max {share[-1]:.1%}); "
             f"{disturbed} runs ({disturbed / len(runs):.0%}) lost more than 5%; hypervisor steal: median "
             f"{statistics.median(steal):.1%}, max {steal[-1]:.1%}."]
 
