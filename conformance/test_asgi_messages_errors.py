@@ -19,7 +19,7 @@ from .client import probe, value_of
 from .http1 import Connection, build_request, exchange
 from .markers import interfaces, needs, spec
 from .private import private_server
-from .scripted import new_token, run_script, script_request, step, wait_steps
+from .scripted import new_token, script_request, step, wait_steps
 
 pytestmark = [interfaces("asgi"), needs("http1")]
 

@@ -20,7 +20,7 @@ from .client import decode_probe
 from .h2probe import asgi_scope, rsgi_attrs, wsgi_environ
 from .http1 import build_request
 from .markers import interfaces, needs, spec
-from .tlsclient import (TLS_VERSIONS, TlsH2Client, client_can_offer_old_tls, handshake, tls_connect,
+from .tlsclient import (TLS_VERSIONS, TlsH2Client, client_can_offer_old_tls, handshake,
                         tls_exchange)
 
 pytestmark = needs("tls")
