@@ -1,0 +1,1 @@
+"""Hostile servers: real processes that misbehave after readiness, for the harness's own tests."""

@@ -1,0 +1,173 @@
+"""A hostile HTTP/1.1 server: it answers the readiness probe like a server, then misbehaves.
+
+    python -m tests.hostile.server --port PORT --mode MODE [--ready-requests N] [--double-fork] [--ignore-sigterm]
+
+Started like any ``--server-cmd`` target (``--server-cmd "{python} -m tests.hostile.server --port {port}
+--mode silent" --interface asgi``), it lets the harness's tests prove that no check passes on silence,
+garbage or a closed socket, that reads are bounded in time and size, and that nothing outlives a run.
+
+Rules of this module:
+
+1. Stdlib only, one thread per connection, loopback only.
+2. The first ``--ready-requests`` requests (default 1: the readiness probe) get a well-formed
+   ``200 ok`` answer; every request after that meets ``MODES[mode]``. ``ok`` stays well-formed forever
+   (the control).
+3. A request is read up to the end of its head (a body is not read); a connection is served until
+   the client closes it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+__all__ = ["MODES", "main"]
+
+#: mode -> what every request after readiness meets
+MODES = {
+    "ok": "a well-formed 200 with body 'ok' (the control)",
+    "silent": "the request is read and never answered; the connection stays open",
+    "garbage": "bytes that are not HTTP, then a close",
+    "close": "the connection is closed at once, without a byte",
+    "reset": "the connection is reset (RST) at once",
+    "bad-header": "a 200 status line followed by a header line that is not a field line, then a body",
+    "slow": "a well-formed 200 sent one byte per second",
+    "huge-header": "a 200 status line, then an endless header line",
+    "endless-body": "a 200 head without Content-Length, then body bytes forever",
+    "die": "the process exits (code 3) on the request",
+}
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
+
+_served = 0
+_lock = threading.Lock()
+
+
+def _read_head(conn: socket.socket) -> bytes | None:
+    """Read one request head (up to CRLF CRLF); None when the client closed first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        try:
+            chunk = conn.recv(65536)
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        data += chunk
+        if len(data) > 1 << 20:
+            return None
+    return data
+
+
+def _send(conn: socket.socket, data: bytes) -> bool:
+    try:
+        conn.sendall(data)
+        return True
+    except OSError:
+        return False
+
+
+def _hostile(conn: socket.socket, mode: str) -> bool:
+    """Meet one request with ``mode``; return whether to keep reading this connection."""
+    if mode == "ok":
+        return _send(conn, OK)
+    if mode == "silent":
+        while True:  # read (and drop) whatever comes, answer nothing, until the client leaves
+            try:
+                if not conn.recv(65536):
+                    return False
+            except OSError:
+                return False
+    if mode == "garbage":
+        _send(conn, b"\x00\x17garbage \xff\xfe not http at all\r\n\r\n\x01\x02\x03")
+        return False
+    if mode == "close":
+        return False
+    if mode == "reset":
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        return False
+    if mode == "bad-header":
+        _send(conn, b"HTTP/1.1 200 OK\r\nthis is not a field line\r\nContent-Length: 2\r\n\r\nok")
+        return True
+    if mode == "slow":
+        for byte in OK:
+            if not _send(conn, bytes([byte])):
+                return False
+            time.sleep(1.0)
+        return True
+    if mode == "huge-header":
+        if not _send(conn, b"HTTP/1.1 200 OK\r\nX-Huge: "):
+            return False
+        while _send(conn, b"a" * 65536):
+            pass
+        return False
+    if mode == "endless-body":
+        if not _send(conn, b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n"):
+            return False
+        while _send(conn, b"b" * 65536):
+            pass
+        return False
+    if mode == "die":
+        os._exit(3)
+    raise ValueError(mode)
+
+
+def _serve(conn: socket.socket, mode: str, ready_requests: int) -> None:
+    global _served
+    with conn:
+        while True:
+            if _read_head(conn) is None:
+                return
+            with _lock:
+                _served += 1
+                ready = _served <= ready_requests
+            keep = _send(conn, OK) if ready else _hostile(conn, mode)
+            if not keep:
+                return
+
+
+def _double_fork() -> None:
+    """Leave the server's process group and session: the listener lives on in a grandchild."""
+    if os.fork() > 0:
+        signal.pause()  # the leader stays, so the harness sees a running server
+        os._exit(0)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    print(f"hostile: daemon pid {os.getpid()} in session {os.getsid(0)}", flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.hostile.server", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--mode", choices=sorted(MODES), default="ok",
+                        help="; ".join(f"{k}: {v}" for k, v in MODES.items()))
+    parser.add_argument("--ready-requests", type=int, default=1,
+                        help="requests answered well before the mode applies (default 1: the readiness probe)")
+    parser.add_argument("--double-fork", action="store_true",
+                        help="serve from a grandchild in a new session (escapes the process group)")
+    parser.add_argument("--ignore-sigterm", action="store_true", help="ignore SIGTERM")
+    args = parser.parse_args(argv)
+    if args.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    listener = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((args.host, args.port))
+    listener.listen(128)
+    if args.double_fork:
+        _double_fork()
+        if args.ignore_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print(f"hostile server ({args.mode}) on {args.host}:{args.port}, pid {os.getpid()}", flush=True)
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=_serve, args=(conn, args.mode, args.ready_requests), daemon=True).start()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
