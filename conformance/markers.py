@@ -4,7 +4,9 @@
     @interfaces("asgi")                      only targets serving these interfaces run it (others: not applicable)
     @needs("h2c", "websockets")              targets lacking a feature report it as *not supported*
 
-A check without ``spec`` is a collection error: every check must cite its clause.
+A check without ``spec`` is a collection error: every check must cite its clause. The sentence of the clause
+and the answers that pass live in the levels table (``conformance/levels/*.toml``, read by
+``conformance/levels.py``); ``row_of(item)`` gives (clause, level, sentence, accepts) for an item.
 """
 from __future__ import annotations
 
@@ -12,11 +14,15 @@ import pytest
 
 from servers import FEATURES, INTERFACES
 
-__all__ = ["spec", "interfaces", "needs", "LEVELS", "MARKERS", "validate_item"]
+__all__ = ["spec", "interfaces", "needs", "LEVELS", "MARKERS", "validate_item", "row_of"]
 
-# BCP 14 levels, "DEFINED" for interface definitions without a keyword (RSGI, most of ASGI's scope table)
-# and "POLICY" for the suite's reading where the spec is silent (reported apart, never as a spec failure).
-LEVELS = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "DEFINED", "POLICY")
+# BCP 14 levels; "DEFINED" for definitions without a keyword (RSGI, most of ASGI's scope table, RFC definitions
+# such as "its decimal value defines the expected message body length");
+# "POLICY" for the suite's reading where the spec is silent or says only "ought to"/"can"/"is expected to"
+# (reported apart, never as a spec failure); "INFO" for behaviour that contradicts the text without breaking
+# a MUST or SHOULD (e.g. a server that does not do what the text says it "can" or "ought to" do, where the
+# suite has no reading of its own to hold it to): shown apart, never failing a run.
+LEVELS = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "DEFINED", "POLICY", "INFO")
 
 spec = pytest.mark.spec
 interfaces = pytest.mark.interfaces
@@ -61,3 +67,16 @@ def applicable_interfaces(definition_marks) -> set:
     for mark in definition_marks:
         wanted &= set(mark.args)
     return wanted
+
+
+def row_of(item) -> tuple:
+    """(clause, level, sentence, accepts) of an item from the levels table; the sentence and accepts are ""
+    when the table has no row for it (tests/conformance/test_levels.py fails on that)."""
+    from .levels import PER_PARAMETER, row_for_check
+    from .results import check_id_of
+
+    clause, level = clause_of(item)
+    row = row_for_check(check_id_of(item))
+    if row is None:
+        return (clause, level, "", "")
+    return (clause if row.clause == PER_PARAMETER else row.clause, row.level, row.sentence, row.accepts)

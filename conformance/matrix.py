@@ -4,7 +4,9 @@
 
 Input: results files written by the conformance session (schema_version 1). Cells: pass, FAIL, known
 deviation, not supported, n/a (the check does not apply to that target's interface), error, skipped.
-Totals per target and per spec level come first.
+Totals per target and per spec level come first. Each check's row ends with the sentence of its clause, taken
+from the record's ``sentence`` field when the results carry one, else from the levels table
+(``conformance/levels/*.toml``) by check id.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from .levels import row_for_check
 from .results import SCHEMA_VERSION
 
 __all__ = ["load_results", "Matrix", "render_markdown", "render_html", "main"]
@@ -23,7 +26,7 @@ SYMBOL = {"passed": "pass", "failed": "FAIL", "error": "error", "known": "known"
           "unsupported": "n/s", "skipped": "skip", None: "n/a"}
 COLOUR = {"passed": "#d9f2d9", "failed": "#f7c6c6", "error": "#f7c6c6", "known": "#fde9b8", "fixed": "#c6dcf7",
           "unsupported": "#e6e6e6", "skipped": "#f2f2f2", None: "#ffffff"}
-LEVEL_ORDER = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "DEFINED", "POLICY")
+LEVEL_ORDER = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "DEFINED", "POLICY", "INFO")
 
 
 def load_results(paths: list) -> tuple:
@@ -46,13 +49,22 @@ class Matrix:
         self.targets = sorted(targets, key=lambda t: (targets[t]["server"], targets[t]["interface"], t))
         self.info = targets
         self.cells = {(c["check"], c["target"]): c for c in checks}
-        rows = {}
+        rows, self.sentences = {}, {}
         for c in checks:
             rows.setdefault(c["check"], (c["clause"], c["level"], c.get("area", "")))
+            if c.get("sentence"):
+                self.sentences.setdefault(c["check"], c["sentence"])
         # grouped by clause, then check id
         self.groups = defaultdict(list)
         for check, (clause, level, area) in sorted(rows.items(), key=lambda kv: (kv[1][0], kv[0])):
             self.groups[clause].append((check, level))
+
+    def sentence(self, check: str) -> str:
+        """The quoted sentence of the check's clause ("" when neither the results nor the table have it)."""
+        if check not in self.sentences:
+            row = row_for_check(check)
+            self.sentences[check] = row.sentence if row else ""
+        return self.sentences[check]
 
     def outcome(self, check: str, target: str):
         cell = self.cells.get((check, target))
@@ -108,12 +120,13 @@ def render_markdown(m: Matrix) -> str:
             cells.append(f"{passed}/{total}" if total else "–")
         out.append(f"| `{t}` | " + " | ".join(cells) + " |")
     out += ["", "## Checks by clause", ""]
-    header = "| check | level | " + " | ".join(f"`{_short(t)}`" for t in m.targets) + " |"
+    header = "| check | level | " + " | ".join(f"`{_short(t)}`" for t in m.targets) + " | sentence |"
     for clause, rows in m.groups.items():
-        out += [f"### {clause}", "", header, "| --- | --- |" + " --- |" * len(m.targets)]
+        out += [f"### {clause}", "", header, "| --- | --- |" + " --- |" * len(m.targets) + " --- |"]
         for check, level in rows:
             cells = [SYMBOL[m.outcome(check, t)] for t in m.targets]
-            out.append(f"| `{check}` | {level} | " + " | ".join(cells) + " |")
+            sentence = m.sentence(check).replace("|", "\\|")
+            out.append(f"| `{check}` | {level} | " + " | ".join(cells) + f" | {sentence} |")
         out.append("")
     return "\n".join(out) + "\n"
 
@@ -123,7 +136,7 @@ def render_html(m: Matrix) -> str:
     head = "".join(f"<th class=t>{e(t)}</th>" for t in m.targets)
     rows = []
     for clause, checks in m.groups.items():
-        rows.append(f"<tr class=clause><td colspan={len(m.targets) + 2}>{e(clause)}</td></tr>")
+        rows.append(f"<tr class=clause><td colspan={len(m.targets) + 3}>{e(clause)}</td></tr>")
         for check, level in checks:
             cells = []
             for t in m.targets:
@@ -131,7 +144,8 @@ def render_html(m: Matrix) -> str:
                 cell = m.cells.get((check, t)) or {}
                 title = e(cell.get("message", "") or "")
                 cells.append(f"<td style='background:{COLOUR[outcome]}' title=\"{title}\">{SYMBOL[outcome]}</td>")
-            rows.append(f"<tr><td class=c>{e(check)}</td><td>{e(level)}</td>{''.join(cells)}</tr>")
+            rows.append(f"<tr><td class=c>{e(check)}</td><td>{e(level)}</td>{''.join(cells)}"
+                        f"<td class=s>{e(m.sentence(check))}</td></tr>")
     totals = m.totals()
     total_rows = "".join(
         f"<tr><td>{e(t)}</td>" + "".join(f"<td>{totals[t][k]}</td>" for k in ("passed", "failed", "known", "error", "unsupported"))
@@ -139,10 +153,10 @@ def render_html(m: Matrix) -> str:
     return f"""<!doctype html><html><head><meta charset=utf-8><title>gatecheck compliance matrix</title>
 <style>body{{font:13px system-ui,sans-serif;margin:1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;
 padding:2px 5px}}th.t{{writing-mode:vertical-rl;transform:rotate(180deg);font-weight:normal}}tr.clause td{{background:#333;
-color:#fff;font-weight:bold}}td.c{{font-family:monospace;white-space:nowrap}}</style></head><body>
+color:#fff;font-weight:bold}}td.c{{font-family:monospace;white-space:nowrap}}td.s{{min-width:30em}}</style></head><body>
 <h1>gatecheck compliance matrix</h1><p>{m.check_count} distinct checks × {len(m.targets)} targets. Hover a cell for
 the message.</p><table><tr><th>target</th><th>pass</th><th>FAIL</th><th>known</th><th>error</th><th>n/s</th></tr>
-{total_rows}</table><h2>Checks by clause</h2><table><tr><th>check</th><th>level</th>{head}</tr>{''.join(rows)}</table>
+{total_rows}</table><h2>Checks by clause</h2><table><tr><th>check</th><th>level</th>{head}<th>sentence</th></tr>{''.join(rows)}</table>
 </body></html>
 """
 

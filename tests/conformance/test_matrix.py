@@ -35,3 +35,24 @@ def test_cli_writes_both_files_and_refuses_unknown_schema(tmp_path, capsys):
     assert main([str(bad), "--md", str(tmp_path / "x.md"), "--html", str(tmp_path / "x.html")]) == 2
     assert "schema_version 99 not supported" in capsys.readouterr().err
     assert main([str(tmp_path / "missing.json")]) == 2
+
+
+def test_sentence_comes_from_the_record_or_else_the_levels_table(tmp_path):
+    from conformance.levels import LEVELS_DIR, load_table, row_for_check
+
+    stem = sorted(LEVELS_DIR.glob("test_*.toml"))[0].stem
+    function = next(iter(load_table(stem)))
+    table_check = f"{stem}.py::{function}"
+    record = {"area": "x", "clause": "RFC 1 §1", "level": "MUST", "duration": 0.1, "interface": "asgi",
+              "message": "", "outcome": "passed", "server": "a", "target": "a:asgi:h1"}
+    data = {"schema_version": 1, "created": "now", "targets": [
+        {"target": "a:asgi:h1", "server": "a", "interface": "asgi", "http": "h1", "features": [], "versions": {}}],
+        "checks": [dict(record, check="test_q.py::test_quoted", sentence="A server MUST | quote."),
+                   dict(record, check=table_check)]}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    m = Matrix(*load_results([path]))
+    text = render_markdown(m)
+    assert "| `test_q.py::test_quoted` | MUST | pass | A server MUST \\| quote. |" in text
+    assert f"| {row_for_check(table_check).sentence.replace('|', chr(92) + '|')} |" in text
+    assert "A server MUST | quote." in render_html(m)

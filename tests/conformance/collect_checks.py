@@ -1,0 +1,35 @@
+"""A pytest plugin for tests/conformance/test_levels.py: at collection, before the conformance session
+drops anything, write every check item as JSON lines {module, function, params, clause, level} to the
+file named by GATECHECK_COLLECT_OUT. Loaded with ``-p tests.conformance.collect_checks`` in a subprocess."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+
+def _params(item) -> str:
+    """The item's parameter id without its target (as in results check ids; "no-target" counts as one)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return ""
+    ids = callspec.id
+    server_id = getattr(callspec.params.get("server"), "id", None) or "no-target"
+    for form in (f"{server_id}-", f"-{server_id}", server_id):
+        if form in ids:
+            return ids.replace(form, "", 1)
+    return ids
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    from conformance.markers import clause_of
+
+    with open(os.environ["GATECHECK_COLLECT_OUT"], "w", encoding="utf-8") as out:
+        for item in items:
+            clause, level = clause_of(item)
+            out.write(json.dumps({"module": Path(str(item.path)).stem,
+                                  "function": getattr(item, "originalname", item.name),
+                                  "params": _params(item), "clause": clause, "level": level}) + "\n")
