@@ -145,6 +145,8 @@ def start_server(
     adapter, target = resolve(target)
     if port is not None and not (isinstance(port, int) and 1 <= port <= 65535):
         raise TargetError(f"port {port!r} is not a TCP port (1-65535); omit it to get a free one")
+    if not ready_timeout > 0:
+        raise TargetError(f"ready timeout {ready_timeout!r} s: give a number of seconds greater than 0")
     if host not in _LOOPBACK and not allow_remote:
         raise TargetError(f"refusing to listen on {host!r}: gatecheck uses loopback only unless allow_remote=True")
     interpreter = python_for(target, python)
