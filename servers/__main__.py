@@ -103,24 +103,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        port = 0
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (1-65535); omit --port to get a free one")
-    return port
+def _number(convert, ok, what: str):
+    """An argparse type: ``convert(text)`` when ``ok`` of it holds, else one line saying what is wanted."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+    return parse
 
 
-def _seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds greater than 0")
-    return seconds
+_port = _number(int, lambda p: 1 <= p <= 65535, "a TCP port (1-65535); omit --port to get a free one")
+_seconds = _number(float, lambda s: 0 < s < float("inf"), "a number of seconds greater than 0")
 
 
 def _target(text: str) -> Target:

@@ -34,7 +34,7 @@ __all__ = ["TOKEN_ENV", "ProcessTree", "new_token", "kill_if_ours", "token_beare
            "SAMPLE_INTERVAL"]
 
 TOKEN_ENV = "GATECHECK_SERVER_TOKEN"
-SAMPLE_INTERVAL = 0.25
+SAMPLE_INTERVAL = 0.5  # ~1% of one core per running server (a full /proc scan per sample)
 
 
 def new_token() -> str:
