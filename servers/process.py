@@ -39,7 +39,7 @@ import psutil
 
 from . import reaper
 from .errors import ServerExited, ServerNotReady, ServerStartError, TargetError
-from .tree import TOKEN_ENV, ProcessTree, is_loopback, kill_if_ours, new_token
+from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
 
 __all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids"]
 
@@ -278,11 +278,6 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _kill_if_ours(pid: int, create_time: float) -> bool:
-    """SIGKILL a process we saw earlier, unless its PID was reused by an unrelated process since."""
-    return kill_if_ours(pid, create_time)
 
 
 def _covers(ip: str, host: str) -> bool:

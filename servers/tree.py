@@ -97,8 +97,9 @@ class ProcessTree:
     # -- recording ---------------------------------------------------------------------------------
 
     def record(self, pid: int, create_time: float) -> None:
+        """Remember ``pid`` as ours, as the process created at ``create_time`` (a newer sighting wins)."""
         with self._lock:
-            self.known.setdefault(pid, create_time)
+            self.known[pid] = create_time
 
     def live(self, scan_tokens: bool = False) -> list:
         """The live members: the leader's current tree plus every recorded process still running (and,
