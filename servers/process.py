@@ -99,7 +99,7 @@ class ServerProcess:
                 os.sched_setaffinity(0, cpu_set)
 
         self.cpus = cpu_set
-        reaper.watch(self.token, time.time() - 1.0)  # before the spawn: no window where a death is missed
+        reaper.watch(self.token)  # before the spawn: no window in which a harness death is missed
         try:
             self.popen = subprocess.Popen(
                 self.argv,

@@ -7,11 +7,12 @@ and any double-forked daemon, would live on. The reaper kills them.
 
 How: the first server a harness process starts also starts one reaper (``servers.reaper.main`` in a new Python,
 in its own session so the terminal's Ctrl-C does not reach it). The harness keeps the write end of a
-pipe and tells the reaper, one line per event, ``+ TOKEN STARTED`` (a server started; its processes
-carry ``GATECHECK_SERVER_TOKEN=TOKEN`` and were created at or after STARTED) and ``- TOKEN`` (it was
-stopped normally). When the pipe reaches end of file (the harness exited, however it died) or the
-reaper's parent changes, the reaper SIGKILLs every process that carries a token still open, checking
-each one's create time just before the signal, and exits. A harness that exits normally has no open
+pipe and tells the reaper, one line per event, ``+ TOKEN`` (a server is starting; its processes
+carry ``GATECHECK_SERVER_TOKEN=TOKEN``) and ``- TOKEN`` (it was stopped normally). When the pipe reaches end of file (the harness exited, however it died) or the
+reaper's parent changes, the reaper SIGKILLs every process that carries a token still open and was
+created after the harness, checking each one's create time just before the signal, and exits. (Create
+times are only compared with others read by the same process: psutil derives them from a boot time that
+moves with the wall clock, so ``time.time()`` is not comparable with them.) A harness that exits normally has no open
 token, so its reaper just exits.
 
 Limits: a server process that clears its environment is invisible to the reaper (the harness itself
@@ -29,6 +30,8 @@ import signal
 import subprocess
 import sys
 import threading
+
+import psutil
 
 from .tree import kill_if_ours, token_bearers, wait_gone
 
@@ -71,9 +74,9 @@ def _send(line: str) -> None:
             pass
 
 
-def watch(token: str, started: float) -> None:
+def watch(token: str) -> None:
     """Ask the reaper to kill every process carrying ``token`` if this process dies first."""
-    _send(f"+ {token} {started!r}")
+    _send(f"+ {token}")
 
 
 def forget(token: str) -> None:
@@ -99,13 +102,15 @@ atexit.register(_close)  # registered before process.py registers stop_all, so i
 
 # -- the reaper process ----------------------------------------------------------------------------
 
-def _read_until_orphaned(read_fd: int, harness: int) -> dict:
+def _read_until_orphaned(read_fd: int, harness: int) -> set:
     """Follow the harness's lines until its end of the pipe closes; return the tokens still open."""
-    open_tokens: dict = {}
+    open_tokens: set = set()
     pending = b""
-    while os.getppid() == harness:
+    while True:  # what the harness wrote is read to its end even if it died before we got here
         ready, _, _ = select.select([read_fd], [], [], 0.5)
         if not ready:
+            if os.getppid() != harness:  # orphaned, yet someone else holds the pipe open
+                break
             continue
         chunk = os.read(read_fd, 65536)
         if not chunk:
@@ -114,19 +119,20 @@ def _read_until_orphaned(read_fd: int, harness: int) -> dict:
         *lines, pending = pending.split(b"\n")
         for line in lines:
             parts = line.decode("ascii", "replace").split()
-            if len(parts) == 3 and parts[0] == "+":
-                open_tokens[parts[1]] = float(parts[2])
+            if len(parts) == 2 and parts[0] == "+":
+                open_tokens.add(parts[1])
             elif len(parts) == 2 and parts[0] == "-":
-                open_tokens.pop(parts[1], None)
+                open_tokens.discard(parts[1])
     return open_tokens
 
 
-def reap(open_tokens: dict, rounds: int = 5) -> None:
-    """SIGKILL every process carrying one of ``open_tokens`` (token -> started), until none is left."""
+def reap(open_tokens: set, since: float, rounds: int = 5) -> None:
+    """SIGKILL every process carrying one of ``open_tokens`` and created at or after ``since`` (in
+    psutil's create-time clock, as read by this process), until none is left."""
     for _ in range(rounds):
         targets: dict = {}
-        for token, started in open_tokens.items():
-            targets.update(token_bearers(token, started))
+        for token in open_tokens:
+            targets.update(token_bearers(token, since))
         if not targets:
             return
         for pid, created in targets.items():
@@ -137,7 +143,11 @@ def reap(open_tokens: dict, rounds: int = 5) -> None:
 def main(argv: list) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     read_fd, harness = int(argv[0]), int(argv[1])
-    reap(_read_until_orphaned(read_fd, harness))
+    try:  # every token bearer was created after the harness; create times are compared in one clock
+        since = psutil.Process(harness).create_time()
+    except psutil.Error:
+        since = 0.0
+    reap(_read_until_orphaned(read_fd, harness), since)
     return 0
 
 

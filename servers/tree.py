@@ -25,6 +25,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+import socket
 import threading
 import time
 
@@ -152,10 +153,14 @@ class ProcessTree:
 
     def listeners(self) -> list:
         """(pid, ip, port) of every listening TCP socket of the live members."""
+        table = _listen_table()
         found = []
         for proc in self.live(scan_tokens=True):
+            if table is not None:
+                found += [(proc.pid, *table[i]) for i in _socket_inodes(proc.pid) if i in table]
+                continue
             try:
-                conns = proc.net_connections(kind="inet")
+                conns = proc.net_connections(kind="tcp")
             except psutil.Error:
                 continue
             found += [(proc.pid, c.laddr.ip, c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN]
@@ -163,7 +168,7 @@ class ProcessTree:
 
     def port_owners(self) -> list:
         """Processes (ours or not) listening on ``self.port``, on any address."""
-        if self.port is None:
+        if self.port is None or _nobody_listens_on(self.port):
             return []
         pids = set()
         try:
@@ -210,6 +215,51 @@ class ProcessTree:
         self._stop.set()
         if self._sampler is not threading.current_thread():
             self._sampler.join(timeout=2)
+
+
+def _listen_table() -> dict | None:
+    """``socket inode -> (ip, port)`` of every listening TCP socket, from the kernel's tables (one cheap
+    read; psutil's per-process ``net_connections`` re-reads them per process, ~50 ms each on a host with
+    thousands of sockets). None when the tables cannot be read (not Linux)."""
+    table, seen_a_table = {}, False
+    for name, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
+        try:
+            with open(name, encoding="ascii") as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        seen_a_table = True
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == "0A":  # TCP_LISTEN
+                address, port = fields[1].rsplit(":", 1)
+                raw = bytes.fromhex(address)
+                raw = b"".join(raw[k:k + 4][::-1] for k in range(0, len(raw), 4))  # host-order words
+                table[int(fields[9])] = (socket.inet_ntop(family, raw), int(port, 16))
+    return table if seen_a_table else None
+
+
+def _socket_inodes(pid: int) -> set:
+    inodes = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return inodes
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(int(link[8:-1]))
+    return inodes
+
+
+def _nobody_listens_on(port: int) -> bool:
+    """True when the kernel's tables show no TCP listener on ``port``; False when there is one, or when
+    the tables cannot be read (then the costly search for the listener's process has to be made)."""
+    table = _listen_table()
+    return table is not None and all(p != port for _ip, p in table.values())
 
 
 def wait_gone(members: dict, timeout: float) -> bool:
