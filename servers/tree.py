@@ -18,7 +18,9 @@ A server's processes are found four ways, because each alone can miss some:
 
 Rules: nothing is signalled unless it is ours by 2 or 3 (a listener by 4 must also pass 2 or 3, or
 descend from a recorded process); every signal is preceded by a create-time check, so a reused PID is
-never signalled; no cgroup is needed (unprivileged, works in containers and CI alike).
+never signalled. No cgroup is used: one would contain every process by construction, but needs a
+delegated, writable cgroup tree, which unprivileged CI runners and containers often lack; these four
+ways need nothing but ``/proc`` of our own processes.
 """
 from __future__ import annotations
 
