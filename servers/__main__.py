@@ -60,16 +60,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         import fixtures  # the same test certificate the conformance suite serves (fixtures/tls/README.md)
 
         tls = (fixtures.TLS_CERT, fixtures.TLS_KEY)
-    srv = start_server(target, app=app, port=args.port, log_dir=args.log_dir, ready_timeout=args.ready_timeout, tls=tls)
-    print(f"serving {target} ({app}) at {srv.url}  pid {srv.pid}  log {srv.log_path}", flush=True)
-    print("press Ctrl-C to stop", flush=True)
-
-    def interrupt(signum, frame):  # SIGINT and SIGTERM both stop the server, even if a parent ignored SIGINT
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, interrupt)
-    signal.signal(signal.SIGTERM, interrupt)
+    # The handlers go in before the server starts and before the "press Ctrl-C" line: a signal that
+    # arrives at any moment after that line (or during the start) stops the server, even if a parent
+    # left SIGINT ignored.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    srv = None
     try:
+        srv = start_server(target, app=app, port=args.port, log_dir=args.log_dir, ready_timeout=args.ready_timeout,
+                           tls=tls)
+        print(f"serving {target} ({app}) at {srv.url}  pid {srv.pid}  log {srv.log_path}", flush=True)
+        print("press Ctrl-C to stop", flush=True)
         while srv.alive():
             time.sleep(0.5)
         print(f"server exited by itself with code {srv.process.popen.returncode}\n{srv.log_tail()}", file=sys.stderr)
@@ -77,7 +78,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        srv.stop()
+        if srv is not None:
+            srv.stop()
+
+
+def _interrupt(signum, frame):
+    """SIGINT and SIGTERM both stop the server."""
+    raise KeyboardInterrupt
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,13 +94,30 @@ def build_parser() -> argparse.ArgumentParser:
     p_list.add_argument("-v", "--verbose", action="store_true", help="also list each adapter's options")
     p_run = sub.add_parser("run", help="serve the fixture app in the foreground")
     p_run.add_argument("target", type=_target, help="target, e.g. granian:asgi or uvicorn:asgi?loop=uvloop")
-    p_run.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
+    p_run.add_argument("--port", type=_port, default=None, help="port on 127.0.0.1 (default: a free one)")
     p_run.add_argument("--app", default=None, help="module:attribute to serve instead of the fixture app")
     p_run.add_argument("--log-dir", default=None, help="directory for the server log (default: a temp dir)")
-    p_run.add_argument("--ready-timeout", type=float, default=30.0, help="seconds to wait for the first answer")
+    p_run.add_argument("--ready-timeout", type=_seconds, default=30.0, help="seconds to wait for the first answer")
     p_run.add_argument("--cert", metavar="PEM", help="certificate for a tls=on target (default: the suite's test certificate)")
     p_run.add_argument("--key", metavar="PEM", help="private key (PKCS#8 PEM) for --cert")
     return parser
+
+
+def _number(convert, ok, what: str):
+    """An argparse type: ``convert(text)`` when ``ok`` of it holds, else one line saying what is wanted."""
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+    return parse
+
+
+_port = _number(int, lambda p: 1 <= p <= 65535, "a TCP port (1-65535); omit --port to get a free one")
+_seconds = _number(float, lambda s: 0 < s < float("inf"), "a number of seconds greater than 0")
 
 
 def _target(text: str) -> Target:

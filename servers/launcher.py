@@ -3,7 +3,8 @@
     with start_server(Target.parse("granian:asgi"), app="fixtures.apps.asgi:app", log_dir=tmp) as srv:
         httpx.get(srv.url + "/ping")
 
-Rules: loopback only unless ``allow_remote=True``; a port we pick ourselves is retried when another process
+Rules: loopback only unless ``allow_remote=True`` (checked on what the server's processes actually listen
+on once it answered, since an option such as ``args=--host 0.0.0.0`` can override the host); a port we pick ourselves is retried when another process
 grabs it between our check and the server's bind; every failure is a ServerError with the log tail.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
@@ -46,7 +48,30 @@ def python_for(target: Target, python: str | os.PathLike | None = None) -> str:
         path = path / "bin" / "python"
     if not path.exists():
         raise TargetError(f"interpreter {str(path)!r} does not exist (from python={chosen!r})")
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise TargetError(f"interpreter {str(path)!r} is not an executable file (from python={chosen!r}); "
+                          f"give a Python interpreter or a virtualenv directory")
+    if str(path) != sys.executable:
+        _check_is_python(str(path), chosen)
     return str(path)
+
+
+@lru_cache(maxsize=None)
+def _check_is_python(interpreter: str, chosen: str) -> None:
+    """Run ``interpreter -c ...`` once: a TargetError if it is not a Python interpreter."""
+    import subprocess
+
+    code = "import sys; print('gatecheck-python', sys.version_info[0])"
+    try:
+        out = subprocess.run([interpreter, "-c", code], capture_output=True, text=True, timeout=30,
+                             stdin=subprocess.DEVNULL)
+        ok = out.stdout.startswith("gatecheck-python 3")
+        why = f"it printed {(out.stdout + out.stderr).strip()[:120]!r}, exit code {out.returncode}"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        ok, why = False, str(exc)
+    if not ok:
+        raise TargetError(f"{interpreter!r} is not a Python 3 interpreter (from python={chosen!r}; running it "
+                          f"with -c failed: {why}); give a Python interpreter or a virtualenv directory")
 
 
 @dataclass
@@ -118,6 +143,10 @@ def start_server(
     ``tls`` is (certificate path, key path) for a target with ``tls=on`` (ignored otherwise): servers
     ships no certificate of its own."""
     adapter, target = resolve(target)
+    if port is not None and not (isinstance(port, int) and 1 <= port <= 65535):
+        raise TargetError(f"port {port!r} is not a TCP port (1-65535); omit it to get a free one")
+    if not ready_timeout > 0:
+        raise TargetError(f"ready timeout {ready_timeout!r} s: give a number of seconds greater than 0")
     if host not in _LOOPBACK and not allow_remote:
         raise TargetError(f"refusing to listen on {host!r}: gatecheck uses loopback only unless allow_remote=True")
     interpreter = python_for(target, python)
@@ -140,10 +169,11 @@ def start_server(
         launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter, tls=tls)
         env_for_server = {**child_env, **launch.env}
         log_path = log_dir / f"{_log_stem(target)}-{chosen}.log"
-        proc = ServerProcess(launch.argv, log_path=log_path, env=env_for_server, cwd=str(REPO_ROOT), cpus=cpus)
+        proc = ServerProcess(launch.argv, log_path=log_path, env=env_for_server, cwd=str(REPO_ROOT), cpus=cpus,
+                             port=chosen)
         try:
             probe = probe_for(launch.probe_http2, launch.tls)
-            took = proc.wait_ready(host, chosen, probe, timeout=ready_timeout)
+            took = proc.wait_ready(host, chosen, probe, timeout=ready_timeout, loopback_only=not allow_remote)
         except ServerExited as exc:
             proc.stop()
             last_error = exc

@@ -2,12 +2,22 @@
 
 Rules of this module:
 - The process is started with ``start_new_session=True``: it leads its own process group, so the terminal's
-  Ctrl-C does not reach it and ``killpg`` reaches every worker it forks. It also gets ``PR_SET_PDEATHSIG``
-  (SIGTERM), so if the harness itself is killed the server leader is told to stop.
+  Ctrl-C does not reach it and ``killpg`` reaches every worker it forks.
+- Every process of the server is tracked by ``tree.ProcessTree`` (read its header): the tree sampled
+  continuously with create times, a random token in the server's environment that every descendant
+  inherits, and the listener on the server's port when it is provably ours. A worker that double-forks
+  and calls ``setsid`` escapes the group and the tree, but not the token.
+- If the harness dies, however it dies: the leader gets ``PR_SET_PDEATHSIG`` = SIGKILL (a leader that
+  ignores SIGTERM would outlive a SIGTERM death signal), and since the death signal is not inherited
+  across ``fork``, the rest of the tree is killed by the reaper (``reaper.py``: one small process per
+  harness, told each server's token, which kills every token bearer when the harness's pipe closes).
+  Limits: a process that clears its environment *and* leaves the tree before a sample saw it *and*
+  does not listen on the server's port is not found; a reaper killed with SIGKILL reaps nothing.
 - Ready means a TCP connect *and* one HTTP round trip succeeded before one deadline; never a sleep.
 - Stop is SIGTERM to the leader (as an operator's ``kill <pid>``: the server's own master stops its workers
   gracefully, e.g. Hypercorn runs lifespan shutdown only then), a grace period, then SIGKILL to the group
-  and to every descendant seen, by PID. Nothing else is ever signalled: only processes this module started.
+  and to every process of the tree, by PID, each after checking its create time against the one recorded
+  when it was spawned or first seen (a reused PID is never signalled). Nothing else is ever signalled.
 - Every live process is in ``_LIVE`` until stopped, so ``stop_all()`` (atexit, signal handlers, pytest
   hooks) is a backstop for every exit path.
 """
@@ -25,12 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import ServerExited, ServerNotReady
+import psutil
 
-try:
-    import psutil
-except ImportError:  # pragma: no cover - psutil is a declared dependency
-    psutil = None
+from . import reaper
+from .errors import ServerExited, ServerNotReady, ServerStartError, TargetError
+from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
 
 __all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids"]
 
@@ -48,10 +57,11 @@ class ResourceSample:
 
 
 def _pdeathsig() -> None:
-    """Runs in the child before exec: ask the kernel to SIGTERM it if the parent dies."""
+    """Runs in the child before exec: ask the kernel to SIGKILL it if the parent dies (SIGKILL: a
+    server that ignores SIGTERM must not outlive a killed harness)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:  # pragma: no cover - non-Linux
         pass
 
@@ -67,33 +77,47 @@ class ServerProcess:
         env: dict | None = None,
         cwd: str | os.PathLike | None = None,
         cpus: Sequence[int] | None = None,
+        port: int | None = None,
     ) -> None:
         self.argv = list(argv)
+        cpu_set = _checked_cpus(cpus)
+        self.token = new_token()
+        env = {**(os.environ if env is None else env), TOKEN_ENV: self.token}
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
         self._log.write(f"=== gatecheck: starting {' '.join(self.argv)}\n".encode())
         self._log.flush()
-        cpu_set = sorted(set(cpus)) if cpus else None
+
+        harness = os.getpid()
 
         def preexec() -> None:
             _pdeathsig()
+            if os.getppid() != harness:  # the harness died before the death signal was armed
+                os._exit(1)
             if cpu_set:
                 os.sched_setaffinity(0, cpu_set)
 
         self.cpus = cpu_set
-        self.popen = subprocess.Popen(
-            self.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=preexec,
-        )
+        reaper.watch(self.token)  # before the spawn: no window in which a harness death is missed
+        try:
+            self.popen = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+        except OSError as exc:  # a missing or non-executable program: no retry can help
+            reaper.forget(self.token)
+            self._log.close()
+            raise TargetError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc} "
+                              f"(command: {' '.join(self.argv)})") from None
         self.pid = self.popen.pid
-        self._seen_pids: set[int] = {self.pid}
+        self.tree = ProcessTree(self.pid, self.token, port)
         self._stopped = False
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -106,6 +130,7 @@ class ServerProcess:
         port: int,
         probe: Callable[[str, int, float], bool],
         timeout: float = 30.0,
+        loopback_only: bool = True,
     ) -> float:
         """Wait until ``probe(host, port, io_timeout)`` returns True; return the seconds it took.
 
@@ -115,6 +140,7 @@ class ServerProcess:
         start = time.monotonic()
         deadline = start + timeout
         last_error = "no connection attempt yet"
+        next_check = start + 0.5
         while True:
             code = self.popen.poll()
             if code is not None:
@@ -133,11 +159,14 @@ class ServerProcess:
                 )
             try:
                 if probe(host, port, min(2.0, max(0.2, remaining))):
-                    self._remember_children()
+                    self.check_listeners(host, port, ready=True, loopback_only=loopback_only)
                     return time.monotonic() - start
                 last_error = "connected, but the HTTP round trip failed"
             except OSError as exc:
                 last_error = f"{type(exc).__name__}: {exc}"
+            if time.monotonic() >= next_check:
+                self.check_listeners(host, port, ready=False, loopback_only=loopback_only)
+                next_check = time.monotonic() + 0.5
             time.sleep(0.05)
 
     # -- inspection ----------------------------------------------------------------------------------
@@ -153,19 +182,26 @@ class ServerProcess:
             return ""
         return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
-    def _tree(self) -> list:
-        if psutil is None:
-            return []
-        try:
-            root = psutil.Process(self.pid)
-            procs = [root] + root.children(recursive=True)
-        except psutil.Error:
-            return []
-        self._seen_pids.update(p.pid for p in procs)
-        return procs
+    def check_listeners(self, host: str, port: int, *, ready: bool, loopback_only: bool = True) -> None:
+        """Refuse a server whose tree listens anywhere but loopback (an option such as ``args=--host
+        0.0.0.0`` overrides the host gatecheck passed), or, once it had time to bind, only on
+        ``port`` at another address than ``host`` (then the probe can never reach it)."""
+        listening = self.tree.listeners()
+        remote = sorted({f"{ip}:{p}" for _pid, ip, p in listening if loopback_only and not is_loopback(ip)})
+        if remote:
+            raise ServerStartError(
+                f"refusing a server that listens on {', '.join(remote)}: gatecheck serves on loopback only; "
+                f"an option (args=, or the command template) overrides the host {host} it was given "
+                f"(command: {' '.join(self.argv)})", self.log_tail())
+        on_port = sorted({ip for _pid, ip, p in listening if p == port})
+        if on_port and not ready and not any(_covers(ip, host) for ip in on_port):
+            raise ServerStartError(
+                f"the server listens on {', '.join(on_port)} port {port}, not on {host} where gatecheck "
+                f"asked it to and probes it; an option (args=, or the command template) overrides the host "
+                f"(command: {' '.join(self.argv)})", self.log_tail())
 
-    def _remember_children(self) -> None:
-        self._tree()
+    def _tree(self) -> list:
+        return self.tree.live()
 
     def sample(self) -> ResourceSample:
         """RSS (bytes) and CPU seconds (user + system) summed over the live process tree."""
@@ -205,16 +241,20 @@ class ServerProcess:
                     self.popen.wait(timeout=grace)
                 except subprocess.TimeoutExpired:
                     self._log_line(f"did not exit {grace:.1f} s after SIGTERM; sending SIGKILL")
-            # Workers may outlive their leader; the group and every PID seen get SIGKILL.
+            # Workers may outlive their leader: the group, then every process of the tree, get SIGKILL.
             self._signal_group(signal.SIGKILL)
-            for pid in sorted(self._seen_pids - {self.pid}):
-                _kill_if_ours(pid)
+            strangers = self.tree.kill_all()
+            if strangers:
+                self._log_line(f"left alone: pid {', '.join(map(str, strangers))} listens on the server's "
+                               f"port but is not a process gatecheck started")
             try:
                 self.popen.wait(timeout=5)
             except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
                 return None
             return self.popen.returncode
         finally:
+            self.tree.close()
+            reaper.forget(self.token)
             self._log_line(f"stopped, exit code {self.popen.returncode}")
             self._log.close()
             with _LIVE_LOCK:
@@ -240,17 +280,27 @@ class ServerProcess:
         self.stop()
 
 
-def _kill_if_ours(pid: int) -> None:
-    """SIGKILL a descendant we saw earlier, unless its PID was reused by an unrelated process."""
-    if psutil is None:
-        return
+def _covers(ip: str, host: str) -> bool:
+    """Whether a socket listening on ``ip`` accepts connections made to ``host``."""
+    if ip in ("0.0.0.0", "::"):
+        return True
     try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return
-        proc.kill()
-    except psutil.Error:
-        pass
+        return ip in {info[4][0] for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
+    except OSError:
+        return ip == host
+
+
+def _checked_cpus(cpus: Sequence[int] | None) -> list | None:
+    """The CPU set as a sorted list, or a TargetError naming the CPUs this host lets us use."""
+    if not cpus:
+        return None
+    chosen = sorted(set(cpus))
+    available = sorted(os.sched_getaffinity(0))
+    missing = [c for c in chosen if c not in available]
+    if missing:
+        raise TargetError(f"cannot pin the server to CPU {', '.join(map(str, missing))}: this process may use "
+                          f"CPU {', '.join(map(str, available))} only")
+    return chosen
 
 
 class PeakTracker:

@@ -22,7 +22,7 @@ from ..capabilities import Capabilities
 from ..errors import ServerNotInstalled, TargetError
 from ..target import Target
 
-__all__ = ["Adapter", "Option", "flag", "switch", "tls_option", "Launch"]
+__all__ = ["Adapter", "Option", "flag", "switch", "tls_option", "Launch", "split_command_line"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,15 @@ def tls_option() -> Option:
     """``tls=on|off``: listen with TLS (the certificate and key come from the launcher, not the option)."""
     return Option("listen with TLS (ALPN h2 where HTTP/2 is on); cert and key come from the launcher",
                   lambda v: [], ("on", "off"))
+
+
+def split_command_line(text: str, what: str) -> list:
+    """``shlex.split``, with a TargetError (not a traceback) for an unbalanced quote or a lone backslash."""
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise TargetError(f"{what} {text!r} cannot be split like a command line ({exc}); "
+                          f"balance its quotes") from None
 
 
 # Options every adapter accepts; handled by the launcher, not rendered into the server's argv.
@@ -105,6 +114,8 @@ class Adapter:
                 f"{self.name} has no HTTP mode {http!r}; modes: {', '.join(self.capabilities.http_modes)}"
             )
         for name, value in target.options:
+            if name == "args":
+                split_command_line(value, "args=")
             if name in COMMON_OPTIONS:
                 continue
             if name == "tls" and not self.TLS_FLAGS:
@@ -155,7 +166,7 @@ class Adapter:
                 args += self.OPTIONS[name].to_args(name, value)
         extra = target.option("args")
         if extra:
-            args += shlex.split(extra)
+            args += split_command_line(extra, "args=")
         return args
 
     def launch(self, target: Target, *, app: str, host: str, port: int, python: str,

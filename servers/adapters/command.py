@@ -10,15 +10,15 @@ speaks TLS, and the template should pass ``{tls_cert}``/``{tls_key}`` to the ser
 """
 from __future__ import annotations
 
-import shlex
 from dataclasses import replace
 
 from ..capabilities import FEATURES, Capabilities
 from ..errors import TargetError
 from ..target import INTERFACES
-from ._base import Adapter, Launch, Option
+from ._base import Adapter, Launch, Option, split_command_line as _split
 
 _PLACEHOLDERS = ("app", "host", "port", "interface", "python", "tls_cert", "tls_key")
+
 
 
 class CommandAdapter(Adapter):
@@ -53,6 +53,7 @@ class CommandAdapter(Adapter):
         template = target.option("cmd")
         if not template:
             raise TargetError("the command adapter needs a template: --server-cmd 'myserver --port {port} {app}'")
+        _split(template, "the command template")
         if "{port}" not in template:
             raise TargetError(f"the command template must contain {{port}}: {template!r}")
         try:
@@ -90,10 +91,10 @@ class CommandAdapter(Adapter):
         cert, key = (str(tls[0]), str(tls[1])) if uses_tls else ("", "")
         values = {"app": app, "host": host, "port": port, "interface": target.interface, "python": python,
                   "tls_cert": cert, "tls_key": key}
-        argv = [part.format(**values) for part in shlex.split(target.option("cmd"))]
+        argv = [part.format(**values) for part in _split(target.option("cmd"), "the command template")]
         extra = target.option("args")
         if extra:
-            argv += shlex.split(extra)
+            argv += _split(extra, "args=")
         return Launch(argv=argv, env={}, probe_http2=(target.http == "h2"), tls=uses_tls)
 
     def version(self, python=None):

@@ -52,7 +52,7 @@ def test_run_serves_a_tls_target_with_the_test_certificate_and_stops_on_a_signal
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                             preexec_fn=ignore_sigint)
     try:
-        line = _first_line(proc, 30.0)  # "serving ... at https://127.0.0.1:PORT  pid ..."
+        line = _first_line(proc, 90.0)  # the event: "serving ... at https://127.0.0.1:PORT  pid ..."
         assert " at https://127.0.0.1:" in line, line
         url = line.split(" at ")[1].split()[0]
         ctx = ssl.create_default_context(cafile=str(ROOT / "fixtures" / "tls" / "cert.pem"))
@@ -67,3 +67,40 @@ def test_run_serves_a_tls_target_with_the_test_certificate_and_stops_on_a_signal
             proc.wait(timeout=5)
         proc.stdout.close()
     assert proc.returncode == 0
+
+
+SIGINT_AT_THE_SERVING_LINE = """
+import os, signal, sys
+from servers import __main__ as cli
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a parent that ignores it (a script's background job) leaves it
+
+class Out:
+    # The interrupt arrives at the worst moment: while the "serving ..." line is being written.
+    def write(self, text):
+        sys.__stdout__.write(text)
+        if text.startswith("serving "):
+            sys.__stdout__.flush()
+            os.kill(os.getpid(), signal.SIGINT)
+        return len(text)
+    def flush(self):
+        sys.__stdout__.flush()
+
+sys.stdout = Out()
+sys.exit(cli.main(["run", sys.argv[1], "--log-dir", sys.argv[2]]))
+"""
+
+
+def test_run_stops_on_a_sigint_that_arrives_with_the_serving_line(tmp_path):
+    """The handlers are in place before the line that tells the user to press Ctrl-C: no interrupt is lost."""
+    target = "command:asgi?cmd={python}+-m+tests.hostile.server+--port+{port}"
+    proc = subprocess.Popen([sys.executable, "-c", SIGINT_AT_THE_SERVING_LINE, target, str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=60)  # an interrupt that is lost leaves it serving: it never ends
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0, out.decode()
+    assert b"serving command:asgi" in out
+    log = next(tmp_path.glob("*.log")).read_text()
+    assert "gatecheck: stopped" in log

@@ -1,0 +1,155 @@
+"""The reaper: a small process that outlives a killed harness just long enough to kill its servers.
+
+Why: a harness killed with SIGKILL (or by the out-of-memory killer) runs no ``atexit``, no ``finally``
+and no signal handler. Each server leader gets ``PR_SET_PDEATHSIG`` = SIGKILL, so the kernel kills the
+leader when the harness dies, but that signal is not inherited across ``fork``: the leader's workers,
+and any double-forked daemon, would live on. The reaper kills them.
+
+How: the first server a harness process starts also starts one reaper (``servers.reaper.main`` in a new Python,
+in its own session so the terminal's Ctrl-C does not reach it). The harness keeps the write end of a
+pipe and tells the reaper, one line per event, ``+ TOKEN`` (a server is starting; its processes
+carry ``GATECHECK_SERVER_TOKEN=TOKEN``) and ``- TOKEN`` (it was stopped normally). When the pipe reaches end of file (the harness exited, however it died) or the
+reaper's parent changes, the reaper SIGKILLs every process that carries a token still open and was
+created after the harness, checking each one's create time just before the signal, and exits. (Create
+times are only compared with others read by the same process: psutil derives them from a boot time that
+moves with the wall clock, so ``time.time()`` is not comparable with them.) A harness that exits normally has no open
+token, so its reaper just exits.
+
+Limits: a server process that clears its environment is invisible to the reaper (the harness itself
+also finds such a process by its recorded PID and create time, or as the listener on the server's
+port); a reaper killed with SIGKILL itself reaps nothing (then only PDEATHSIG of the leader remains);
+a child forked (not exec'd) by the harness inherits the pipe's write end, which delays the end of file
+until it exits too; the parent check covers that case.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+
+import psutil
+
+from .tree import kill_if_ours, token_bearers, wait_gone
+
+__all__ = ["watch", "forget"]
+
+_ENTRY = "import sys; from servers.reaper import main; sys.exit(main(sys.argv[1:]))"
+_lock = threading.Lock()
+_pipe: dict = {}  # harness pid -> (write fd, reaper Popen): a forked harness starts its own
+
+
+def _writer() -> int | None:
+    """The write end of this process's reaper pipe, starting the reaper on first use."""
+    me = os.getpid()
+    if me in _pipe:
+        return _pipe[me][0]
+    read_fd, write_fd = os.pipe()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(read_fd), str(me)],
+                                pass_fds=(read_fd,), start_new_session=True, cwd=root, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    except OSError:  # pragma: no cover - the harness still stops its servers itself
+        os.close(write_fd)
+        return None
+    finally:
+        os.close(read_fd)
+    _pipe[me] = (write_fd, proc)
+    return write_fd
+
+
+def _send(line: str) -> None:
+    with _lock:
+        fd = _writer()
+        if fd is None:
+            return
+        try:
+            os.write(fd, (line + "\n").encode())
+        except OSError:  # pragma: no cover - the reaper died; the harness still stops its servers
+            pass
+
+
+def watch(token: str) -> None:
+    """Ask the reaper to kill every process carrying ``token`` if this process dies first."""
+    _send(f"+ {token}")
+
+
+def forget(token: str) -> None:
+    """The server with ``token`` was stopped: nothing for the reaper to do about it."""
+    _send(f"- {token}")
+
+
+def _close() -> None:
+    """At a normal exit (after ``stop_all``): close our end; the reaper sees end of file and exits."""
+    entry = _pipe.pop(os.getpid(), None)
+    if entry is None:
+        return
+    write_fd, proc = entry
+    os.close(write_fd)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - it is still killing; leave it to finish
+        pass
+
+
+atexit.register(_close)  # registered before process.py registers stop_all, so it runs after it
+
+
+# -- the reaper process ----------------------------------------------------------------------------
+
+def _read_until_orphaned(read_fd: int, harness: int) -> set:
+    """Follow the harness's lines until its end of the pipe closes; return the tokens still open."""
+    open_tokens: set = set()
+    pending = b""
+    while True:  # what the harness wrote is read to its end even if it died before we got here
+        ready, _, _ = select.select([read_fd], [], [], 0.5)
+        if not ready:
+            if os.getppid() != harness:  # orphaned, yet someone else holds the pipe open
+                break
+            continue
+        chunk = os.read(read_fd, 65536)
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            parts = line.decode("ascii", "replace").split()
+            if len(parts) == 2 and parts[0] == "+":
+                open_tokens.add(parts[1])
+            elif len(parts) == 2 and parts[0] == "-":
+                open_tokens.discard(parts[1])
+    return open_tokens
+
+
+def reap(open_tokens: set, since: float, rounds: int = 5) -> None:
+    """SIGKILL every process carrying one of ``open_tokens`` and created at or after ``since`` (in
+    psutil's create-time clock, as read by this process), until none is left."""
+    for _ in range(rounds):
+        targets: dict = {}
+        for token in open_tokens:
+            targets.update(token_bearers(token, since))
+        if not targets:
+            return
+        for pid, created in targets.items():
+            kill_if_ours(pid, created)
+        wait_gone(targets, timeout=2.0)
+
+
+def main(argv: list) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    read_fd, harness = int(argv[0]), int(argv[1])
+    try:  # every token bearer was created after the harness; create times are compared in one clock
+        since = psutil.Process(harness).create_time()
+    except psutil.Error:
+        since = 0.0
+    reap(_read_until_orphaned(read_fd, harness), since)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
