@@ -80,7 +80,6 @@ _CHUNKS = [random_bytes(700, seed=1), random_bytes(1, seed=2), random_bytes(3000
 
 
 @pytest.mark.parametrize("how", _UPLOADS_BY_CLAUSE)
-@spec(_REQ, "DEFINED")
 def test_request_bodies_concatenate_to_the_decoded_body(server, how):
     """The bodies of the http.request messages concatenate to the request body, de-chunked when it was chunked."""
     doc = _upload(server, how, _CHUNKS)
@@ -252,7 +251,6 @@ def test_omitted_keys_take_their_defaults(server, case):
 
 @pytest.mark.parametrize("version", [pytest.param("HTTP/1.1", marks=spec(_START, "DEFINED")),
                                      pytest.param("HTTP/1.0", marks=spec("RFC 9112 §6.1", "MUST NOT"))])
-@spec(_START, "DEFINED")
 def test_streamed_body_without_length_is_framed_correctly(server, version):
     """A body streamed without Content-Length is chunked or close-delimited, never chunked for HTTP/1.0."""
     steps = [["start", 200], ["body", "one-", True], ["body", "two-", True], ["body", "three"]]

@@ -75,9 +75,8 @@ _INVALID = {
 _OUT_OF_ORDER = ("body-before-start", "second-start")
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=spec(_ERR + " (out of order)", "POLICY"))
-                                  if c in _OUT_OF_ORDER else c for c in _INVALID])
-@spec(_ERR, "SHOULD")
+@pytest.mark.parametrize("case", [pytest.param(c, marks=spec(_ERR + " (out of order)", "POLICY") if c in _OUT_OF_ORDER
+                                               else spec(_ERR, "SHOULD")) for c in _INVALID])
 def test_invalid_event_raises_from_send(server, case):
     """send() raises for an invalid event: unknown or missing type or key, str where bytes are required (SHOULD);
     POLICY for events sent out of order (a body before the start, a second start)."""
