@@ -11,6 +11,10 @@ function name:
     [test_x.params."unsupported-major"]   # optional: a parameter under another sentence or level (same keys;
     level = "POLICY"                      # keys left out are taken from the check's own row)
 
+A check whose parameters each cite their own section (``test_h2spec_case``: every h2spec case names the RFC
+section it exercises) may say ``clause = "per parameter"``: the clause is then the one on the parameter's
+``@spec``, and only the level is compared.
+
 A parameter key matches a check id's parameters when it equals them or is one "-"-separated part of them
 (``[unsupported-major]`` matches ``test_x[unsupported-major]`` and ``test_x[unsupported-major-chunked]``).
 
@@ -23,7 +27,8 @@ The level is the sentence. How a sentence shows its level (``keyword_in_sentence
   in lower case ("must", "should", "may"). There the same words count in any case, and their plain
   meaning gives the level ("must" is MUST, "should not" is SHOULD NOT). A definition without such a word
   (ASGI's scope tables, RSGI's protocol) is DEFINED.
-- DEFINED, POLICY and INFO need no keyword.
+- DEFINED, POLICY and INFO need no keyword, nor does a "per parameter" row (its sentence is the tool's own
+  statement of what it checks; the cases' sections carry the keywords).
 """
 from __future__ import annotations
 
@@ -38,11 +43,12 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Row", "LEVELS_DIR", "LevelsError", "load_table", "row_for", "row_for_check", "split_check_id",
+__all__ = ["Row", "LEVELS_DIR", "PER_PARAMETER", "LevelsError", "load_table", "row_for", "row_for_check", "split_check_id",
            "keyword_in_sentence", "KEYWORDS"]
 
 LEVELS_DIR = Path(__file__).parent / "levels"
 _KEYS = ("clause", "level", "sentence", "accepts")
+PER_PARAMETER = "per parameter"
 
 # level → the words that express it (BCP 14 §2-§5; the longer forms are tried first)
 KEYWORDS = {
@@ -139,7 +145,7 @@ def row_for_check(check: str) -> Row | None:
 def keyword_in_sentence(clause: str, level: str, sentence: str) -> bool:
     """Whether the sentence carries the keyword of its level (see the module docstring for the rule)."""
     words = KEYWORDS.get(level)
-    if words is None:
+    if words is None or clause == PER_PARAMETER:
         return True
     bcp14 = clause.strip().upper().startswith("RFC")
     flags = 0 if bcp14 else re.IGNORECASE

@@ -16,7 +16,8 @@ from servers import FEATURES, INTERFACES
 
 __all__ = ["spec", "interfaces", "needs", "LEVELS", "MARKERS", "validate_item", "row_of"]
 
-# BCP 14 levels; "DEFINED" for interface definitions without a keyword (RSGI, most of ASGI's scope table);
+# BCP 14 levels; "DEFINED" for definitions without a keyword (RSGI, most of ASGI's scope table, RFC definitions
+# such as "its decimal value defines the expected message body length");
 # "POLICY" for the suite's reading where the spec is silent or says only "ought to"/"can"/"is expected to"
 # (reported apart, never as a spec failure); "INFO" for behaviour that contradicts the text without breaking
 # a MUST or SHOULD (e.g. a server that does not do what the text says it "can" or "ought to" do, where the
@@ -71,11 +72,11 @@ def applicable_interfaces(definition_marks) -> set:
 def row_of(item) -> tuple:
     """(clause, level, sentence, accepts) of an item from the levels table; the sentence and accepts are ""
     when the table has no row for it (tests/conformance/test_levels.py fails on that)."""
-    from .levels import row_for_check
+    from .levels import PER_PARAMETER, row_for_check
     from .results import check_id_of
 
+    clause, level = clause_of(item)
     row = row_for_check(check_id_of(item))
     if row is None:
-        clause, level = clause_of(item)
         return (clause, level, "", "")
-    return row.as_tuple()
+    return (clause if row.clause == PER_PARAMETER else row.clause, row.level, row.sentence, row.accepts)

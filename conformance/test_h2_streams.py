@@ -30,7 +30,7 @@ def _client(server, **kw) -> H2Client:
 
 # -- multiplexing ----------------------------------------------------------------------------------
 
-@spec("RFC 9113 §5", "MUST")
+@spec("RFC 9113 §5", "DEFINED")
 def test_concurrent_streams_with_interleaved_bodies_are_byte_exact(server):
     """Twenty streams on one connection, request bodies sent interleaved in 4 KiB pieces, each echo their own body exactly."""
     with _client(server) as client:
@@ -57,7 +57,7 @@ def _seen(server, doc: dict) -> tuple:
     return rsgi_attrs(doc)["path"], rsgi_headers(doc)["get_all"].get("x-stream")
 
 
-@spec("ASGI WWW §HTTP; RFC 9113 §5", "SHOULD")
+@spec("ASGI WWW §HTTP; RFC 9113 §5", "DEFINED")
 def test_each_stream_is_its_own_request(server):
     """Ten concurrent requests on one connection each reach the app as their own request: own path, own fields."""
     with _client(server) as client:
@@ -70,7 +70,7 @@ def test_each_stream_is_its_own_request(server):
 
 # -- flow control ----------------------------------------------------------------------------------
 
-@spec("RFC 9113 §6.9.1", "MUST")
+@spec("RFC 9113 §6.9.1", "MUST NOT")
 def test_no_data_while_the_client_window_is_zero(server):
     """With SETTINGS_INITIAL_WINDOW_SIZE 0 the server sends HEADERS but no DATA until a WINDOW_UPDATE; then the body completes."""
     with _client(server, settings={SettingCodes.INITIAL_WINDOW_SIZE: 0}, auto_window=False) as client:
@@ -86,7 +86,7 @@ def test_no_data_while_the_client_window_is_zero(server):
     assert client.h2_error is None, client.h2_error
 
 
-@spec("RFC 9113 §6.9.1", "MUST")
+@spec("RFC 9113 §6.9.1", "MUST NOT")
 def test_large_response_never_exceeds_a_small_window(server):
     """A 10 MiB response to a client granting 16 KiB at a time stays inside the stream and connection windows, byte-exact."""
     window = 16384
@@ -177,7 +177,7 @@ def _start(client, interface: str, event_dir, token, phase: str) -> int:
 
 
 @pytest.mark.parametrize("phase", ["request", "response"])
-@spec("RFC 9113 §6.4; ASGI WWW §Disconnect; RSGI client_disconnect; PEP 3333 close()", "MUST")
+@spec("RFC 9113 §6.4; ASGI WWW §Disconnect; RSGI client_disconnect; PEP 3333 close()", "DEFINED")
 def test_reset_reaches_the_app_as_a_disconnect(server, spare, phase):
     """RST_STREAM(CANCEL) mid-request or mid-response reaches the app: ASGI http.disconnect, RSGI client_disconnect(), WSGI close() before the iterable ends."""
     token = fixtures.new_token()
@@ -190,7 +190,7 @@ def test_reset_reaches_the_app_as_a_disconnect(server, spare, phase):
 
 
 @pytest.mark.parametrize("phase", ["request", "response"])
-@spec("RFC 9113 §5.4.1; ASGI WWW §Disconnect; RSGI client_disconnect; PEP 3333 close()", "MUST")
+@spec("RFC 9113 §5.4.1; ASGI WWW §Disconnect; RSGI client_disconnect; PEP 3333 close()", "DEFINED")
 def test_connection_loss_reaches_the_app_as_a_disconnect(server, spare, phase):
     """The TCP connection closing mid-request or mid-response (no RST_STREAM, no GOAWAY) reaches the app like a reset: ASGI http.disconnect, RSGI client_disconnect(), WSGI close()."""
     token = fixtures.new_token()
@@ -204,7 +204,7 @@ def test_connection_loss_reaches_the_app_as_a_disconnect(server, spare, phase):
         assert event["exhausted"] is False and event["items"] < 100, f"iteration went on after the close: {event}"
 
 
-@spec("RFC 9113 §5.1; RFC 9113 §6.4", "MUST")
+@spec("RFC 9113 §5.1; RFC 9113 §6.4", "DEFINED")
 def test_reset_stream_leaves_other_streams_intact(server, spare):
     """Resetting one stream mid-response leaves a half-sent upload on another stream and a new stream after it intact."""
     token = fixtures.new_token()
@@ -237,7 +237,7 @@ _TRAILER_SCRIPT = script_target([["start", 200, [["trailer", "x-checksum"]], Tru
 
 
 @interfaces("asgi")
-@spec("RFC 9113 §8.1; ASGI EXT §HTTP Trailers", "MUST")
+@spec("RFC 9113 §8.1; ASGI EXT §HTTP Trailers", "MUST NOT")
 def test_asgi_trailers_are_a_final_headers_frame(server):
     """With `te: trailers`, http.response.trailers goes out as a last HEADERS frame with END_STREAM and no pseudo-header."""
     _need_extension(server, "http.response.trailers")

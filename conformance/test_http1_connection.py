@@ -64,7 +64,7 @@ def test_http10_request_without_keep_alive_is_closed_after_response(server):
     assert_closed(ex)
 
 
-@spec("RFC 9112 §9.3", "MAY")
+@spec("RFC 9112 §9.3", "DEFINED")
 def test_http10_keep_alive_is_honoured_with_a_delimited_response_or_closed(server):
     """An HTTP/1.0 request with Connection: keep-alive either gets a close after its response, or a
     length-delimited response (never chunked) and a second request answered on the same connection."""

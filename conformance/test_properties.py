@@ -100,42 +100,79 @@ def _view(server, ex, data) -> dict:
     return view
 
 
+def _utf8_view(server, target: str):
+    data, ex = _probe(server, target)
+    return data, _view(server, ex, data)
+
+
 @given(path=_utf8_path())
 @_SETTINGS
-@spec("ASGI WWW §HTTP Connection Scope", "MUST")
+@interfaces("asgi")
+@spec("ASGI WWW §HTTP Connection Scope", "DEFINED")
 def test_utf8_path_reaches_the_app_decoded(server, path):
-    """Any percent-encoded UTF-8 path reaches the app decoded: ASGI path = the text (raw_path = the bytes
-    sent), WSGI PATH_INFO = the decoded bytes as latin-1, RSGI path = the target as sent or decoded."""
+    """Any percent-encoded UTF-8 path reaches the ASGI app decoded: path = the text, raw_path = the bytes sent."""
     target, text = path
+    data, view = _utf8_view(server, target)
+    assert view["path"] == text, f"path {view['path']!r} != {text!r}; request {data[:300]!r}"
+    assert view["raw_path"] in (None, target.encode("ascii")), f"raw_path {view['raw_path']!r}; {data[:300]!r}"
+
+
+@given(path=_utf8_path())
+@_SETTINGS
+@interfaces("wsgi")
+@spec("RFC 3875 §4.1.5", "DEFINED")
+def test_utf8_path_reaches_wsgi_as_latin1(server, path):
+    """Any percent-encoded UTF-8 path reaches WSGI PATH_INFO decoded (RFC 3875 §4.1.5), its bytes as latin-1
+    code points (PEP 3333 §Unicode Issues)."""
+    target, text = path
+    data, view = _utf8_view(server, target)
+    assert view["path"] == text.encode("utf-8").decode("latin-1"), f"PATH_INFO {view['path']!r}; {data[:300]!r}"
+
+
+@given(path=_utf8_path())
+@_SETTINGS
+@interfaces("rsgi")
+@spec("RSGI §HTTP connection scope", "DEFINED")
+def test_utf8_path_reaches_rsgi_as_sent_or_decoded(server, path):
+    """Any percent-encoded UTF-8 path reaches the RSGI app as the target sent or its decoded text (whether
+    RSGI's path is decoded is unspecified)."""
+    target, text = path
+    data, view = _utf8_view(server, target)
+    assert view["path"] in (target, text), f"path {view['path']!r} is neither {target!r} nor {text!r}"
+
+
+def _served_or_refused(server, target: str):
+    """The view of a path served 200, or None when refused with 400; never a 5xx or a dropped connection."""
     data, ex = _probe(server, target)
-    view = _view(server, ex, data)
-    got = view["path"]
-    if server.interface == "asgi":
-        assert got == text, f"path {got!r} != {text!r}; request {data[:300]!r}"
-        assert view["raw_path"] in (None, target.encode("ascii")), f"raw_path {view['raw_path']!r}; {data[:300]!r}"
-    elif server.interface == "wsgi":
-        assert got == text.encode("utf-8").decode("latin-1"), f"PATH_INFO {got!r}; request {data[:300]!r}"
-    else:
-        assert got in (target, text), f"path {got!r} is neither {target!r} nor {text!r}"
+    assert ex.final, f"no response: {describe(ex)}; request {data[:300]!r}"
+    assert ex.final[0].status in (200, 400), f"{describe(ex)}; request {data[:300]!r}"
+    return data, (_view(server, ex, data) if ex.final[0].status == 200 else None)
 
 
 @given(path=_byte_path())
 @_SETTINGS
+@interfaces("wsgi")
 @spec("PEP 3333 §Unicode Issues", "MUST")
 def test_path_with_invalid_utf8_is_served_or_refused_never_mangled(server, path):
-    """A path whose decoded bytes are not UTF-8 gets a 400 or is served: then WSGI PATH_INFO is those bytes
-    as latin-1, ASGI raw_path the bytes sent — and the server never answers 5xx or drops the connection."""
+    """A path whose decoded bytes are not UTF-8 gets a 400 or is served with PATH_INFO those bytes as latin-1;
+    never a 5xx or a dropped connection."""
     target, raw = path
-    data, ex = _probe(server, target)
-    assert ex.final, f"no response: {describe(ex)}; request {data[:300]!r}"
-    status = ex.final[0].status
-    assert status in (200, 400), f"{describe(ex)}; request {data[:300]!r}"
-    if status == 200:
-        view = _view(server, ex, data)
-        if server.interface == "wsgi":
-            assert view["path"] == raw.decode("latin-1"), f"PATH_INFO {view['path']!r}; request {data[:300]!r}"
-        elif server.interface == "asgi":
-            assert view["raw_path"] in (None, target.encode("ascii")), f"raw_path {view['raw_path']!r}"
+    data, view = _served_or_refused(server, target)
+    if view is not None:
+        assert view["path"] == raw.decode("latin-1"), f"PATH_INFO {view['path']!r}; request {data[:300]!r}"
+
+
+@given(path=_byte_path())
+@_SETTINGS
+@interfaces("asgi")
+@spec("ASGI WWW §HTTP Connection Scope", "DEFINED")
+def test_path_with_invalid_utf8_keeps_asgi_raw_path(server, path):
+    """A path whose decoded bytes are not UTF-8 gets a 400 or is served with raw_path the bytes sent (or
+    None); never a 5xx or a dropped connection."""
+    target, _ = path
+    data, view = _served_or_refused(server, target)
+    if view is not None:
+        assert view["raw_path"] in (None, target.encode("ascii")), f"raw_path {view['raw_path']!r}"
 
 
 @st.composite
@@ -144,15 +181,37 @@ def _query(draw) -> str:
     return draw(_encoded(raw, _QUERY_SAFE))
 
 
-@given(query=_query())
-@_SETTINGS
-@spec("ASGI WWW §HTTP Connection Scope", "MUST")
-def test_query_string_reaches_the_app_as_sent(server, query):
-    """The query is handed over still encoded, exactly as sent: ASGI query_string bytes, WSGI QUERY_STRING,
-    RSGI query_string."""
+def _query_seen(server, query: str) -> None:
     data, ex = _probe(server, "/probe/q?" + query)
     got = _view(server, ex, data)["query"]
     assert got == query, f"query {got!r} != {query!r}; request {data[:300]!r}"
+
+
+@given(query=_query())
+@_SETTINGS
+@interfaces("asgi")
+@spec("ASGI WWW §HTTP Connection Scope", "DEFINED")
+def test_query_string_reaches_the_app_as_sent(server, query):
+    """The query is handed to the ASGI app still percent-encoded, exactly as sent (query_string bytes)."""
+    _query_seen(server, query)
+
+
+@given(query=_query())
+@_SETTINGS
+@interfaces("wsgi")
+@spec("RFC 3875 §4.1.7", "DEFINED")
+def test_query_string_reaches_wsgi_as_sent(server, query):
+    """QUERY_STRING is the query exactly as sent, still URL-encoded (RFC 3875 §4.1.7)."""
+    _query_seen(server, query)
+
+
+@given(query=_query())
+@_SETTINGS
+@interfaces("rsgi")
+@spec("RSGI §HTTP connection scope", "DEFINED")
+def test_query_string_reaches_rsgi_as_sent(server, query):
+    """The RSGI query_string is the URL portion after the ?, exactly as sent."""
+    _query_seen(server, query)
 
 
 _NAME = st.text(string.ascii_letters + string.digits + "-", min_size=1, max_size=16).map(lambda s: "X-P-" + s)
@@ -173,16 +232,28 @@ def test_header_fields_reach_the_app_intact(server, fields):
         assert wanted in seen, f"{wanted!r} not among {[h for h in seen if h[0].startswith('x-p-')]}; {data[:400]!r}"
 
 
-@given(values=st.lists(_VALUE, min_size=2, max_size=5))
-@_SETTINGS
-@interfaces("asgi", "rsgi")
-@spec("ASGI WWW §HTTP Connection Scope", "MUST")
-def test_repeated_header_keeps_every_value_in_order(server, values):
-    """A field repeated several times reaches the app as that many values, in the order sent (ASGI headers
-    list, RSGI headers.items())."""
+def _repeated_values_seen(server, values) -> None:
     data, ex = _probe(server, "/probe/dup", [("X-P-Dup", v) for v in values])
     got = [v for n, v in _view(server, ex, data)["headers"] if n == "x-p-dup"]
     assert got == values, f"got {got!r}, sent {values!r}; request {data[:400]!r}"
+
+
+@given(values=st.lists(_VALUE, min_size=2, max_size=5))
+@_SETTINGS
+@interfaces("asgi")
+@spec("ASGI WWW §HTTP Connection Scope", "MUST")
+def test_repeated_header_keeps_every_value_in_order(server, values):
+    """A field repeated several times reaches the ASGI app as that many headers entries, in the order sent."""
+    _repeated_values_seen(server, values)
+
+
+@given(values=st.lists(_VALUE, min_size=2, max_size=5))
+@_SETTINGS
+@interfaces("rsgi")
+@spec("RSGI §HTTP connection scope", "DEFINED")
+def test_repeated_header_keeps_every_value_in_order_in_rsgi(server, values):
+    """A field repeated several times reaches the RSGI app as that many values of headers.items(), in order."""
+    _repeated_values_seen(server, values)
 
 
 _OBS = st.binary(min_size=1, max_size=20).map(lambda b: bytes(0x80 | (c & 0x7F) for c in b))
@@ -228,7 +299,7 @@ def _split(data: bytes, rng: random.Random, pieces: int) -> list:
 @given(size=_SIZE, seed=st.integers(0, 2**32 - 1), chunked=st.booleans(), writes=st.integers(1, 12),
        route=st.sampled_from(["/echo", "/echo_iter"]))
 @settings(_SETTINGS, max_examples=max(4, settings.default.max_examples // 2))
-@spec("RFC 9112 §6.3", "MUST")
+@spec("RFC 9112 §6.3", "DEFINED")
 def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, seed, chunked, writes, route):
     """A body of 0 B – 1 MiB, sent with Content-Length or in random chunks, the request cut into random
     writes, comes back from /echo and /echo_iter byte-exact."""
@@ -260,7 +331,7 @@ def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, s
 @given(query=_query(), fields=st.lists(st.tuples(_NAME, _VALUE), max_size=4, unique_by=lambda f: f[0].lower()),
        cuts=st.lists(st.integers(1, 400), max_size=6))
 @_SETTINGS
-@spec("RFC 9112 §2.2", "MUST")
+@spec("RFC 9112 §2.2", "DEFINED")
 def test_how_the_request_is_split_into_writes_never_changes_what_the_app_sees(server, query, fields, cuts):
     """The same request delivered whole and cut into arbitrary writes is handed to the app identically."""
     data = build_request("GET", "/probe/split?" + query, fields, host=server.authority)
@@ -285,7 +356,7 @@ _METHOD = st.text(string.ascii_uppercase, min_size=1, max_size=12).filter(lambda
 
 @given(method=_METHOD)
 @_SETTINGS
-@spec("RFC 9112 §3", "SHOULD")
+@spec("RFC 9110 §9.1", "SHOULD")
 def test_any_method_token_reaches_the_app_or_is_501(server, method):
     """Any method token (extension methods included) reaches the app as sent (ASGI method, WSGI
     REQUEST_METHOD, RSGI method); a server that does not implement a method answers 501, not 400."""

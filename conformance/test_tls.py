@@ -77,7 +77,7 @@ def test_h2c_is_never_selected_over_tls(server, offer):
     assert info.refused or info.alpn != "h2c", f"offered {offer}: {info.describe()}"
 
 
-@spec("RFC 7301 §3.2", "MUST")
+@spec("RFC 7301 §3.2", "DEFINED")
 def test_alpn_never_selects_a_protocol_the_client_did_not_offer(server):
     """Offered only "http/1.1", the server selects it, selects nothing, or refuses: never "h2"."""
     info = handshake(server, ["http/1.1"])
@@ -123,7 +123,7 @@ def test_asgi_scheme_is_https(server):
 
 @needs("http1")
 @interfaces("asgi")
-@spec(_ASGI_TLS, "MUST")
+@spec(_ASGI_TLS, "DEFINED")
 def test_asgi_tls_extension_describes_the_negotiated_session(server):
     """When scope["extensions"]["tls"] is present, server_cert is the served certificate's PEM (or None),
     tls_version the negotiated version and cipher_suite the negotiated 16-bit suite (or None)."""
@@ -176,7 +176,7 @@ def test_rsgi_scheme_is_https(server):
 
 @needs("h2c")
 @interfaces("asgi")
-@spec(_ASGI, "MUST")
+@spec(_ASGI, "DEFINED")
 def test_asgi_h2_over_tls_is_http_2_with_scheme_https(server):
     """An h2 request over TLS reaches the app as http_version "2" with scheme "https"."""
     scope = asgi_scope(h2_tls_probe(server)[0])

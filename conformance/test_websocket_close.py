@@ -94,7 +94,7 @@ def test_close_with_reserved_code_fails_the_connection(server, code):
     assert closed
 
 
-@spec("RFC 6455 §8.1", "SHOULD")
+@spec("RFC 6455 §7.1.7", "SHOULD")
 def test_close_reason_with_invalid_utf8_fails_the_connection(server):
     """A Close whose reason is not UTF-8 fails the connection: the reply (if any) carries 1007 or 1002."""
     _, reply, _, closed = _close_exchange(server, close_payload(1000, b"bad \xff\xfe reason"))
@@ -117,7 +117,7 @@ def test_no_data_frame_follows_the_server_close(server):
         conn.close()
 
 
-@spec("RFC 6455 §7.1.1", "MUST")
+@spec("RFC 6455 §5.5.1", "MUST")
 def test_server_closes_tcp_after_server_initiated_handshake(server):
     """When the server started the closing handshake and the client answered, the server closes the TCP
     connection (it SHOULD be the side that does so)."""
