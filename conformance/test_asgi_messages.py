@@ -133,7 +133,7 @@ def test_request_message_values_have_their_types(server, how):
 
 @pytest.mark.parametrize("how", ["GET", "POST-content-length-0", "POST-chunked-empty"])
 @spec(_REQ, "DEFINED")
-def test_request_without_body_is_one_empty_request_message(server, how):
+def test_request_without_body_gives_empty_request_messages(server, how):
     """A request without a body yields http.request messages whose bodies are all b"" (or absent), the last
     with more_body False (one such message is what servers send; the text does not forbid more)."""
     if how == "GET":

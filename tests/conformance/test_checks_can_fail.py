@@ -117,8 +117,6 @@ ROWS = [
         ("test_more_body_is_true_until_the_last_request_message[content-length]",)),
     Row("asgi_messages", "asgi", "body_as_bytearray",
         ("test_request_message_values_have_their_types[chunked-one-write]",)),
-    Row("asgi_messages", "asgi", "request_split_in_two",
-        ("test_request_without_body_is_one_empty_request_message[GET]",)),
     Row("asgi_messages", "asgi", "content_encoding_dropped", ("test_content_encoding_is_left_to_the_app",)),
     Row("asgi_messages", "asgi", "empty_body_ends_response",
         ("test_empty_body_message_mid_stream_does_not_end_the_response",)),
