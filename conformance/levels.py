@@ -43,8 +43,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Row", "LEVELS_DIR", "PER_PARAMETER", "LevelsError", "load_table", "row_for", "row_for_check", "split_check_id",
-           "keyword_in_sentence", "KEYWORDS"]
+__all__ = ["Row", "LEVELS_DIR", "PER_PARAMETER", "LevelsError", "load_table", "row_for", "row_for_check",
+           "split_check_id", "keyword_in_sentence", "KEYWORDS"]
 
 LEVELS_DIR = Path(__file__).parent / "levels"
 _KEYS = ("clause", "level", "sentence", "accepts")

@@ -23,10 +23,10 @@ from .http1 import Connection, Exchange, ParseError, build_request
 from .results import UNSUPPORTED_PREFIX
 from .scripted import script_target
 
-__all__ = ["REPLY_TIMEOUT", "CLOSE_WAIT", "MODES", "request", "deliver", "assert_rejected",
-           "assert_refused", "assert_closed_after_answer", "status_classes", "assert_closed", "assert_serves", "smuggled_request", "assert_never_parsed", "app_view",
-           "describe", "script_target", "response_script", "read_first", "says_close",
-           "assert_answered_in_order"]
+__all__ = ["REPLY_TIMEOUT", "CLOSE_WAIT", "MODES", "request", "deliver", "assert_rejected", "assert_refused",
+           "assert_closed_after_answer", "status_classes", "assert_closed", "assert_serves", "smuggled_request",
+           "assert_never_parsed", "app_view", "describe", "script_target", "response_script", "read_first",
+           "says_close", "assert_answered_in_order"]
 
 REPLY_TIMEOUT = 3.0   # seconds for a reply to a small request on a loaded 2-core box
 CLOSE_WAIT = 1.5      # seconds a server gets to close after its response

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.levels import LEVELS_DIR, PER_PARAMETER, LevelsError, keyword_in_sentence, load_table, row_for, row_for_check
+from conformance.levels import (LEVELS_DIR, PER_PARAMETER, LevelsError, keyword_in_sentence, load_table, row_for,
+                                row_for_check)
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = sorted(p.stem for p in (ROOT / "conformance").glob("test_*.py"))

@@ -39,6 +39,10 @@ MODES = {
     "huge-header": "a 200 status line, then an endless header line",
     "endless-body": "a 200 head without Content-Length, then body bytes forever",
     "die": "the process exits (code 3) on the request",
+    "one-per-connection": "the first request of a connection gets a well-formed 200 'ok' (no close), every later "
+                          "one on it is read and never answered (a server that does not serve pipelined requests)",
+    "501-te": "a request with Transfer-Encoding gets 501 and a close (a server that understands no transfer "
+              "coding, RFC 9112 §6.1); any other request a well-formed 200 'ok'",
 }
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
@@ -71,9 +75,22 @@ def _send(conn: socket.socket, data: bytes) -> bool:
         return False
 
 
-def _hostile(conn: socket.socket, mode: str) -> bool:
-    """Meet one request with ``mode``; return whether to keep reading this connection."""
+NOT_IMPLEMENTED = b"HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def _hostile(conn: socket.socket, mode: str, head: bytes = b"", nth: int = 1) -> bool:
+    """Meet one request (``head``, the ``nth`` on its connection) with ``mode``; return whether to keep
+    reading this connection."""
     if mode == "ok":
+        return _send(conn, OK)
+    if mode == "one-per-connection":
+        if nth == 1:
+            return _send(conn, OK)
+        mode = "silent"
+    if mode == "501-te":
+        if b"\r\ntransfer-encoding" in head.lower():
+            _send(conn, NOT_IMPLEMENTED)
+            return False
         return _send(conn, OK)
     if mode == "silent":
         while True:  # read (and drop) whatever comes, answer nothing, until the client leaves
@@ -119,13 +136,16 @@ def _hostile(conn: socket.socket, mode: str) -> bool:
 def _serve(conn: socket.socket, mode: str, ready_requests: int) -> None:
     global _served
     with conn:
+        nth = 0
         while True:
-            if _read_head(conn) is None:
+            head = _read_head(conn)
+            if head is None:
                 return
+            nth += 1
             with _lock:
                 _served += 1
                 ready = _served <= ready_requests
-            keep = _send(conn, OK) if ready else _hostile(conn, mode)
+            keep = _send(conn, OK) if ready else _hostile(conn, mode, head, nth)
             if not keep:
                 return
 

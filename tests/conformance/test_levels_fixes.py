@@ -1,0 +1,70 @@
+"""The issue-12 fixes, pinned against real server processes that behave as the quoted text allows.
+
+Each case starts ``tests/hostile/server.py`` in one mode through ``--server-cmd`` (a conformance subprocess)
+and reads the outcomes from its results file:
+
+- ``ok`` serves ``GET /ping HTTP/9.9`` as 1.1: RFC 9110 §6.2 only says a server *can* send 505, so the
+  unsupported-major check passes (it used to demand a 4xx).
+- ``501-te`` answers a request with a Transfer-Encoding it does not understand 501 and closes, what RFC 9112
+  §6.1 recommends: the NUL-suffixed TE.TE probe passes (it used to accept only a 4xx or a 2xx).
+- ``one-per-connection`` answers the first request of a connection and never the ones pipelined behind
+  it: checks that need pipelining report *not supported*, never "stray content" or a failure.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CASES = {
+    "ok": (["conformance/test_http1_fields.py"], "unsupported_major",
+           {"test_http1_fields.py::test_unsupported_major_version_is_505_or_served": "passed"}),
+    "501-te": (["conformance/test_http1_smuggling.py"], "obfuscated and nul-suffix",
+               {"test_http1_smuggling.py::test_obfuscated_transfer_encoding_never_falls_back_to_content_length"
+                "[nul-suffix]": "passed",
+                "test_http1_smuggling.py::test_obfuscated_transfer_encoding_closes_the_connection[nul-suffix]":
+                    "passed"}),
+    "one-per-connection": (["conformance/test_http1_smuggling.py"], "garbage",
+                           {"test_http1_smuggling.py::test_garbage_after_a_pipelined_request_is_rejected":
+                                "unsupported",
+                            "test_http1_smuggling.py::test_garbage_after_a_pipelined_request_closes_the_connection":
+                                "unsupported"}),
+}
+
+
+@pytest.mark.parametrize("mode", list(CASES))
+def test_check_outcome_on_a_server_the_text_allows(tmp_path, mode):
+    files, keyword, expected = CASES[mode]
+    results = tmp_path / "results.json"
+    cmd = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "--no-expectations",
+           "--server-cmd", f"{{python}} -m tests.hostile.server --port {{port}} --mode {mode}",
+           "--interface", "wsgi", "-k", keyword, "--results-json", str(results)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert results.exists(), f"no results:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    got = {c["check"]: (c["outcome"], c["message"]) for c in json.loads(results.read_text())["checks"]}
+    for check, outcome in expected.items():
+        assert check in got, f"{check} did not run; ran {sorted(got)}"
+        assert got[check][0] == outcome, f"{check}: {got[check][0]}, expected {outcome}: {got[check][1][:500]}"
+
+
+def test_pipelined_requests_never_answered_are_not_supported():
+    """``assert_answered_in_order``: one response, then neither more nor a close (the read timed out) is a
+    server that does not serve pipelined requests: *not supported*, not a failure. A server that says close
+    and closes still passes; one that answers out of order still fails."""
+    from conformance.http1 import Exchange, parse_responses
+    from conformance.results import UNSUPPORTED_PREFIX
+    from conformance.wire import assert_answered_in_order
+
+    ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    responses, _ = parse_responses(ok, closed=False)
+    with pytest.raises(pytest.skip.Exception, match=UNSUPPORTED_PREFIX):
+        assert_answered_in_order(Exchange(responses, closed=False, timed_out=True, raw=ok), [b"ok", b"ok"])
+    closing, _ = parse_responses(ok.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"), closed=True)
+    assert_answered_in_order(Exchange(closing, closed=True, raw=ok), [b"ok", b"ok"])
+    with pytest.raises(AssertionError, match="out of order"):
+        assert_answered_in_order(Exchange(responses, closed=False, timed_out=True, raw=ok), [b"no", b"ok"])
