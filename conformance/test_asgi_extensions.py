@@ -18,6 +18,7 @@ from .http1 import Connection, build_request
 from .markers import interfaces, needs, spec
 from .results import UNSUPPORTED_PREFIX
 from .scripted import new_token, run_script, script_request, step, wait_steps
+from .wire import assert_answered_in_order
 
 pytestmark = [interfaces("asgi"), needs("http1")]
 
@@ -59,7 +60,7 @@ def test_debug_extension_is_never_advertised(server):
 
 
 @pytest.mark.parametrize("version", ["HTTP/1.1", "HTTP/1.0"])
-@spec("ASGI TLS §When to use", "MUST NOT")
+@spec("ASGI TLS §When to use", "MUST")
 def test_tls_extension_is_absent_on_plain_connections(server, version):
     """The tls extension appears only for connections that use TLS, never on a plain-text connection."""
     assert "tls" not in _extensions(server, version)
@@ -90,20 +91,19 @@ def test_unadvertised_extension_event_raises(server, name):
 # -- http.response.pathsend ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", [fixtures.STATIC_SMALL, fixtures.STATIC_JPEG])
-@spec(f"{_EXT} §Path Send", "MUST")
+@spec(f"{_EXT} §Path Send", "SHOULD")
 def test_pathsend_keeps_the_app_headers(server, name):
-    """pathsend sends the file's bytes exactly under the app's own status and headers."""
+    """pathsend sends the file's bytes exactly under the app's own status and headers (as a body would)."""
     _require(server, PATHSEND)
     data = _file(name)
     headers = [["content-type", "application/x-gatecheck"], ["content-length", str(len(data))],
                ["x-gatecheck-app", "kept"]]
-    run = run_script(server, [["start", 203, headers], ["pathsend", name]], then=(_ping(server),), timeout=10)
+    run = run_script(server, [["start", 203, headers], ["pathsend", name]], timeout=10)
     resp = run.exchange.first
     assert resp.status == 203
     assert resp.header("content-type") == "application/x-gatecheck"
     assert resp.header("x-gatecheck-app") == "kept"
     assert resp.body == data, f"got {len(resp.body)} B, the file has {len(data)} B"
-    assert len(run.responses) == 2 and run.responses[1].body == b"ok", "pathsend did not complete the response"
 
 
 @spec(f"{_EXT} §Path Send", "POLICY")
@@ -131,9 +131,11 @@ _PATHSEND_MISUSE = {
 
 
 @pytest.mark.parametrize("case", list(_PATHSEND_MISUSE))
-@spec(f"{_EXT} §Path Send / ASGI Core §Error Handling", "SHOULD")
+@spec(f"{_EXT} §Path Send / ASGI Core §Error Handling", "POLICY")
 def test_pathsend_out_of_place_raises(server, case):
-    """pathsend before the start, or mixed into a body already being sent, is an invalid event: send() raises."""
+    """POLICY (the text says pathsend "cannot be mixed with http.response.body" but not what a server does when
+    it is; the suite reads it as an invalid event): pathsend before the start, or mixed into a body already
+    being sent, makes send() raise."""
     _require(server, PATHSEND)
     steps, index = _PATHSEND_MISUSE[case]
     run = run_script(server, steps)
@@ -149,36 +151,51 @@ _AFTER_PATHSEND = {
 
 
 @pytest.mark.parametrize("case", list(_AFTER_PATHSEND))
-@spec(f"{_EXT} §Path Send", "MUST")
+@spec(f"{_EXT} §Path Send", "SHOULD")
 def test_pathsend_completes_the_response(server, case):
-    """pathsend is sent at most once and completes the response: a later pathsend or body changes nothing."""
+    """pathsend completes the response as a last body would: a later pathsend or body adds nothing to it. The
+    request pipelined behind it shows stray bytes; if the server closes instead of answering it, that passes."""
     _require(server, PATHSEND)
     data = _file(fixtures.STATIC_SMALL)
     steps = [["start", 200, [["content-length", str(len(data))]]], ["pathsend", fixtures.STATIC_SMALL],
              _AFTER_PATHSEND[case]]
     run = run_script(server, steps, then=(_ping(server),))
     assert run.responses and run.responses[0].body == data
-    assert len(run.responses) == 2, f"the next request was not answered: {run.exchange.raw[-300:]!r}"
-    assert run.responses[1].status == 200 and run.responses[1].body == b"ok"
+    if len(run.responses) > 1:
+        assert run.responses[1].status == 200 and run.responses[1].body == b"ok", run.exchange.raw[-300:]
+    assert not run.exchange.leftover, f"stray bytes after the response: {run.exchange.leftover[:200]!r}"
 
 
 # -- http.response.zerocopysend ---------------------------------------------------------------------------
 
-@spec(f"{_EXT} §Zero Copy Send", "DEFINED")
-def test_zerocopysend_honours_offset_and_count_and_leaves_the_file_open(server):
-    """zerocopysend sends count bytes from offset, mixes with body events in order, and leaves the fd open."""
-    _require(server, ZEROCOPY)
+def _zerocopy_run(server):
     data = _file(fixtures.STATIC_JPEG)
     expected = b"head-" + data[100:1100] + data[:10] + b"-tail"
     steps = [["start", 200, [["content-length", str(len(expected))]]], ["body", "head-", True],
              ["zerocopysend", fixtures.STATIC_JPEG, 100, 1000, True],
              ["zerocopysend", fixtures.STATIC_JPEG, 0, 10, True], ["body", "-tail"]]
-    run = run_script(server, steps, timeout=10)
+    return run_script(server, steps, timeout=10), expected
+
+
+@spec(f"{_EXT} §Zero Copy Send", "DEFINED")
+def test_zerocopysend_honours_offset_and_count(server):
+    """zerocopysend sends count bytes from offset, mixed with body events in order."""
+    _require(server, ZEROCOPY)
+    run, expected = _zerocopy_run(server)
     assert run.exchange.first.body == expected
+
+
+@spec(f"{_EXT} §Zero Copy Send (closing)", "POLICY")
+def test_zerocopysend_leaves_the_file_open(server):
+    """POLICY (the text: "the ASGI application itself should actively close the used file descriptor - ASGI
+    servers are not responsible for closing descriptors"; the suite reads that the server leaves it open):
+    the app's file is still open after each zerocopysend returns."""
+    _require(server, ZEROCOPY)
+    run, _ = _zerocopy_run(server)
     for index in (2, 3):
         found = step(run.events, index)
         assert found and found["ok"] and found["result"]["fd_open_after_send"], (
-            f"zerocopysend step {index}: {found} (the server must not close the app's file)")
+            f"zerocopysend step {index}: {found} (the server closed the app's file)")
 
 
 # -- http.response.early_hint -----------------------------------------------------------------------------
@@ -266,5 +283,5 @@ def test_push_on_http_1_1_pushes_nothing_and_keeps_the_response(server):
     steps = [["start", 200, [["content-length", "2"]]],
              ["send", {"type": PUSH, "path": "/ping", "headers": []}], ["body", "ok"]]
     run = run_script(server, steps, then=(_ping(server),))
-    assert len(run.responses) == 2, run.exchange.raw[:300]
-    assert run.responses[0].body == b"ok" and run.responses[1].body == b"ok"
+    assert run.responses, run.exchange.raw[:300]
+    assert_answered_in_order(run.exchange, [b"ok", b"ok"])

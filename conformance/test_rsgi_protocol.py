@@ -1,5 +1,5 @@
 """RSGI 1.6 request side, app hooks and version (RSGI §HTTP protocol interface, §HTTP connection scope,
-§Applications' additional methods, §Version history).
+§Applications' additional methods).
 
 Body: ``await protocol()`` and ``async for chunk in protocol`` hand the app the exact (de-chunked) body;
 ``client_disconnect()`` resolves once — and only once — the client is gone. Reading twice and aborted
@@ -246,27 +246,45 @@ def hook_run(server):
     return hooks, started[0] if started else sent_at
 
 
-@spec("RSGI §Applications' additional methods (__rsgi_init__)", "DEFINED")
-def test_rsgi_init_runs_before_the_first_request_with_a_loop_not_running(server, hook_run):
-    """``__rsgi_init__(loop)`` is called before the first request is handled, with a loop that is not running."""
+_INIT = "RSGI §Applications' additional methods (__rsgi_init__)"
+_DEL = "RSGI §Applications' additional methods (__rsgi_del__)"
+
+
+def _hooks(hooks: list, name: str) -> list:
+    found = [e for e in hooks if e["event"] == name]
+    assert found, f"{name.replace('rsgi.', '__rsgi_')}__ was never called; hook events: {hooks}"
+    return found
+
+
+@spec(_INIT, "DEFINED")
+def test_rsgi_init_runs_before_the_first_request(server, hook_run):
+    """``__rsgi_init__(loop)`` is called during startup, before the first request is handled."""
     hooks, first_request = hook_run
-    inits = [e for e in hooks if e["event"] == "rsgi.init"]
-    assert inits, f"__rsgi_init__ was never called; hook events: {hooks}"
-    assert inits[0]["t"] <= first_request, "__rsgi_init__ ran after the first request"
+    assert _hooks(hooks, "rsgi.init")[0]["t"] <= first_request, "__rsgi_init__ ran after the first request"
+
+
+@spec(_INIT, "DEFINED")
+def test_rsgi_init_gets_a_loop_not_running(server, hook_run):
+    """``__rsgi_init__(loop)`` gets an event loop that is not running."""
+    inits = _hooks(hook_run[0], "rsgi.init")
     assert all(e["loop_running"] is False for e in inits), [(e["loop_running"], e["loop_type"]) for e in inits]
 
 
-@spec("RSGI §Applications' additional methods (__rsgi_del__)", "DEFINED")
-def test_rsgi_del_runs_on_shutdown_with_a_loop_not_running(server, hook_run):
-    """``__rsgi_del__(loop)`` is called when the server shuts down, with a loop that is not running."""
+@spec(_DEL, "DEFINED")
+def test_rsgi_del_runs_on_shutdown(server, hook_run):
+    """``__rsgi_del__(loop)`` is called when the server shuts down (after the request)."""
     hooks, first_request = hook_run
-    dels = [e for e in hooks if e["event"] == "rsgi.del"]
-    assert dels, f"__rsgi_del__ was never called on a graceful shutdown; hook events: {hooks}"
-    assert all(e["t"] >= first_request for e in dels), "__rsgi_del__ ran before the request"
+    assert all(e["t"] >= first_request for e in _hooks(hooks, "rsgi.del")), "__rsgi_del__ ran before the request"
+
+
+@spec(_DEL, "DEFINED")
+def test_rsgi_del_gets_a_loop_not_running(server, hook_run):
+    """``__rsgi_del__(loop)`` gets an event loop that is not running."""
+    dels = _hooks(hook_run[0], "rsgi.del")
     assert all(e["loop_running"] is False for e in dels), [(e["loop_running"], e["loop_type"]) for e in dels]
 
 
-_MEMBERS = {  # version -> members of the HTTP protocol object introduced by it (RSGI §Version history)
+_MEMBERS = {  # version -> members of the HTTP protocol object introduced by it (the spec file's git history)
     "1.0": ("__call__", "response_empty", "response_str", "response_bytes", "response_file"),
     "1.1": ("response_stream",),
     "1.2": ("__aiter__",),
@@ -275,7 +293,7 @@ _MEMBERS = {  # version -> members of the HTTP protocol object introduced by it 
 }
 
 
-@spec("RSGI §Version history", "DEFINED")
+@spec(_PROTO + " (members by version)", "DEFINED")
 def test_every_member_up_to_the_advertised_version_exists(server):
     """The protocol object has every member introduced up to the scope's ``rsgi_version`` (and the stream
     transport has send_bytes and send_str from 1.1)."""

@@ -42,21 +42,56 @@ def _steps(server, token, timeout=5.0) -> dict:
     return {e["index"]: e for e in server.events(token) if e["event"] == "step"}
 
 
-@spec(_SCOPE, "DEFINED")
-def test_scope_proto_scheme_method_and_version(server):
-    """The WebSocket scope has proto "ws", scheme "http", method "GET" and http_version "1.1"."""
+def _probe_scope(server) -> dict:
+    """The WebSocket scope the probe app saw for ``/ws_probe?q=1``."""
     conn = _accepted(connect(server.address, "/ws_probe?q=1", server.authority))
     try:
         got = conn.read_message()
     finally:
         conn.close()
     assert isinstance(got, tuple) and got[0] == OP_TEXT, f"no probe document: {got!r}"
-    scope = {k: value_of(v.get("value")) if "value" in v else v for k, v in json.loads(got[1])["scope"].items()}
-    assert scope["proto"] == "ws"
-    assert scope["scheme"] == "http", scope["scheme"]
-    assert scope["method"] == "GET", scope["method"]
-    assert scope["http_version"] == "1.1", scope["http_version"]
-    assert scope["path"] == "/ws_probe" and scope["query_string"] == "q=1", (scope["path"], scope["query_string"])
+    return {k: value_of(v.get("value")) if "value" in v else v for k, v in json.loads(got[1])["scope"].items()}
+
+
+@spec(_SCOPE, "DEFINED")
+def test_scope_proto_is_ws(server):
+    """The WebSocket scope's proto is "ws"."""
+    assert _probe_scope(server)["proto"] == "ws"
+
+
+@spec(_SCOPE, "DEFINED")
+def test_scope_scheme_is_http_on_plain_listener(server):
+    """The WebSocket scope's scheme is "http" on a plain-text listener (RSGI names "http" or "https")."""
+    scheme = _probe_scope(server)["scheme"]
+    assert scheme == "http", scheme
+
+
+@spec(_SCOPE, "DEFINED")
+def test_scope_method_is_get(server):
+    """The WebSocket scope's method is the handshake's "GET"."""
+    method = _probe_scope(server)["method"]
+    assert method == "GET", method
+
+
+@spec(_SCOPE, "DEFINED")
+def test_scope_http_version_is_1_1(server):
+    """The WebSocket scope's http_version is "1.1" for an HTTP/1.1 handshake."""
+    version = _probe_scope(server)["http_version"]
+    assert version == "1.1", version
+
+
+@spec(_SCOPE, "DEFINED")
+def test_scope_path_excludes_the_query(server):
+    """The WebSocket scope's path is the target without the query."""
+    path = _probe_scope(server)["path"]
+    assert path == "/ws_probe", path
+
+
+@spec(_SCOPE, "DEFINED")
+def test_scope_query_string_is_the_rest(server):
+    """The WebSocket scope's query_string is the str after '?'."""
+    query = _probe_scope(server)["query_string"]
+    assert query == "q=1", query
 
 
 @spec(_PROTO, "DEFINED")

@@ -73,10 +73,13 @@ def _bytes(result: dict | None, what: str) -> bytes:
 
 @spec(_INPUT, "MUST")
 def test_read_with_size_returns_at_most_size_bytes(server):
-    """read(n) returns bytes, at most n of them, in order; successive reads continue where the last stopped."""
-    results, _ = _run(server, [["read", 4], ["read", 5], ["read", 1000]])
-    got = [_bytes(r, f"read({n})") for r, n in zip(results, (4, 5, 1000))]
-    assert got == [b"line", b" one\n", b"line two\nlast"], got
+    """read(n) returns bytes, at most n of them (fewer is a file's right), never b"" before EOF; successive
+    reads continue where the last stopped."""
+    sizes = (4, 5, 1000)
+    results, _ = _run(server, [["read", n] for n in sizes])
+    got = [_bytes(r, f"read({n})") for r, n in zip(results, sizes)]
+    assert all(0 < len(g) <= n for g, n in zip(got, sizes)), got
+    assert _LINES.startswith(b"".join(got)), got
 
 
 @spec(_INPUT, "SHOULD")
@@ -128,11 +131,16 @@ def test_readlines_returns_every_line(server):
     assert all(type(x) is bytes for x in lines), [type(x).__name__ for x in lines]
 
 
-@spec(_INPUT, "MUST")
+@spec(_INPUT + " (readlines hint)", "DEFINED")
 def test_readlines_with_hint_returns_whole_lines_from_the_start(server):
-    """readlines(hint) returns complete lines in order (the hint may be ignored, never honoured mid-line)."""
+    """readlines(hint) returns complete lines in order (the hint may be ignored, never honoured mid-line); a
+    server that does not take the argument at all (TypeError) passes: the hint "is optional for both caller
+    and implementer"."""
     results, _ = _run(server, [["readlines", 5]])
-    lines = outcome(results[0], "readlines(5)")
+    call = results[0]
+    if call is not None and not call.get("ok") and "TypeError" in (call.get("error") or {}).get("mro", []):
+        return
+    lines = outcome(call, "readlines(5)")
     assert lines and all(type(x) is bytes for x in lines), lines
     assert _LINES.startswith(b"".join(lines)), lines
     assert all(x.endswith(b"\n") for x in lines[:-1]) and lines[0] == b"line one\n", lines
@@ -183,7 +191,7 @@ def test_request_without_body_reads_empty(server):
     assert got == [b"", b"", b""], got
 
 
-@spec("RFC 9112 §6.3", "MUST")
+@spec("RFC 9112 §6.3", "DEFINED")
 def test_input_never_returns_the_next_pipelined_request(server):
     """Reading past the body returns b"", never the bytes of the request pipelined behind it."""
     results, ex = _run(server, [["read", 4096], ["read"]], body=b"hello", then=ping(server))
@@ -191,7 +199,7 @@ def test_input_never_returns_the_next_pipelined_request(server):
     assert _bytes(results[1], "read() at EOF") == b""
 
 
-@spec("RFC 9112 §6.3", "MUST")
+@spec("RFC 9112 §6.3", "DEFINED")
 def test_unread_body_does_not_become_the_next_request(server):
     """When the app reads only part of the body, the rest is discarded: a pipelined request behind it is
     answered as itself (or the server closes the connection after announcing it), never misparsed."""
@@ -228,7 +236,7 @@ def test_chunked_body_is_readable_by_a_portable_app(server):
     assert body["len"] == len(expected), body
 
 
-@spec("RFC 3875 §4.1.2", "MUST")
+@spec("PEP 3333 §environ Variables / RFC 3875 §4.1.2", "DEFINED")
 def test_chunked_body_content_length_is_absent_or_the_decoded_length(server):
     """For a chunked upload CONTENT_LENGTH is absent, empty, or the length after removing the chunking."""
     results, _ = _run(server, [["environ_get", "CONTENT_LENGTH"]], chunks=_CHUNKS)
@@ -236,9 +244,9 @@ def test_chunked_body_content_length_is_absent_or_the_decoded_length(server):
     assert length in (None, "", str(len(b"".join(_CHUNKS)))), f"CONTENT_LENGTH={length!r}"
 
 
-@spec("wsgi.input_terminated (de-facto convention)", "DEFINED")
+@spec("wsgi.input_terminated (de-facto convention)", "POLICY")
 def test_input_terminated_stream_ends_exactly_at_the_body(server):
-    """When wsgi.input_terminated is true, reading to EOF yields exactly the decoded body, then b"", and the
+    """POLICY (PEP 3333 is silent; the convention is mod_wsgi's, not a spec): when wsgi.input_terminated is true, reading to EOF yields exactly the decoded body, then b"", and the
     request pipelined behind it is still answered."""
     ops = [["environ_get", "wsgi.input_terminated"], ["read", 4096], ["read", 4096], ["read", 4096]]
     results, ex = _run(server, ops, chunks=_CHUNKS, then=ping(server))

@@ -50,29 +50,41 @@ def _closes(server, token: str, timeout: float = REPLY_TIMEOUT) -> tuple:
 # -- close() -----------------------------------------------------------------------------------
 
 @spec(_SPEC, "MUST")
-def test_close_is_called_once_after_a_complete_response(server):
-    """The iterable's close() is called exactly once when the response is complete."""
+def test_close_is_called_after_a_complete_response(server):
+    """The iterable's close() is called when the response is complete."""
     token, ex = send(server, [_sr(), ["yield", "a"], ["yield", "b"]])
     assert ex.first.body == b"ab", describe(ex)
     closes, events = _closes(server, token)
+    assert closes, f"close() was never called; events: {[e['event'] for e in events]}"
+
+
+@spec(_SPEC + " (once)", "POLICY")
+def test_close_is_not_called_twice(server):
+    """POLICY (the text says close() must be called, not how often; calling it twice is the suite's reading
+    of a fault): close() is called no more than once for one response."""
+    token, ex = send(server, [_sr(), ["yield", "a"], ["yield", "b"]])
+    closes, events = _closes(server, token)
+    if not closes:
+        pytest.skip("close() was never called here (test_close_is_called_after_a_complete_response fails)")
     assert len(closes) == 1, f"close() called {len(closes)} times; events: {[e['event'] for e in events]}"
 
 
 @spec(_SPEC, "MUST")
-def test_close_is_called_once_when_iteration_raises(server):
-    """close() is called exactly once when the iterable raises in the middle of the response."""
+def test_close_is_called_when_iteration_raises(server):
+    """close() is called when the iterable raises in the middle of the response."""
     token, _ = send(server, [_sr(), ["yield", "a"], ["raise", "mid-body"], ["yield", "b"]])
     closes, events = _closes(server, token)
-    assert len(closes) == 1, f"close() called {len(closes)} times; events: {[e['event'] for e in events]}"
+    assert closes, f"close() was never called; events: {[e['event'] for e in events]}"
 
 
 _ABORTED = {"chunked": [], "content-length": [["Content-Length", "10"]]}
 
 
 @pytest.mark.parametrize("headers", list(_ABORTED.values()), ids=list(_ABORTED))
-@spec("PEP 3333 §Error Handling", "SHOULD")
+@spec("PEP 3333 §Error Handling (abort)", "POLICY")
 def test_response_is_aborted_when_iteration_raises(server, headers):
-    """When the iterable raises after body bytes of a non-text response were sent, the response is
+    """POLICY (the text: the server "can then trap this (fatal) exception and abort the response"; no
+    keyword): when the iterable raises after body bytes of a non-text response were sent, the response is
     aborted (connection closed, truncation visible), never completed as if it were whole."""
     _, ex = send(server, [_sr("200 OK", *headers), ["yield", "abc"], ["raise", "mid-body"]])
     complete = [r for r in ex.final if r.status == 200]
@@ -96,10 +108,9 @@ def abandoned_stream(server):
 
 @spec(_SPEC, "MUST")
 def test_close_is_called_after_the_client_disconnects(server, abandoned_stream):
-    """When the client goes away during a slow streamed response, the iterable's close() is still called,
-    exactly once."""
+    """When the client goes away during a slow streamed response, the iterable's close() is still called."""
     closes, events, _ = abandoned_stream
-    assert len(closes) == 1, f"close() called {len(closes)} times; events: {[e['event'] for e in events][-8:]}"
+    assert closes, f"close() was never called; events: {[e['event'] for e in events][-8:]}"
 
 
 @spec(_SPEC + " (early disconnect)", "POLICY")
@@ -155,7 +166,7 @@ def test_body_shorter_than_content_length_closes_the_connection(server):
     assert closed, f"the connection stayed open 1.5s after a short body: {raw[-200:]!r}"
 
 
-@spec("RFC 9112 §6.3", "MUST")
+@spec("RFC 9112 §6.3", "DEFINED")
 def test_one_element_list_without_length_is_framed(server):
     """A one-element list without Content-Length arrives whole and delimited (computed length, chunked, or
     close); a computed Content-Length is the element's length."""
@@ -176,13 +187,19 @@ def test_binary_body_is_transmitted_unmodified(server):
 
 
 @spec("PEP 3333 §Error Handling", "SHOULD")
-def test_app_exception_before_output_gives_a_server_error(server):
-    """An exception escaping the app before any output is trapped: the client gets a 5xx response and the
-    server goes on serving."""
-    _, ex = send(server, [["raise", "before any output"]])
-    assert 500 <= ex.first.status < 600, describe(ex)
+def test_app_exception_before_output_is_trapped(server):
+    """An exception escaping the app before any output is trapped: the server goes on serving."""
+    send(server, [["raise", "before any output"]])
     _, after = send(server, [_sr(), ["yield", "still here"]])
     assert after.first.body == b"still here", describe(after)
+
+
+@spec("PEP 3333 §Error Handling (status)", "POLICY")
+def test_app_exception_before_output_gives_a_server_error(server):
+    """POLICY (the text asks the server to trap and log, not what to answer): an exception escaping the app
+    before any output gets a 5xx response."""
+    _, ex = send(server, [["raise", "before any output"]])
+    assert 500 <= ex.first.status < 600, describe(ex)
 
 
 # -- wsgi.file_wrapper -------------------------------------------------------------------------
@@ -209,14 +226,14 @@ def test_file_wrapper_close_closes_the_file(server):
     assert len(named(events, "file.close")) == 1, [e["event"] for e in events]
 
 
-@spec(_FW, "MUST")
+@spec(_FW, "SHOULD")
 def test_file_wrapper_starts_at_the_current_position(server):
     """Transmission starts at the file's current position, not at its beginning."""
     ex, _ = _file_wrapper_run(server, {"seek": 10})
     assert ex.first.body == _SMALL[10:], describe(ex)
 
 
-@spec(_FW, "MUST")
+@spec(_FW, "SHOULD")
 def test_file_wrapper_honours_content_length(server):
     """With a Content-Length, no more than that many bytes of the file are sent (from the current position)."""
     ex, _ = _file_wrapper_run(server, {"seek": 3}, headers=[["Content-Length", "7"]])

@@ -378,26 +378,6 @@ def _state_prefilled(scope):
         scope["state"]["gatecheck_leftover"] = True
 
 
-def _request_split_in_two(app):
-    """The first http.request comes as two: an empty one with more_body True, then the original."""
-    async def broken(scope, receive, send):
-        if scope["type"] != "http":
-            return await app(scope, receive, send)
-        state = {"split": False, "pending": []}
-
-        async def receive_broken():
-            if state["pending"]:
-                return state["pending"].pop()
-            message = await receive()
-            if message["type"] == "http.request" and not state["split"]:
-                state["split"] = True
-                state["pending"].append(message)
-                return {"type": "http.request", "body": b"", "more_body": True}
-            return message
-        await app(scope, receive_broken, send)
-    return broken
-
-
 def _add_extension(name, value):
     def edit(scope):
         scope["extensions"] = dict(scope.get("extensions") or {}, **{name: value})
@@ -516,7 +496,6 @@ BREAKS = {
     "content_encoding_dropped": _on_send(_content_encoding_dropped),
     "empty_body_ends_response": _on_send(_empty_body_ends_response),
     "unknown_keys_refused": _on_send(_unknown_keys_refused),
-    "request_split_in_two": _request_split_in_two,
     "send_never_raises": _on_send(_send_errors_swallowed),
     "errors_become_200": _errors_become_200,
     "unfinished_response_completed": _finish_unfinished_responses,

@@ -39,7 +39,7 @@ def test_a_run_writes_results_with_clauses(tmp_path):
     data = json.loads(results.read_text())
     assert data["schema_version"] == 1
     (check,) = data["checks"]
-    assert check["outcome"] == "passed" and check["clause"] and check["level"] == "MUST"
+    assert check["outcome"] == "passed" and check["clause"] and check["level"] == "DEFINED"
     assert data["targets"][0]["versions"]["granian"]
 
 
