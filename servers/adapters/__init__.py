@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ._base import Adapter, Launch, Option, flag, switch, tls_option
+from .cheroot import CherootAdapter
 from .command import CommandAdapter
 from .daphne import DaphneAdapter
 from .granian import GranianAdapter
@@ -9,12 +10,14 @@ from .gunicorn import GunicornAdapter
 from .hypercorn import HypercornAdapter
 from .robyn import RobynAdapter
 from .uvicorn import UvicornAdapter
+from .uwsgi import UwsgiAdapter
+from .waitress import WaitressAdapter
 
 __all__ = [
     "Adapter", "Launch", "Option", "flag", "switch", "tls_option", "BUILTIN",
     "GranianAdapter", "UvicornAdapter", "HypercornAdapter", "GunicornAdapter", "DaphneAdapter", "CommandAdapter",
-    "RobynAdapter",
+    "RobynAdapter", "WaitressAdapter", "CherootAdapter", "UwsgiAdapter",
 ]
 
 BUILTIN = (GranianAdapter, UvicornAdapter, HypercornAdapter, GunicornAdapter, DaphneAdapter, CommandAdapter,
-           RobynAdapter)
+           RobynAdapter, WaitressAdapter, CherootAdapter, UwsgiAdapter)
