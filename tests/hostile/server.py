@@ -1,6 +1,7 @@
 """A hostile HTTP/1.1 server: it answers the readiness probe like a server, then misbehaves.
 
     python -m tests.hostile.server --port PORT --mode MODE [--ready-requests N] [--double-fork] [--ignore-sigterm]
+                                   [--start-once PATH]
 
 Started like any ``--server-cmd`` target (``--server-cmd "{python} -m tests.hostile.server --port {port}
 --mode silent" --interface asgi``), it lets the harness's tests prove that no check passes on silence,
@@ -39,6 +40,7 @@ MODES = {
     "huge-header": "a 200 status line, then an endless header line",
     "endless-body": "a 200 head without Content-Length, then body bytes forever",
     "die": "the process exits (code 3) on the request",
+    "die-after": "a well-formed 200 with body 'ok', then the process exits (code 3) half a second later",
 }
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
@@ -113,6 +115,9 @@ def _hostile(conn: socket.socket, mode: str) -> bool:
         return False
     if mode == "die":
         os._exit(3)
+    if mode == "die-after":
+        threading.Timer(0.5, os._exit, args=(3,)).start()
+        return _send(conn, OK)
     raise ValueError(mode)
 
 
@@ -152,7 +157,15 @@ def main(argv=None) -> int:
     parser.add_argument("--double-fork", action="store_true",
                         help="serve from a grandchild in a new session (escapes the process group)")
     parser.add_argument("--ignore-sigterm", action="store_true", help="ignore SIGTERM")
+    parser.add_argument("--start-once", metavar="PATH",
+                        help="start only when PATH does not exist (and create it): a restart fails, exit code 4")
     args = parser.parse_args(argv)
+    if args.start_once:
+        try:
+            open(args.start_once, "x").close()
+        except FileExistsError:
+            print(f"hostile: refusing to start again ({args.start_once} exists)", flush=True)
+            return 4
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     listener = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)

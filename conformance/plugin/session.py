@@ -1,0 +1,31 @@
+"""The session's state in one object (kept in ``config.stash``), and each check's record fields."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .interrupts import Deadlines, Interrupts
+from .pool import ServerPool
+from .resultsfile import Results
+
+__all__ = ["GatecheckSession", "item_meta"]
+
+
+@dataclass
+class GatecheckSession:
+    targets: list                 # SessionTarget, in the order given
+    expectations: dict            # server name -> [Deviation]
+    results: Results
+    pool: ServerPool
+    deadlines: Deadlines
+    interrupts: Interrupts
+    written: bool = False         # the results document was written
+    write_error: str = ""
+
+
+def item_meta(item, st, check: str, clause_level: tuple) -> dict:
+    """The fields of a check's record (the results' schema): who, what clause and level, which area."""
+    clause, level = clause_level
+    return {"check": check, "target": str(st.target) if st is not None else "",
+            "server": st.target.server if st is not None else "", "interface": st.interface if st is not None else "",
+            "clause": clause, "level": level, "area": Path(str(item.path)).stem.removeprefix("test_")}
