@@ -298,19 +298,22 @@ def pytest_internalerror(excrepr, excinfo):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """Stop every server, write the results document, remove the scratch directories; nothing escapes."""
     gs = session.config.stash.get(_SESSION, None)
     if gs is None:
         return
     gs.interrupts.finishing()
-    gs.pool.stop_all()
-    stop_all()
     try:
-        gs.results.write()
-        gs.written = True
-    except OSError as exc:
-        gs.write_error = f"could not write {gs.results.path}: {exc.strerror or exc}"
-        session.exitstatus = session.exitstatus or 1
-    gs.pool.cleanup()
+        gs.pool.stop_all()
+        stop_all()
+    finally:
+        try:
+            gs.results.write()
+            gs.written = True
+        except OSError as exc:
+            gs.write_error = f"could not write {gs.results.path}: {exc.strerror or exc}"
+            session.exitstatus = session.exitstatus or 1
+        gs.pool.cleanup()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -66,9 +66,10 @@ def session_timeout(config, targets: int) -> float:
 
 def check_output_paths(config) -> None:
     """Create and try each output location now; a path that cannot be written is a usage error."""
-    _writable_dir("--results-json", Path(config.getoption("--results-json")).parent, config.getoption("--results-json"))
-    if Path(config.getoption("--results-json")).is_dir():
-        raise pytest.UsageError(f"--results-json {config.getoption('--results-json')}: is a directory; give a file path")
+    results = config.getoption("--results-json")
+    _writable_dir("--results-json", Path(results).parent, results)
+    if Path(results).is_dir():
+        raise pytest.UsageError(f"--results-json {results}: is a directory; give a file path")
     log_dir = config.getoption("--server-log-dir")
     if log_dir:
         _writable_dir("--server-log-dir", Path(log_dir), log_dir)

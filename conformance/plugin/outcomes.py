@@ -60,7 +60,8 @@ def decide(when: str, report, excinfo, deviation, unsupported: bool) -> Verdict 
         return Verdict("fixed", _fixed_message(deviation)) if deviation else Verdict("passed")
     if report.skipped:
         reason = _skip_reason(report)
-        if unsupported or reason.removeprefix("Skipped: ").startswith(UNSUPPORTED_PREFIX) or _raised(excinfo, NotSupported):
+        said_so = reason.removeprefix("Skipped: ").startswith(UNSUPPORTED_PREFIX)
+        if unsupported or said_so or _raised(excinfo, NotSupported):
             return Verdict("unsupported", reason)
         return Verdict("skipped", reason)
     if when != "call":

@@ -55,7 +55,8 @@ def expectations(tmp_path, check):
 # -- item 1: an error is never "known" ---------------------------------------------------------------
 
 def test_a_listed_check_whose_server_cannot_start_is_an_error_not_known(tmp_path):
-    out = run(tmp_path, "conformance/test_asgi_scope.py", "--server", "granian:asgi?python=/nonexistent", "-k", "test_client_is_host_and_int_port")
+    out = run(tmp_path, "conformance/test_asgi_scope.py", "--server", "granian:asgi?python=/nonexistent",
+              "-k", "test_client_is_host_and_int_port")
     assert outcomes(tmp_path) == ["error"], out.stdout[-2000:]
     assert out.returncode == 1 and "does not exist" in checks(tmp_path)[0]["message"]
 
@@ -69,11 +70,22 @@ def test_a_server_killed_during_a_listed_check_is_an_error_and_fails_the_run(tmp
 
 
 def test_a_listed_check_that_fails_its_call_is_known_in_json_and_junit(tmp_path):
-    out = run(tmp_path, ENVIRON_FILE, *hostile("garbage"), "-k", "test_query_string_is_raw", "--junitxml", str(tmp_path / "j.xml"),
-              *expectations(tmp_path, "test_wsgi_environ.py::test_query_string_is_raw*"))
+    listed = expectations(tmp_path, "test_wsgi_environ.py::test_query_string_is_raw*")
+    out = run(tmp_path, ENVIRON_FILE, *hostile("garbage"), "-k", "test_query_string_is_raw",
+              "--junitxml", str(tmp_path / "j.xml"), *listed)
     assert set(outcomes(tmp_path)) == {"known"} and out.returncode == 0, out.stdout[-2000:]
     cases = ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
     assert [c.find("skipped").get("type") for c in cases] == ["pytest.xfail"] * len(checks(tmp_path))
+
+
+def test_a_listed_check_that_passes_is_fixed_and_fails_the_run(tmp_path):
+    check = "test_slow_header_trickle_does_not_delay_other_clients"   # passes on a server that answers "ok"
+    out = run(tmp_path, "conformance/test_http1_limits.py", *hostile("ok"), "-k", check,
+              "--junitxml", str(tmp_path / "j.xml"), *expectations(tmp_path, f"test_http1_limits.py::{check}"))
+    assert outcomes(tmp_path) == ["fixed"] and out.returncode == 1, out.stdout[-2000:]
+    assert "remove the entry" in checks(tmp_path)[0]["message"]
+    (case,) = ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
+    assert case.find("failure") is not None
 
 
 # -- item 3: restarts ----------------------------------------------------------------------------------
@@ -87,7 +99,8 @@ def test_a_server_that_dies_between_checks_is_restarted(tmp_path):
 
 def test_a_failed_restart_says_why_once_with_the_log_tail(tmp_path):
     once = tmp_path / "started"
-    out = run(tmp_path, ENVIRON_FILE, "-p", "tests.hostile.between", *hostile("ok", f"--start-once {once}"), "-k", ENVIRON)
+    out = run(tmp_path, ENVIRON_FILE, "-p", "tests.hostile.between", *hostile("ok", f"--start-once {once}"),
+              "-k", ENVIRON)
     records = sorted(checks(tmp_path), key=lambda c: c["outcome"])
     errors = [c["message"] for c in records if c["outcome"] == "error"]
     assert len(errors) == 6, out.stdout[-3000:]
@@ -116,10 +129,11 @@ def _wait_for_server(proc, timeout=60):
     raise AssertionError("the run never started its server")
 
 
-@pytest.mark.parametrize("sig,ignored", [(signal.SIGINT, True), (signal.SIGTERM, False)], ids=["sigint-ignored", "sigterm"])
+@pytest.mark.parametrize("sig,ignored", [(signal.SIGINT, True), (signal.SIGTERM, False)],
+                         ids=["sigint-ignored", "sigterm"])
 def test_a_signal_during_a_check_records_it_interrupted_and_exits_2(tmp_path, sig, ignored):
-    proc = _start_pytest(tmp_path, ENVIRON_FILE, *hostile("silent"), "-k", ENVIRON, "--junitxml", str(tmp_path / "j.xml"),
-                         ignore_sigint=ignored)
+    proc = _start_pytest(tmp_path, ENVIRON_FILE, *hostile("silent"), "-k", ENVIRON,
+                         "--junitxml", str(tmp_path / "j.xml"), ignore_sigint=ignored)
     try:
         servers = _wait_for_server(proc)
         time.sleep(1.5)  # into the first check, which waits on a silent server
@@ -138,13 +152,17 @@ def test_a_signal_during_a_check_records_it_interrupted_and_exits_2(tmp_path, si
 
 # -- item 7: records on disk as decided; JSON and JUnit agree -------------------------------------------
 
+def _text(path):
+    return path.read_text() if path.exists() else ""
+
+
 def test_records_decided_before_a_sigkill_stay_on_disk(tmp_path):
     proc = _start_pytest(tmp_path, ENVIRON_FILE, *hostile("silent"), "-k", ENVIRON, "--check-timeout", "1")
     partial = tmp_path / "r.json.partial.jsonl"
     try:
         servers = _wait_for_server(proc)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and '"record": "check"' not in (partial.read_text() if partial.exists() else ""):
+        while time.monotonic() < deadline and '"record": "check"' not in _text(partial):
             time.sleep(0.1)
         proc.kill()
         proc.wait(timeout=30)
@@ -175,7 +193,8 @@ def test_json_and_junit_count_the_same_checks_when_the_server_keeps_dying(tmp_pa
 def test_an_unwritable_output_path_is_one_line_before_any_server_starts(tmp_path, option):
     bad = {"--results-json": "/proc/x/r.json", "--server-log-dir": "/proc/x", "--junitxml": "/proc/x/j.xml"}[option]
     started = time.monotonic()
-    out = run(tmp_path, ENVIRON_FILE, *hostile("ok", f"--start-once {tmp_path / 'started'}"), "-k", ENVIRON, option, bad)
+    out = run(tmp_path, ENVIRON_FILE, *hostile("ok", f"--start-once {tmp_path / 'started'}"), "-k", ENVIRON,
+              option, bad)
     assert out.returncode == 4 and "Traceback" not in out.stderr + out.stdout
     assert f"{option} {bad}: cannot write to" in out.stderr
     assert not (tmp_path / "started").exists() and time.monotonic() - started < 30
@@ -185,8 +204,8 @@ def test_an_unwritable_output_path_is_one_line_before_any_server_starts(tmp_path
 
 def test_a_missing_binary_is_launched_once_and_each_check_errors_with_one_reason(tmp_path):
     logs = tmp_path / "logs"
-    out = run(tmp_path, ENVIRON_FILE, "--server-cmd", "/nonexistent/gatecheck-server --port {port}", "--interface", "wsgi",
-              "-k", "test_wsgi_environ", "--server-log-dir", str(logs))
+    out = run(tmp_path, ENVIRON_FILE, "--server-cmd", "/nonexistent/gatecheck-server --port {port}",
+              "--interface", "wsgi", "-k", "test_wsgi_environ", "--server-log-dir", str(logs))
     records = checks(tmp_path)
     assert len(records) > 20 and {c["outcome"] for c in records} == {"error"}, out.stdout[-2000:]
     assert all("No such file or directory" in c["message"] for c in records)
@@ -203,6 +222,11 @@ def test_ready_timeout_must_be_a_positive_number(tmp_path, value):
     assert "Traceback" not in out.stderr
 
 
+def test_an_unbalanced_quote_in_server_cmd_is_a_usage_error(tmp_path):
+    out = run(tmp_path, ENVIRON_FILE, "--server-cmd", "myserver 'unclosed --port {port}", "--interface", "wsgi")
+    assert out.returncode == 4 and "No closing quotation" in out.stderr and "Traceback" not in out.stderr
+
+
 # -- item 11: deadlines -----------------------------------------------------------------------------------
 
 def test_a_slow_server_times_out_each_check_at_its_deadline(tmp_path):
@@ -214,7 +238,8 @@ def test_a_slow_server_times_out_each_check_at_its_deadline(tmp_path):
 
 def test_the_session_deadline_stops_the_run(tmp_path):
     started = time.monotonic()
-    out = run(tmp_path, ENVIRON_FILE, *hostile("slow"), "-k", "test_wsgi_environ", "--session-timeout", "4", "--check-timeout", "30")
+    out = run(tmp_path, ENVIRON_FILE, *hostile("slow"), "-k", "test_wsgi_environ", "--session-timeout", "4",
+              "--check-timeout", "30")
     took = time.monotonic() - started
     records = checks(tmp_path)
     assert out.returncode == 2 and took < 40, (took, out.stdout[-2000:])
