@@ -21,6 +21,7 @@ check's own ``pytest.skip`` (kept for the check files that still use it; new cod
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -67,7 +68,7 @@ def decide(when: str, report, excinfo, deviation, unsupported: bool) -> Verdict 
     if when != "call":
         return Verdict("error", _short(report))
     if _raised(excinfo, CheckTimeout):
-        return Verdict("timeout", str(excinfo.value))
+        return Verdict("timeout", f"{excinfo.value}; it was at {_where(excinfo)}")
     if deviation:  # the call ran and failed: what the expectation file recorded (a teardown error still wins)
         return Verdict("known", deviation.reason())
     return Verdict("failed", _short(report))
@@ -84,6 +85,14 @@ def level_group(level: str) -> str:
 
 def _raised(excinfo, types) -> bool:
     return excinfo is not None and isinstance(excinfo.value, types)
+
+
+def _where(excinfo) -> str:
+    """The innermost frame the check was in (``file:line``), the alarm handler's own left out."""
+    entries = [e for e in excinfo.traceback if Path(str(e.path)).name != "interrupts.py"]
+    if not entries:  # pragma: no cover
+        return "an unknown place"
+    return f"{entries[-1].path}:{entries[-1].lineno + 1}"
 
 
 def _fixed_message(deviation) -> str:
