@@ -308,8 +308,7 @@ def pytest_sessionfinish(session, exitstatus):
         stop_all()
     finally:
         try:
-            gs.results.write()
-            gs.written = True
+            gs.written = gs.results.write()
         except OSError as exc:
             gs.write_error = f"could not write {gs.results.path}: {exc.strerror or exc}"
             session.exitstatus = session.exitstatus or 1
@@ -318,12 +317,12 @@ def pytest_sessionfinish(session, exitstatus):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     gs = config.stash.get(_SESSION, None)
-    if gs is None:
+    if gs is None or not gs.results.records:
         return
     tr = terminalreporter
     tr.write_sep("=", "gatecheck")
     counts = gs.results.counts()
-    tr.write_line("checks × targets: " + (", ".join(f"{n} {k}" for k, n in counts.items() if n) or "none run"))
+    tr.write_line("checks × targets: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
     failures = gs.results.failures_by_level()
     if failures:
         order = [SPEC_GROUP, "POLICY", "INFO"]

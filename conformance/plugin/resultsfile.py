@@ -107,7 +107,11 @@ class Results:
         self._written.add(key)
         self._append({"record": "check", **rec})
 
-    def write(self) -> None:
+    def write(self) -> bool:
+        """Write the document (when any check ran) and remove the partial file; whether it was written."""
+        if not self.records:
+            self._drop_partial()
+            return False
         data = {
             "schema_version": SCHEMA_VERSION,
             "created": _now(),
@@ -118,6 +122,10 @@ class Results:
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, self.path)
+        self._drop_partial()
+        return True
+
+    def _drop_partial(self) -> None:
         try:
             self.partial.unlink()
         except OSError:
