@@ -40,7 +40,6 @@ MODES = {
     "huge-header": "a 200 status line, then an endless header line",
     "endless-body": "a 200 head without Content-Length, then body bytes forever",
     "die": "the process exits (code 3) on the request",
-    "die-after": "a well-formed 200 with body 'ok', then the process exits (code 3) half a second later",
 }
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
@@ -115,9 +114,6 @@ def _hostile(conn: socket.socket, mode: str) -> bool:
         return False
     if mode == "die":
         os._exit(3)
-    if mode == "die-after":
-        threading.Timer(0.5, os._exit, args=(3,)).start()
-        return _send(conn, OK)
     raise ValueError(mode)
 
 
