@@ -9,8 +9,9 @@ reason starting with it), still recognised for the checks that use it.
 from __future__ import annotations
 
 from .plugin.outcomes import UNSUPPORTED_PREFIX, NotSupported
+from .plugin.resultsfile import check_id_of  # noqa: F401  (a check's id, for modules below the plugin)
 
-__all__ = ["not_supported", "UNSUPPORTED_PREFIX"]
+__all__ = ["not_supported", "UNSUPPORTED_PREFIX", "check_id_of"]
 
 
 def not_supported(reason: str):

@@ -267,6 +267,8 @@ def test_temporary_directories_are_removed_and_private_logs_go_to_the_log_dir(tm
 def test_the_summary_counts_spec_and_policy_failures_apart(tmp_path):
     out = run(tmp_path, ENVIRON_FILE, "conformance/test_http1_limits.py", *hostile("garbage"), "-k",
               "test_query_string_is_raw or test_slow_header_trickle_does_not_delay_other_clients")
-    levels = {c["level"] for c in checks(tmp_path) if c["outcome"] == "failed"}
-    assert levels == {"MUST", "POLICY"}, out.stdout[-2000:]
-    assert "failed by level: MUST/SHOULD (spec) 4, POLICY 1, INFO 0" in out.stdout
+    levels = [c["level"] for c in checks(tmp_path) if c["outcome"] == "failed"]
+    spec = sum(level not in ("POLICY", "INFO") for level in levels)
+    assert spec and spec < len(levels), (levels, out.stdout[-2000:])   # both kinds failed
+    expected = f"MUST/SHOULD (spec) {spec}, POLICY {levels.count('POLICY')}, INFO {levels.count('INFO')}"
+    assert f"failed by level: {expected}" in out.stdout
