@@ -2,8 +2,9 @@
 
     python -m conformance.matrix results/*.json [--md results/matrix.md] [--html results/matrix.html]
 
-Input: results files written by the conformance session (schema_version 1). Cells: pass, FAIL, known
-deviation, not supported, n/a (the check does not apply to that target's interface), error, skipped.
+Input: results files written by the conformance session (schema_version 1 or 2). Cells: pass, FAIL, known
+deviation, not supported, n/a (the check does not apply to that target's interface), error, timeout,
+interrupted, skipped.
 Totals per target and per spec level come first. Each check's row ends with the sentence of its clause, taken
 from the record's ``sentence`` field when the results carry one, else from the levels table
 (``conformance/levels/*.toml``) by check id.
@@ -18,14 +19,16 @@ from collections import defaultdict
 from pathlib import Path
 
 from .levels import row_for_check
-from .results import SCHEMA_VERSION
+from .plugin.resultsfile import SCHEMA_VERSION
 
 __all__ = ["load_results", "Matrix", "render_markdown", "render_html", "main"]
 
 SYMBOL = {"passed": "pass", "failed": "FAIL", "error": "error", "known": "known", "fixed": "fixed",
-          "unsupported": "n/s", "skipped": "skip", None: "n/a"}
+          "timeout": "timeout", "interrupted": "interrupted", "unsupported": "n/s", "skipped": "skip", None: "n/a"}
 COLOUR = {"passed": "#d9f2d9", "failed": "#f7c6c6", "error": "#f7c6c6", "known": "#fde9b8", "fixed": "#c6dcf7",
-          "unsupported": "#e6e6e6", "skipped": "#f2f2f2", None: "#ffffff"}
+          "timeout": "#f7c6c6", "interrupted": "#f2f2f2", "unsupported": "#e6e6e6", "skipped": "#f2f2f2",
+          None: "#ffffff"}
+SCHEMA_VERSIONS = (1, SCHEMA_VERSION)   # 2 only adds the outcomes timeout and interrupted
 LEVEL_ORDER = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "DEFINED", "POLICY", "INFO")
 
 
@@ -35,8 +38,9 @@ def load_results(paths: list) -> tuple:
     for path in paths:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"{path}: results schema_version {version!r} not supported (expected {SCHEMA_VERSION})")
+        if version not in SCHEMA_VERSIONS:
+            raise ValueError(f"{path}: results schema_version {version!r} not supported "
+                             f"(expected one of {', '.join(map(str, SCHEMA_VERSIONS))})")
         for target in data["targets"]:
             targets[target["target"]] = target
         for check in data["checks"]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.expectations import EXPECTATIONS_DIR, ExpectationError, load_expectations
+from conformance.plugin.expectations import EXPECTATIONS_DIR, ExpectationError, load_expectations
 
 
 def write(tmp_path, text):

@@ -37,7 +37,7 @@ def test_a_run_writes_results_with_clauses(tmp_path):
                      "--results-json", str(results))
     assert out.returncode == 0, out.stdout[-2000:]
     data = json.loads(results.read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     (check,) = data["checks"]
     assert check["outcome"] == "passed" and check["clause"] and check["level"] == "DEFINED"
     assert data["targets"][0]["versions"]["granian"]

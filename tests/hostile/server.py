@@ -1,6 +1,7 @@
 """A hostile HTTP/1.1 server: it answers the readiness probe like a server, then misbehaves.
 
     python -m tests.hostile.server --port PORT --mode MODE [--ready-requests N] [--double-fork] [--ignore-sigterm]
+                                   [--start-once PATH]
 
 Started like any ``--server-cmd`` target (``--server-cmd "{python} -m tests.hostile.server --port {port}
 --mode silent" --interface asgi``), it lets the harness's tests prove that no check passes on silence,
@@ -172,7 +173,15 @@ def main(argv=None) -> int:
     parser.add_argument("--double-fork", action="store_true",
                         help="serve from a grandchild in a new session (escapes the process group)")
     parser.add_argument("--ignore-sigterm", action="store_true", help="ignore SIGTERM")
+    parser.add_argument("--start-once", metavar="PATH",
+                        help="start only when PATH does not exist (and create it): a restart fails, exit code 4")
     args = parser.parse_args(argv)
+    if args.start_once:
+        try:
+            open(args.start_once, "x").close()
+        except FileExistsError:
+            print(f"hostile: refusing to start again ({args.start_once} exists)", flush=True)
+            return 4
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     listener = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)

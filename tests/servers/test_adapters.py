@@ -133,7 +133,7 @@ def test_robyn_has_no_interface_and_refuses_one():
 
 
 def test_conformance_refuses_a_target_without_an_interface():
-    from conformance.targets import targets_from_options
+    from conformance.plugin.targets import targets_from_options
 
     with pytest.raises(TargetError) as info:
         targets_from_options(["robyn"], None, None, None, None)

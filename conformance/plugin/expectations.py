@@ -1,4 +1,4 @@
-"""Known deviations: ``conformance/expectations/<server>.toml``, applied as strict xfails.
+"""Known deviations: ``conformance/expectations/<server>.toml`` (or one ``--expectations FILE``).
 
     [[deviation]]
     check = "test_http1_framing.py::test_cl_te_conflict_closes_connection"   # "*" matches any params: "test_x[*]"
@@ -8,8 +8,9 @@
     link = "https://github.com/..."      # optional
 
 Each entry must have been confirmed by hand (a raw request and what came back) before it is added: the
-evidence line says what was sent and what came back. Strict: a fixed deviation turns into a failure
-("unexpectedly passed") so the file is kept honest.
+evidence line says what was sent and what came back. A listed check that fails its assertion is *known*;
+one that passes is *fixed*, which fails the run so the file is kept honest; an error is never known
+(``outcomes.py`` decides).
 """
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Deviation", "load_expectations", "EXPECTATIONS_DIR", "ExpectationError"]
+__all__ = ["Deviation", "load_expectations", "load_expectation_file", "EXPECTATIONS_DIR", "ExpectationError"]
 
-EXPECTATIONS_DIR = Path(__file__).parent / "expectations"
+EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "expectations"
 _REQUIRED = ("check", "clause", "evidence")
 
 
@@ -59,13 +60,21 @@ def _glob(pattern: str) -> "re.Pattern":
 
 
 def load_expectations(server: str, directory: Path = EXPECTATIONS_DIR) -> list:
+    """``server``'s committed deviations (none when it has no file)."""
     path = directory / f"{server}.toml"
     if not path.exists():
         return []
+    return load_expectation_file(path, server)
+
+
+def load_expectation_file(path: Path, server: str = "*") -> list:
+    """The deviations of one file (``--expectations FILE``: for every target its patterns match)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ExpectationError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ExpectationError(f"expectations file {path}: {exc.strerror}") from None
     entries = data.get("deviation", [])
     unknown = set(data) - {"deviation"}
     if unknown:

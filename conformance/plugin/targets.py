@@ -7,6 +7,7 @@ With neither, the session checks Granian's three interfaces with its defaults.
 """
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from servers import Capabilities, Target, TargetError, resolve
@@ -41,6 +42,10 @@ def targets_from_options(servers: list, server_cmd: str | None, interface: str |
     if server_cmd:
         if not interface:
             raise TargetError("--server-cmd needs --interface asgi|rsgi|wsgi")
+        try:
+            shlex.split(server_cmd)
+        except ValueError as exc:
+            raise TargetError(f"--server-cmd {server_cmd!r}: {exc} (an unbalanced quote?)") from None
         options = [("cmd", server_cmd)]
         if features:
             options.append(("features", features))

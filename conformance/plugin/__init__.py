@@ -1,0 +1,14 @@
+"""The conformance session as a pytest plugin (``conformance/conftest.py`` loads ``hooks``).
+
+    options.py       command-line options; values and output paths checked before anything starts
+    targets.py       the session's targets, resolved from --server / --server-cmd
+    started.py       StartedServer: one started target (the session's or a check's private one)
+    pool.py          the session's servers: started once, restarted when they die, stopped and cleaned up
+    expectations.py  known deviations per server (conformance/expectations/*.toml)
+    outcomes.py      what each phase of a check says, as data (passed, failed, known, error, timeout ...)
+    interrupts.py    per-check and session deadlines (SIGALRM), Ctrl-C and SIGTERM
+    resultsfile.py   the records: appended while running, one JSON document at the end
+    session.py       the session's state in one object
+    hooks.py         the pytest hooks and fixtures that tie these together
+    profiles.py      the hypothesis profiles of the property checks
+"""

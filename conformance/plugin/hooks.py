@@ -1,0 +1,340 @@
+"""The pytest hooks and fixtures of a conformance session (``conformance/conftest.py`` re-exports them).
+
+Flow: options → targets (resolved, capabilities known before anything starts) and output paths checked →
+each check is parametrized over the targets whose interface it applies to (a target lacking a needed
+feature gets it as *unsupported*) → the ``server`` fixture hands out the target's ``StartedServer`` from the
+pool, which starts it once and restarts it when it dies → each phase's report becomes a verdict
+(``outcomes.decide``, with the item's matched deviation) → each check's record is appended as soon as it is
+decided → the results document at the end.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _pytest.reports import TestReport
+
+from servers import ServerError, TargetError, stop_all
+
+from ..markers import MARKERS, applicable_interfaces, row_of, validate_item
+from .expectations import ExpectationError, load_expectation_file, load_expectations
+from .interrupts import Deadlines, Interrupts
+from .options import add_options, check_output_paths, session_timeout
+from .outcomes import SPEC_GROUP, Verdict, decide
+from .pool import ServerPool, StartFailed
+from .resultsfile import Results, check_id_of, meta_of, set_meta
+from .session import GatecheckSession, item_meta
+from .started import read_log
+from .targets import targets_from_options
+
+__all__ = [
+    "pytest_addoption", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
+    "pytest_generate_tests", "pytest_collection_modifyitems", "pytest_runtest_protocol",
+    "pytest_runtest_protocol_records",
+    "pytest_runtest_call", "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary",
+    "pytest_keyboard_interrupt", "pytest_internalerror", "server", "usage", "_server_watch", "server_pool",
+]
+
+_SESSION = pytest.StashKey[GatecheckSession]()
+_DEVIATION = pytest.StashKey[object]()
+_CALLED = pytest.StashKey[bool]()
+_LOG = pytest.StashKey[tuple]()
+
+
+def pytest_addoption(parser):
+    add_options(parser)
+
+
+def pytest_configure(config):
+    for line in MARKERS:
+        config.addinivalue_line("markers", line)
+    config.addinivalue_line("markers", "gatecheck_not_applicable: internal, no target applies")
+    config.addinivalue_line("markers", "gatecheck_unsupported: internal, the target lacks a needed feature")
+    opt = config.getoption
+    try:
+        targets = targets_from_options(opt("--server"), opt("--server-cmd"), opt("--interface"),
+                                       opt("--http"), opt("--features"))
+        expectations = _expectations(config, targets)
+    except (TargetError, ServerError, ExpectationError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    check_output_paths(config)
+    results = Results(opt("--results-json"))
+    results.open()
+    pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"))
+    pool.on_start = lambda started: results.add_target(started.session_target, started.versions)
+    for st in targets:
+        results.add_target(st)
+    gs = GatecheckSession(targets, expectations, results, pool,
+                          Deadlines(opt("--check-timeout"), session_timeout(config, len(targets))),
+                          Interrupts(on_first=lambda: setattr(pool, "stopping", True)))
+    gs.interrupts.install()
+    config.stash[_SESSION] = gs
+
+
+def _expectations(config, targets) -> dict:
+    if config.getoption("--no-expectations"):
+        return {}
+    path = config.getoption("--expectations")
+    if path:
+        shared = load_expectation_file(Path(path))
+        return {st.target.server: shared for st in targets}
+    return {st.target.server: load_expectations(st.target.server) for st in targets}
+
+
+def pytest_unconfigure(config):
+    gs = config.stash.get(_SESSION, None)
+    if gs is not None:
+        gs.interrupts.restore()
+
+
+def server_pool(config) -> ServerPool | None:
+    """The session's pool of started servers (None before configure): for plugins that stop a target early."""
+    gs = config.stash.get(_SESSION, None)
+    return gs.pool if gs is not None else None
+
+
+def pytest_report_header(config):
+    gs = config.stash.get(_SESSION, None)
+    targets = gs.targets if gs is not None else []
+    return ["gatecheck targets: " + ", ".join(str(st.target) for st in targets)]
+
+
+def pytest_generate_tests(metafunc):
+    if "server" not in metafunc.fixturenames:
+        return
+    wanted = applicable_interfaces(metafunc.definition.iter_markers("interfaces"))
+    needed = [f for mark in metafunc.definition.iter_markers("needs") for f in mark.args]
+    params = []
+    for st in metafunc.config.stash[_SESSION].targets:
+        if st.interface not in wanted:
+            continue
+        if st.capabilities.tls and "tls" not in needed:
+            # A tls=on listener speaks only TLS and checks that do not ask for "tls" speak cleartext: they do
+            # not apply to it (like a check of another interface), rather than being "not supported".
+            continue
+        missing = st.capabilities.missing(*needed) if needed else []
+        marks = []
+        if missing:
+            reason = f"not supported: {st.target} lacks {', '.join(missing)}"
+            marks = [pytest.mark.gatecheck_unsupported(reason), pytest.mark.skip(reason=reason)]
+        params.append(pytest.param(st, id=st.id, marks=marks))
+    if not params:
+        params = [pytest.param(None, id="no-target", marks=pytest.mark.gatecheck_not_applicable)]
+    metafunc.parametrize("server", params, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    errors = [msg for item in items if (msg := validate_item(item))]
+    if errors:
+        raise pytest.UsageError("malformed checks:\n  " + "\n  ".join(errors))
+    gs = config.stash[_SESSION]
+    keep, dropped = [], []
+    for item in items:
+        if item.get_closest_marker("gatecheck_not_applicable"):
+            dropped.append(item)
+            continue
+        keep.append(item)
+        st = item.callspec.params.get("server") if hasattr(item, "callspec") else None
+        meta = item_meta(item, st, check_id_of(item), row_of(item))
+        set_meta(item, meta)
+        item.user_properties += [(k, meta[k]) for k in ("check", "target", "clause", "level")]
+        if st is not None:
+            deviation = next((d for d in gs.expectations.get(st.target.server, [])
+                              if d.applies(meta["check"], meta["target"])), None)
+            if deviation is not None:
+                item.stash[_DEVIATION] = deviation
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def server(request):
+    """This check's target as a ``StartedServer`` (started on first use; ``_server_watch`` restarts it)."""
+    st = request.param
+    return request.config.stash[_SESSION].pool.get(st)
+
+
+@pytest.fixture
+def usage(server, record_property):
+    """The server tree's RSS and descriptors before a robustness scenario; ``usage.check()`` judges after."""
+    from ..usage import Usage
+
+    return Usage(server, record_property)
+
+
+@pytest.fixture(autouse=True)
+def _server_watch(request):
+    """Around each check: a dead server is restarted first (an error with the reason when it cannot be);
+    a server that dies during a check makes that check an error, and is restarted for the next ones."""
+    if "server" not in request.fixturenames:
+        yield
+        return
+    pool = request.config.stash[_SESSION].pool
+    started = request.getfixturevalue("server")
+    try:
+        pool.get(started.session_target)
+        pool.check(started.target)
+        failure = None
+    except StartFailed as exc:
+        failure = str(exc)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+    request.node.stash[_LOG] = (started, started.handle, started.log_size())
+    yield
+    if pool.stopping:
+        return
+    died = _death(request.node, pool)
+    if died is not None or not started.alive():
+        pool.get(started.session_target)  # restart now; a failure is reported by the next check of this target
+    if died:
+        pytest.fail(died, pytrace=False)
+
+
+def _death(item, pool) -> str | None:
+    """Once per check: the message when the check's server process exited while the check ran."""
+    watched = item.stash.get(_LOG, None)
+    if watched is None or pool.stopping:
+        return None
+    started, handle, offset = watched
+    if started.handle is not handle or handle.alive():
+        return None
+    item.stash[_LOG] = (started, None, offset)  # reported: the call's report or the teardown's, not both
+    log = started.log_since(offset)
+    code = started.stop()
+    return f"the server process exited during this check (exit code {code}); log:\n{log}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Past the session deadline, no check starts: the session stops (exit status 2)."""
+    gs = item.config.stash.get(_SESSION, None)
+    if gs is not None and gs.deadlines.session_over():
+        item.session.shouldstop = gs.deadlines.session_message()
+        return True
+    return None
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_runtest_protocol")
+def pytest_runtest_protocol_records(item, nextitem):
+    """Each check's record is appended once its phases are over; Ctrl-C makes the running one "interrupted"."""
+    gs = item.config.stash.get(_SESSION, None)
+    try:
+        return (yield)
+    except KeyboardInterrupt:
+        if gs is not None and not item.stash.get(_CALLED, False):
+            _report_interrupted(item, gs)
+        raise
+    finally:
+        if gs is not None and meta_of(item) is not None:
+            gs.results.decided(item)
+
+
+def _report_interrupted(item, gs) -> None:
+    """The check that was running when Ctrl-C or SIGTERM came: its own outcome, in JSON and JUnit alike."""
+    message = f"interrupted by {gs.interrupts.received or 'KeyboardInterrupt'} while this check ran"
+    report = TestReport(item.nodeid, item.location, {}, "failed", message, "call", user_properties=item.user_properties)
+    gs.results.fold(item, Verdict("interrupted", message), 0.0)
+    item.ihook.pytest_runtest_logreport(report=report)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    gs = item.config.stash.get(_SESSION, None)
+    if gs is None:
+        return (yield)
+    with gs.deadlines.around_call():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    gs = item.config.stash.get(_SESSION, None)
+    if gs is None or meta_of(item) is None:
+        return report
+    if call.when == "call":
+        item.stash[_CALLED] = True
+    unsupported = item.get_closest_marker("gatecheck_unsupported") is not None
+    verdict = decide(call.when, report, call.excinfo, item.stash.get(_DEVIATION, None), unsupported)
+    if call.when == "call" and verdict.outcome != "interrupted":
+        # A server that died during the call makes the call an error (in the call's report, so JUnit keeps one
+        # test case per check, as the results do); the watch fixture restarts it.
+        died = _death(item, gs.pool)
+        verdict = Verdict("error", died) if died else verdict
+    _shape(report, verdict)
+    _attach_log(item, report)
+    gs.results.fold(item, verdict, getattr(report, "duration", 0.0))
+    if verdict is not None and verdict.outcome == "timeout" and gs.deadlines.session_over():
+        item.session.shouldstop = gs.deadlines.session_message()
+    return report
+
+
+def _shape(report, verdict) -> None:
+    """Make pytest's own report (terminal, JUnit) say what the verdict says."""
+    if verdict is None:
+        return
+    if verdict.outcome == "known":
+        report.outcome, report.wasxfail = "skipped", verdict.message
+    elif verdict.outcome in ("fixed", "timeout") or (verdict.outcome == "error" and report.when == "call"):
+        report.outcome, report.longrepr = "failed", verdict.message
+
+
+def _attach_log(item, report) -> None:
+    meta = meta_of(item)
+    if report.failed and meta and meta.get("sentence"):
+        report.sections.append((f"{meta['clause']} ({meta['level']})",
+                                f"{meta['sentence']}\npasses: {meta['accepts']}"))
+    log = item.stash.get(_LOG, None)
+    if log and report.failed and log[1] is not None:
+        started, handle, offset = log
+        text = read_log(handle.log_path, offset)
+        if text.strip():
+            report.sections.append((f"server log ({started.target})", text))
+
+
+def pytest_keyboard_interrupt(excinfo):
+    stop_all()
+
+
+def pytest_internalerror(excrepr, excinfo):
+    stop_all()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop every server, write the results document, remove the scratch directories; nothing escapes."""
+    gs = session.config.stash.get(_SESSION, None)
+    if gs is None:
+        return
+    gs.interrupts.finishing()
+    try:
+        gs.pool.stop_all()
+        stop_all()
+    finally:
+        try:
+            gs.written = gs.results.write()
+        except OSError as exc:
+            gs.write_error = f"could not write {gs.results.path}: {exc.strerror or exc}"
+            session.exitstatus = session.exitstatus or 1
+        gs.pool.cleanup()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    gs = config.stash.get(_SESSION, None)
+    if gs is None or not gs.results.records:
+        return
+    tr = terminalreporter
+    tr.write_sep("=", "gatecheck")
+    counts = gs.results.counts()
+    tr.write_line("checks × targets: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+    failures = gs.results.failures_by_level()
+    if failures:
+        order = [SPEC_GROUP, "POLICY", "INFO"]
+        parts = [f"{group} {failures.get(group, 0)}" for group in order]
+        tr.write_line("failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
+                      "not spec requirements)")
+    if gs.write_error:
+        tr.write_line(f"results: {gs.write_error}; the records decided are in {gs.results.partial}", red=True)
+    elif gs.written:
+        tr.write_line(f"results: {gs.results.path}")
+

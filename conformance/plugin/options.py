@@ -1,0 +1,88 @@
+"""The command-line options of a conformance session, and their validation before anything starts.
+
+Every bad value is one clear line (a pytest usage error, exit status 4), never a traceback or a lost run:
+numbers are checked by argparse, output paths are created and written to before any server starts.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+__all__ = ["add_options", "check_output_paths", "session_timeout", "CHECK_TIMEOUT", "SESSION_TIMEOUT_PER_TARGET"]
+
+CHECK_TIMEOUT = 60.0                 # seconds; the longest check on Granian takes about 7
+SESSION_TIMEOUT_PER_TARGET = 1200.0  # seconds; a full run of one Granian target takes about 1 minute
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def add_options(parser) -> None:
+    group = parser.getgroup("gatecheck", "gatecheck conformance")
+    add = group.addoption
+    add("--server", action="append", default=[], metavar="TARGET",
+        help="target to check, e.g. granian:asgi, granian:rsgi:h2, uvicorn:asgi?loop=uvloop "
+             "(repeatable; default: granian:rsgi, granian:asgi, granian:wsgi)")
+    add("--server-cmd", default=None, metavar="TEMPLATE",
+        help="check any server from a command template with {app} {host} {port}, "
+             "e.g. \"uvicorn --port {port} {app}\" (needs --interface)")
+    add("--interface", default=None, choices=("asgi", "rsgi", "wsgi"), help="interface of the --server-cmd server")
+    add("--http", default=None, choices=("h1", "h2", "auto"), help="HTTP mode of the --server-cmd server (default h1)")
+    add("--features", default=None, metavar="LIST",
+        help="comma-separated features of the --server-cmd server, e.g. h2c,websockets,lifespan")
+    add("--results-json", default="results/conformance.json", metavar="PATH",
+        help="where to write the JSON results (default: results/conformance.json); records are appended to "
+             "PATH.partial.jsonl while the session runs")
+    add("--server-log-dir", default=None, metavar="DIR",
+        help="keep the server logs (private servers' too) in DIR (default: a temporary directory, removed)")
+    add("--ready-timeout", type=_seconds, default=30.0, metavar="SECONDS",
+        help="how long a server may take to answer its first request (default 30)")
+    add("--check-timeout", type=_seconds, default=CHECK_TIMEOUT, metavar="SECONDS",
+        help=f"a check still running after this is stopped with the outcome 'timeout' (default {CHECK_TIMEOUT:.0f})")
+    add("--session-timeout", type=_seconds, default=None, metavar="SECONDS",
+        help="the whole session stops after this (the running check times out, the rest do not run); "
+             f"default {SESSION_TIMEOUT_PER_TARGET:.0f} s per target")
+    add("--no-expectations", action="store_true",
+        help="ignore conformance/expectations/*.toml: known deviations fail like any other")
+    add("--expectations", default=None, metavar="FILE",
+        help="read the known deviations from FILE (same format) instead of conformance/expectations/<server>.toml")
+
+
+def session_timeout(config, targets: int) -> float:
+    given = config.getoption("--session-timeout")
+    return given if given is not None else SESSION_TIMEOUT_PER_TARGET * max(1, targets)
+
+
+def check_output_paths(config) -> None:
+    """Create and try each output location now; a path that cannot be written is a usage error."""
+    results = config.getoption("--results-json")
+    _writable_dir("--results-json", Path(results).parent, results)
+    if Path(results).is_dir():
+        raise pytest.UsageError(f"--results-json {results}: is a directory; give a file path")
+    log_dir = config.getoption("--server-log-dir")
+    if log_dir:
+        _writable_dir("--server-log-dir", Path(log_dir), log_dir)
+    xml = getattr(config.option, "xmlpath", None)
+    if xml:
+        _writable_dir("--junitxml", Path(os.path.abspath(xml)).parent, xml)
+
+
+def _writable_dir(option: str, directory: Path, given: str) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as exc:
+        raise pytest.UsageError(f"{option} {given}: cannot write to {directory} ({exc.strerror or exc}); "
+                                "give a path in a writable directory") from None

@@ -1,0 +1,113 @@
+"""Outcomes as data: what each phase of a check (setup, call, teardown) says, and what the check's is.
+
+    passed       the call ran and every assertion held
+    failed       the call ran to an assertion and it failed (or raised)
+    known        a listed deviation (expectations file) whose call ran and failed: only this is known
+    fixed        a listed deviation whose call passed: the run fails until the entry is removed
+    error        the check could not run or finish: setup/teardown failed, the server did not start,
+                 died during the check or could not be restarted. Never "known".
+    timeout      the call ran past its deadline (--check-timeout, or what remained of --session-timeout)
+    interrupted  Ctrl-C or SIGTERM arrived while the check ran
+    unsupported  the target lacks a feature the check needs (declared, or found by the check)
+    skipped      the check skipped itself for another reason
+
+A listed check is "known" only from its call phase: a setup or teardown error (the server did not start,
+died during the check, could not be restarted) outranks it and the check is an error.
+
+The decision is made from the phase, the exception the call raised (``call.excinfo``) and the item's
+matched deviation; nothing is parsed back from report text, except the "not supported:" prefix of a
+check's own ``pytest.skip`` (kept for the check files that still use it; new code raises ``NotSupported``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+__all__ = ["OUTCOMES", "FAILING", "Verdict", "CheckTimeout", "decide", "worse", "SPEC_GROUP", "level_group"]
+
+OUTCOMES = ("passed", "failed", "error", "timeout", "interrupted", "known", "fixed", "unsupported", "skipped")
+#: outcomes that make the run fail (exit status non-zero)
+FAILING = frozenset({"failed", "error", "timeout", "interrupted", "fixed"})
+#: when two phases disagree, the higher rank is the check's outcome (a teardown error beats a passed call)
+_RANK = {"passed": 0, "skipped": 1, "unsupported": 1, "known": 2, "fixed": 3, "failed": 4, "timeout": 5,
+         "error": 6, "interrupted": 7}
+UNSUPPORTED_PREFIX = "not supported:"
+SPEC_GROUP = "MUST/SHOULD (spec)"
+
+
+class CheckTimeout(BaseException):
+    """Raised into a check that ran past its deadline (a BaseException, so ``except Exception`` in a check
+    cannot swallow it)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str
+    message: str = ""
+
+
+def worse(old: str | None, new: str) -> bool:
+    """Whether ``new`` replaces ``old`` as the check's outcome."""
+    return old is None or _RANK[new] > _RANK[old]
+
+
+def decide(when: str, report, excinfo, deviation, unsupported: bool) -> Verdict | None:
+    """The verdict of one phase, or None when the phase says nothing (a setup or teardown that passed)."""
+    if report.passed:
+        if when != "call":
+            return None
+        return Verdict("fixed", _fixed_message(deviation)) if deviation else Verdict("passed")
+    if report.skipped:
+        reason = _skip_reason(report)
+        said_so = reason.removeprefix("Skipped: ").startswith(UNSUPPORTED_PREFIX)
+        if unsupported or said_so or _raised(excinfo, NotSupported):
+            return Verdict("unsupported", reason)
+        return Verdict("skipped", reason)
+    if when != "call":
+        return Verdict("error", _short(report))
+    if _raised(excinfo, CheckTimeout):
+        return Verdict("timeout", f"{excinfo.value}; it was at {_where(excinfo)}")
+    if deviation:  # the call ran and failed: what the expectation file recorded (a teardown error still wins)
+        return Verdict("known", deviation.reason())
+    return Verdict("failed", _short(report))
+
+
+class NotSupported(pytest.skip.Exception):
+    """Raised by a check (``not_supported(reason)``) when the target lacks what the check needs."""
+
+
+def level_group(level: str) -> str:
+    """How the summary groups a check's level: the spec's keywords together, POLICY and INFO apart."""
+    return level if level in ("POLICY", "INFO") else SPEC_GROUP
+
+
+def _raised(excinfo, types) -> bool:
+    return excinfo is not None and isinstance(excinfo.value, types)
+
+
+def _where(excinfo) -> str:
+    """The innermost frame the check was in (``file:line``), the alarm handler's own left out."""
+    entries = [e for e in excinfo.traceback if Path(str(e.path)).name != "interrupts.py"]
+    if not entries:  # pragma: no cover
+        return "an unknown place"
+    return f"{entries[-1].path}:{entries[-1].lineno + 1}"
+
+
+def _fixed_message(deviation) -> str:
+    return (f"fixed: this check now passes, but it is listed as a known deviation; remove the entry "
+            f"'{deviation.check}' from the {deviation.server} expectations ({deviation.reason()})")
+
+
+def _skip_reason(report) -> str:
+    return str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr or "")
+
+
+def _short(report) -> str:
+    """The assertion lines of a failure (``E ...``), or the end of its text."""
+    if isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2])[:1000]
+    text = getattr(report, "longreprtext", "") or ""
+    lines = [ln for ln in text.splitlines() if ln.startswith("E ")]
+    return "\n".join(lines[:8])[:1000] if lines else text[-1000:]

@@ -1,0 +1,161 @@
+"""The session's results: one record per (check, target), appended as decided, one JSON document at the end.
+
+While the session runs, ``<results>.partial.jsonl`` (next to ``--results-json``) gets one JSON line per
+target started and per check decided, so a run killed by SIGKILL or the OOM killer leaves what it decided.
+At the end the JSON document is written (atomically) and the partial file removed.
+
+Schema history (``schema_version``):
+  1 — first version: {"schema_version", "created", "targets": [...], "checks": [...]}; each check record has
+      check, target, server, interface, outcome, clause, level, area, duration, message.
+  2 — outcomes "timeout" and "interrupted" (``outcomes.py``); an outcome is never null; "known" only for a
+      listed check that failed its assertion (an error on a listed check is "error"); each check record also
+      has ``sentence`` and ``accepts`` (its row of the levels table, ``conformance/levels/``), and ``level``
+      may be INFO.
+
+Partial lines: {"record": "target", ...target fields} and {"record": "check", ...check fields}.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from .outcomes import OUTCOMES, Verdict, level_group, worse
+
+__all__ = ["Results", "check_id_of", "partial_path", "SCHEMA_VERSION", "set_meta", "meta_of"]
+
+SCHEMA_VERSION = 2
+_META_KEY = pytest.StashKey[dict]()
+
+
+def check_id_of(item) -> str:
+    """``file.py::function[params]`` without the target: the same check on several targets shares an id."""
+    base = f"{Path(str(item.path)).name}::{getattr(item, 'originalname', item.name)}"
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return base
+    ids = callspec.id
+    server = callspec.params.get("server")
+    server_id = getattr(server, "id", None)
+    if server_id:
+        for form in (f"{server_id}-", f"-{server_id}", server_id):
+            if form in ids:
+                ids = ids.replace(form, "", 1)
+                break
+    return f"{base}[{ids}]" if ids else base
+
+
+def set_meta(item, meta: dict) -> None:
+    item.stash[_META_KEY] = meta
+
+
+def meta_of(item) -> dict | None:
+    return item.stash.get(_META_KEY, None)
+
+
+def partial_path(path: Path) -> Path:
+    return path.with_name(path.name + ".partial.jsonl")
+
+
+class Results:
+    """Records by (check, target), the targets, and the partial file they are appended to."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.partial = partial_path(self.path)
+        self.records: dict = {}
+        self.targets: dict = {}
+        self._written: set = set()
+
+    def open(self) -> None:
+        """Create the partial file now (so a bad path fails before any work)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        header = {"record": "session", "schema_version": SCHEMA_VERSION, "created": _now()}
+        self.partial.write_text(json.dumps(header) + "\n", encoding="utf-8")
+
+    def add_target(self, st, versions: dict | None = None) -> None:
+        record = self.targets.setdefault(str(st.target), {
+            "target": str(st.target), "server": st.target.server, "interface": st.target.interface,
+            "http": st.target.http, "features": st.capabilities.features(), "versions": {},
+        })
+        if versions and record["versions"] != versions:
+            record["versions"] = dict(versions)
+            self._append({"record": "target", **record})
+
+    def fold(self, item, verdict: Verdict, duration: float) -> dict | None:
+        """Fold one phase's verdict (None: the phase said nothing) into the record of its item."""
+        meta = meta_of(item)
+        if meta is None:
+            return None
+        rec = self.records.setdefault((meta["check"], meta["target"]),
+                                      {**meta, "outcome": None, "duration": 0.0, "message": ""})
+        rec["duration"] = round(rec["duration"] + duration, 4)
+        if verdict is not None and worse(rec["outcome"], verdict.outcome):
+            rec["outcome"], rec["message"] = verdict.outcome, verdict.message[:1000]
+        return rec
+
+    def decided(self, item) -> None:
+        """The item's phases are over: append its record to the partial file."""
+        meta = meta_of(item)
+        key = (meta["check"], meta["target"]) if meta else None
+        rec = self.records.get(key)
+        if rec is None or key in self._written:
+            return
+        if rec["outcome"] is None:  # e.g. a phase that produced no report at all
+            rec["outcome"], rec["message"] = "error", "the check produced no result"
+        self._written.add(key)
+        self._append({"record": "check", **rec})
+
+    def write(self) -> bool:
+        """Write the document (when any check ran) and remove the partial file; whether it was written."""
+        if not self.records:
+            self._drop_partial()
+            return False
+        data = {
+            "schema_version": SCHEMA_VERSION,
+            "created": _now(),
+            "targets": sorted(self.targets.values(), key=lambda t: t["target"]),
+            "checks": sorted(self.records.values(), key=lambda r: (r["check"], r["target"])),
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)
+        self._drop_partial()
+        return True
+
+    def _drop_partial(self) -> None:
+        try:
+            self.partial.unlink()
+        except OSError:
+            pass
+
+    def counts(self) -> dict:
+        totals = {o: 0 for o in OUTCOMES}
+        for rec in self.records.values():
+            if rec["outcome"] in totals:
+                totals[rec["outcome"]] += 1
+        return totals
+
+    def failures_by_level(self) -> dict:
+        """level group (MUST/SHOULD (spec), POLICY, INFO) -> checks × targets that failed or timed out."""
+        groups: dict = {}
+        for rec in self.records.values():
+            if rec["outcome"] in ("failed", "timeout"):
+                group = level_group(rec["level"])
+                groups[group] = groups.get(group, 0) + 1
+        return groups
+
+    def _append(self, line: dict) -> None:
+        try:
+            with open(self.partial, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(line, sort_keys=True) + "\n")
+        except OSError:
+            pass
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

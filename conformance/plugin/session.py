@@ -1,0 +1,33 @@
+"""The session's state in one object (kept in ``config.stash``), and each check's record fields."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .interrupts import Deadlines, Interrupts
+from .pool import ServerPool
+from .resultsfile import Results
+
+__all__ = ["GatecheckSession", "item_meta"]
+
+
+@dataclass
+class GatecheckSession:
+    targets: list                 # SessionTarget, in the order given
+    expectations: dict            # server name -> [Deviation]
+    results: Results
+    pool: ServerPool
+    deadlines: Deadlines
+    interrupts: Interrupts
+    written: bool = False         # the results document was written
+    write_error: str = ""
+
+
+def item_meta(item, st, check: str, row: tuple) -> dict:
+    """The fields of a check's record (the results' schema): who, what clause, level and sentence (``row``:
+    ``markers.row_of``, from the levels table), which area."""
+    clause, level, sentence, accepts = row
+    return {"check": check, "target": str(st.target) if st is not None else "",
+            "server": st.target.server if st is not None else "", "interface": st.interface if st is not None else "",
+            "clause": clause, "level": level, "sentence": sentence, "accepts": accepts,
+            "area": Path(str(item.path)).stem.removeprefix("test_")}
