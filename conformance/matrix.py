@@ -24,9 +24,9 @@ from .plugin.resultsfile import SCHEMA_VERSION
 __all__ = ["load_results", "Matrix", "render_markdown", "render_html", "main"]
 
 SYMBOL = {"passed": "pass", "failed": "FAIL", "error": "error", "known": "known", "fixed": "fixed",
-          "timeout": "timeout", "interrupted": "interrupted", "unsupported": "n/s", "skipped": "skip", None: "n/a"}
+          "timeout": "timeout", "interrupted": "interrupted", "noted": "info", "unsupported": "n/s", "skipped": "skip", None: "n/a"}
 COLOUR = {"passed": "#d9f2d9", "failed": "#f7c6c6", "error": "#f7c6c6", "known": "#fde9b8", "fixed": "#c6dcf7",
-          "timeout": "#f7c6c6", "interrupted": "#f2f2f2", "unsupported": "#e6e6e6", "skipped": "#f2f2f2",
+          "timeout": "#f7c6c6", "interrupted": "#f2f2f2", "noted": "#ece3f7", "unsupported": "#e6e6e6", "skipped": "#f2f2f2",
           None: "#ffffff"}
 SCHEMA_VERSIONS = (1, SCHEMA_VERSION)   # 2 only adds the outcomes timeout and interrupted
 LEVEL_ORDER = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "DEFINED", "POLICY", "INFO")

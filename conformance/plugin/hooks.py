@@ -256,7 +256,8 @@ def pytest_runtest_makereport(item, call):
     if call.when == "call":
         item.stash[_CALLED] = True
     unsupported = item.get_closest_marker("gatecheck_unsupported") is not None
-    verdict = decide(call.when, report, call.excinfo, item.stash.get(_DEVIATION, None), unsupported)
+    verdict = decide(call.when, report, call.excinfo, item.stash.get(_DEVIATION, None), unsupported,
+                     meta_of(item).get("level", ""))
     if call.when == "call" and verdict.outcome != "interrupted":
         # A server that died during the call makes the call an error (in the call's report, so JUnit keeps one
         # test case per check, as the results do); the watch fixture restarts it.
@@ -274,7 +275,7 @@ def _shape(report, verdict) -> None:
     """Make pytest's own report (terminal, JUnit) say what the verdict says."""
     if verdict is None:
         return
-    if verdict.outcome == "known":
+    if verdict.outcome in ("known", "noted"):
         report.outcome, report.wasxfail = "skipped", verdict.message
     elif verdict.outcome in ("fixed", "timeout") or (verdict.outcome == "error" and report.when == "call"):
         report.outcome, report.longrepr = "failed", verdict.message

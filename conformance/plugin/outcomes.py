@@ -2,6 +2,8 @@
 
     passed       the call ran and every assertion held
     failed       the call ran to an assertion and it failed (or raised)
+    noted        an INFO check (the letter of the text, no MUST/SHOULD broken) whose call failed: shown apart,
+                 never failing a run
     known        a listed deviation (expectations file) whose call ran and failed: only this is known
     fixed        a listed deviation whose call passed: the run fails until the entry is removed
     error        the check could not run or finish: setup/teardown failed, the server did not start,
@@ -27,11 +29,12 @@ import pytest
 
 __all__ = ["OUTCOMES", "FAILING", "Verdict", "CheckTimeout", "decide", "worse", "SPEC_GROUP", "level_group"]
 
-OUTCOMES = ("passed", "failed", "error", "timeout", "interrupted", "known", "fixed", "unsupported", "skipped")
+OUTCOMES = ("passed", "failed", "error", "timeout", "interrupted", "noted", "known", "fixed", "unsupported",
+            "skipped")
 #: outcomes that make the run fail (exit status non-zero)
 FAILING = frozenset({"failed", "error", "timeout", "interrupted", "fixed"})
 #: when two phases disagree, the higher rank is the check's outcome (a teardown error beats a passed call)
-_RANK = {"passed": 0, "skipped": 1, "unsupported": 1, "known": 2, "fixed": 3, "failed": 4, "timeout": 5,
+_RANK = {"passed": 0, "skipped": 1, "unsupported": 1, "noted": 2, "known": 2, "fixed": 3, "failed": 4, "timeout": 5,
          "error": 6, "interrupted": 7}
 UNSUPPORTED_PREFIX = "not supported:"
 SPEC_GROUP = "MUST/SHOULD (spec)"
@@ -53,8 +56,9 @@ def worse(old: str | None, new: str) -> bool:
     return old is None or _RANK[new] > _RANK[old]
 
 
-def decide(when: str, report, excinfo, deviation, unsupported: bool) -> Verdict | None:
-    """The verdict of one phase, or None when the phase says nothing (a setup or teardown that passed)."""
+def decide(when: str, report, excinfo, deviation, unsupported: bool, level: str = "") -> Verdict | None:
+    """The verdict of one phase, or None when the phase says nothing (a setup or teardown that passed).
+    ``level`` is the check's level: a failed INFO check is "noted", never "failed"."""
     if report.passed:
         if when != "call":
             return None
@@ -71,6 +75,8 @@ def decide(when: str, report, excinfo, deviation, unsupported: bool) -> Verdict 
         return Verdict("timeout", f"{excinfo.value}; it was at {_where(excinfo)}")
     if deviation:  # the call ran and failed: what the expectation file recorded (a teardown error still wins)
         return Verdict("known", deviation.reason())
+    if level == "INFO":
+        return Verdict("noted", "INFO (never fails a run): " + _short(report))
     return Verdict("failed", _short(report))
 
 

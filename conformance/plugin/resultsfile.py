@@ -7,10 +7,10 @@ At the end the JSON document is written (atomically) and the partial file remove
 Schema history (``schema_version``):
   1 — first version: {"schema_version", "created", "targets": [...], "checks": [...]}; each check record has
       check, target, server, interface, outcome, clause, level, area, duration, message.
-  2 — outcomes "timeout" and "interrupted" (``outcomes.py``); an outcome is never null; "known" only for a
-      listed check that failed its assertion (an error on a listed check is "error"); each check record also
-      has ``sentence`` and ``accepts`` (its row of the levels table, ``conformance/levels/``), and ``level``
-      may be INFO.
+  2 — outcomes "timeout", "interrupted" and "noted" (a failed INFO check) (``outcomes.py``); an outcome is
+      never null; "known" only for a listed check that failed its assertion (an error on a listed check is
+      "error"); each check record also has ``sentence`` and ``accepts`` (its row of the levels table,
+      ``conformance/levels/``), and ``level`` may be INFO.
 
 Partial lines: {"record": "target", ...target fields} and {"record": "check", ...check fields}.
 """
