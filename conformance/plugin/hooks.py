@@ -283,7 +283,7 @@ def _shape(report, verdict) -> None:
 
 def _attach_log(item, report) -> None:
     meta = meta_of(item)
-    if report.failed and meta and meta.get("sentence"):
+    if report.failed and report.when == "call" and meta and meta.get("sentence"):  # the rule a call broke
         report.sections.append((f"{meta['clause']} ({meta['level']})",
                                 f"{meta['sentence']}\npasses: {meta['accepts']}"))
     log = item.stash.get(_LOG, None)
