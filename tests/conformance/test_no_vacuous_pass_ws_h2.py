@@ -44,7 +44,7 @@ def _target_args(mode: str) -> list:
             "--interface", "asgi", "--http", "auto", "--features", "websockets,h2c,h2c_upgrade"]
 
 
-def _run(mode: str, selection: list, results: Path, timeout: float = 240) -> tuple:
+def _run(mode: str, selection: list, results: Path, timeout: float = 420) -> tuple:
     """(checks from the results JSON, peak RSS of the pytest process in MiB, output tail)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # node ids name the target, whose id holds its command line: collected for silent, run for ``mode``
