@@ -18,6 +18,13 @@ Rules of this module:
    type, flags, stream, length, and the payload of control frames), so a check can see what h2's
    state machine would hide - e.g. DATA after a GOAWAY, or a frame's exact size. When h2 refuses
    the server's input (``h2_error``), the raw record goes on.
+5. Every read goes through :mod:`conformance.bounded` (a deadline and a cap) and the connection as a whole
+   is capped: more than :data:`CONNECTION_CAP` bytes or :data:`FRAME_COUNT_CAP` frames, more than
+   :data:`STREAM_DATA_CAP` DATA bytes on one stream, or a header block
+   (HEADERS + CONTINUATION) over :data:`HEADER_BLOCK_CAP`, raises :class:`H2ReadError` naming the cap.
+6. Bytes that are not HTTP/2 are a failure, never an absence: the server's first frame must be a
+   SETTINGS frame (RFC 9113 §3.4), or :class:`H2ReadError` shows the bytes that came instead. A wait
+   for the server's SETTINGS, response headers or data that ends with the connection closed raises.
 """
 from __future__ import annotations
 
@@ -31,16 +38,37 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
+from . import bounded
 from .h2frames import (ACK, CONTINUATION, DATA, FRAME_TYPES, GOAWAY, HEADERS, PING, PUSH_PROMISE,
                        RST_STREAM, SETTINGS, WINDOW_UPDATE, ErrorCodes, Frame, RawFrames, SettingCodes, StreamState,
                        code_name)
 
-__all__ = ["H2Client", "H2Timeout", "StreamState", "Frame", "FRAME_TYPES", "ErrorCodes", "SettingCodes",
+__all__ = ["H2Client", "H2Timeout", "H2ReadError", "CONNECTION_CAP", "FRAME_COUNT_CAP", "HEADER_BLOCK_CAP",
+           "STREAM_DATA_CAP", "StreamState", "Frame", "FRAME_TYPES", "ErrorCodes", "SettingCodes",
            "DATA", "HEADERS", "RST_STREAM", "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE"]
+
+
+#: the most bytes, and frames, one connection may carry to a check (the biggest exchange is a 10 MiB body)
+CONNECTION_CAP = 64 << 20
+FRAME_COUNT_CAP = 100_000
+#: the most DATA bytes one stream may carry to a check (the biggest body a check reads is 10 MiB)
+STREAM_DATA_CAP = 16 << 20
+#: the largest header block (a HEADERS frame and its CONTINUATION frames) a check reads
+HEADER_BLOCK_CAP = 1 << 20
+#: a partial frame can never exceed this (a frame's length field has 24 bits)
+_PARTIAL_CAP = 9 + (1 << 24) + (1 << 16)
 
 
 class H2Timeout(AssertionError):
     """A wait ran past its deadline (the server did not do what the check waited for)."""
+
+
+class H2ReadError(AssertionError):
+    """The server sent what no check can judge: bytes that are not HTTP/2, or more than a cap."""
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
 
 
 class H2Client(RawFrames):
@@ -69,6 +97,10 @@ class H2Client(RawFrames):
         self.goaways: list = []           # ConnectionTerminated events
         self.h2_error: Optional[BaseException] = None
         self.closed = False               # the server closed (or reset) the TCP connection
+        self.end = ""                     # bounded.CLOSED or bounded.RESET: how the server ended it
+        self.received = 0                 # bytes read on this connection (bounded by CONNECTION_CAP)
+        self._block_bytes = 0             # bytes of the header block being received (HEADER_BLOCK_CAP)
+        self._data_bytes: dict = {}       # stream -> DATA bytes received (STREAM_DATA_CAP)
         self._raw = bytearray()
         self._block = None
         self.sock: Optional[socket.socket] = None
@@ -173,6 +205,9 @@ class H2Client(RawFrames):
             if not progressed:
                 self.pump(lambda: any(self.conn.local_flow_control_window(s) > 0 for s in views if sent[s] < len(views[s])),
                           deadline - time.monotonic(), what="flow-control window from the server")
+                if self.closed:  # pump returns on a close: the window will never come
+                    raise AssertionError(f"the server ended the connection ({self.end or 'closed'}) with "
+                                         f"{sum(sent.values())} of {sum(map(len, views.values()))} body bytes sent")
         if end_stream:
             for sid, view in views.items():
                 if len(view) == 0:
@@ -215,21 +250,20 @@ class H2Client(RawFrames):
             self.read_once(min(remaining, self.timeout))
 
     def read_once(self, timeout: float) -> bool:
-        """One recv() with a timeout; False if nothing arrived. Processes what came."""
+        """One bounded recv within ``timeout``; False if nothing arrived. Processes what came."""
         if self.closed or self.sock is None:
             return False
-        self.sock.settimeout(max(timeout, 0.001))
-        try:
-            data = self.sock.recv(1 << 16)
-        except socket.timeout:
+        before = len(self._raw)
+        end = bounded.recv_once(self.sock, self._raw, deadline=time.monotonic() + max(timeout, 0.001),
+                                cap=_PARTIAL_CAP)
+        if end in (bounded.CLOSED, bounded.RESET):
+            self.closed, self.end = True, end
+            self._check_preface(closing=True)
             return False
-        except OSError:
-            self.closed = True
+        if end is not None:  # TIMEOUT (OVERFLOW cannot happen: a frame is smaller than the cap)
             return False
-        if not data:
-            self.closed = True
-            return False
-        self.feed(data)
+        self._count(len(self._raw) - before)
+        self._process()
         return True
 
     def idle(self, seconds: float) -> None:
@@ -239,10 +273,36 @@ class H2Client(RawFrames):
             self.read_once(deadline - time.monotonic())
 
     def feed(self, data: bytes) -> None:
+        """Take bytes as if they had arrived from the server (``read_once`` reads them itself)."""
+        self._raw += data
+        self._count(len(data))
+        self._process()
+
+    def _count(self, size: int) -> None:
+        self.received += size
+        if self.received > CONNECTION_CAP:
+            raise H2ReadError(f"the server sent more than the {_mib(CONNECTION_CAP)} connection cap of the checks' client "
+                              f"(one HTTP/2 connection); stopped reading (last frames {self.frames[-8:]!r})")
+
+    def _check_preface(self, *, closing: bool = False) -> None:
+        """The server's first frame is SETTINGS without ACK on stream 0 (RFC 9113 §3.4); any other first
+        bytes (HTTP/1.x, garbage, a truncated frame before a close) are not HTTP/2."""
+        if self.frames:
+            return
+        head = bytes(self._raw[:9])
+        if len(head) < 9 and not (closing and head):
+            return
+        ok = (len(head) == 9 and head[3] == SETTINGS and not head[4] & ACK and head[5:9] == b"\0\0\0\0"
+              and int.from_bytes(head[:3], "big") % 6 == 0)
+        if not ok:
+            raise H2ReadError(f"the server's first bytes are not an HTTP/2 SETTINGS frame (RFC 9113 §3.4): "
+                              f"{bytes(self._raw[:120])!r}")
+
+    def _process(self) -> None:
         """Split what arrived into frames; hand each to h2 (or, once h2 refused one, to the raw path)."""
+        self._check_preface()
         now = time.monotonic()
         buf = self._raw
-        buf += data
         pos = 0
         while len(buf) - pos >= 9:
             length = int.from_bytes(buf[pos:pos + 3], "big")
@@ -254,6 +314,7 @@ class H2Client(RawFrames):
             sid = int.from_bytes(chunk[5:9], "big") & 0x7FFFFFFF
             keep = chunk[9:] if ftype not in (DATA, HEADERS, CONTINUATION) else b""
             frame = Frame(ftype, flags, sid, length, now, keep)
+            self._bound_frames(frame)
             self.frames.append(frame)
             if self.h2_error is None:
                 try:
@@ -270,6 +331,25 @@ class H2Client(RawFrames):
             self.flush()
         except OSError:
             pass
+
+    def _bound_frames(self, frame: Frame) -> None:
+        """Stop at FRAME_COUNT_CAP frames on the connection, STREAM_DATA_CAP DATA bytes on one stream and
+        HEADER_BLOCK_CAP bytes in one header block."""
+        if len(self.frames) >= FRAME_COUNT_CAP:
+            raise H2ReadError(f"the server sent more than the {FRAME_COUNT_CAP}-frame connection cap of the checks' client "
+                              f"(one HTTP/2 connection); stopped reading (last frames {self.frames[-8:]!r})")
+        if frame.type == DATA:
+            got = self._data_bytes[frame.stream_id] = self._data_bytes.get(frame.stream_id, 0) + frame.length
+            if got > STREAM_DATA_CAP:
+                raise H2ReadError(f"stream {frame.stream_id} passed the {_mib(STREAM_DATA_CAP)} per-stream DATA cap "
+                                  f"of the checks' client; stopped reading")
+        if frame.type in (HEADERS, PUSH_PROMISE, CONTINUATION):
+            self._block_bytes = (frame.length if frame.type != CONTINUATION else self._block_bytes + frame.length)
+            if self._block_bytes > HEADER_BLOCK_CAP:
+                raise H2ReadError(f"a header block from the server passed the {_mib(HEADER_BLOCK_CAP)} header "
+                                  f"block cap (stream {frame.stream_id}); stopped reading")
+            if frame.flags & 0x4:  # END_HEADERS
+                self._block_bytes = 0
 
     def _handle(self, event) -> None:
         self.events.append(event)
@@ -333,18 +413,29 @@ class H2Client(RawFrames):
     def wait_headers(self, stream_id: int, timeout: float | None = None) -> StreamState:
         state = self.streams.setdefault(stream_id, StreamState(stream_id))
         self.pump(lambda: bool(state.headers) or state.done, timeout, what=f"response headers on stream {stream_id}")
+        self._unless_closed(bool(state.headers) or state.done, f"response headers on stream {stream_id}")
         return state
 
     def wait_data(self, stream_id: int, size: int = 1, timeout: float | None = None) -> StreamState:
         state = self.streams.setdefault(stream_id, StreamState(stream_id))
         self.pump(lambda: len(state.data) >= size or state.done, timeout,
                   what=f"{size} body bytes on stream {stream_id}")
+        self._unless_closed(len(state.data) >= size or state.done, f"{size} body bytes on stream {stream_id}")
         return state
 
     def wait_settings(self, timeout: float | None = None) -> None:
         """Wait for the server's SETTINGS and its ACK of ours."""
-        self.pump(lambda: any(f.type == SETTINGS and not f.flags & ACK for f in self.frames)
-                  and self.settings_acked > 0, timeout, what="server SETTINGS and SETTINGS ACK")
+        def seen() -> bool:
+            return any(f.type == SETTINGS and not f.flags & ACK for f in self.frames) and self.settings_acked > 0
+
+        self.pump(seen, timeout, what="server SETTINGS and SETTINGS ACK")
+        self._unless_closed(seen(), "the server's SETTINGS and its ACK of ours")
+
+    def _unless_closed(self, held: bool, what: str) -> None:
+        """A wait that ended because the server closed the connection is a failure, never an outcome."""
+        if not held:
+            raise AssertionError(f"the server ended the connection ({self.end or 'closed'}) before {what}; "
+                                 f"frames: {self.frames[-8:]!r}")
 
     def stream_error_or_status(self, stream_id: int, timeout: float | None = None) -> str:
         """How a request ended, in words: 'reset:PROTOCOL_ERROR', 'status:400', 'goaway:PROTOCOL_ERROR' …"""

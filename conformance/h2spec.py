@@ -13,6 +13,9 @@ Rules of this module:
    matched to its case by group and description, which are unique within a group.
 4. h2spec gives no reason for a skip; the known causes (read from its source) are in :data:`SKIP_CAUSES`.
 5. Every run has a deadline; a run that overstays it is killed and reported, never waited on.
+6. A pass needs evidence that h2spec spoke HTTP/2 with the server: many cases pass when the connection
+   just closes (e.g. http2/3.5/2, an invalid preface), so unless a case in :data:`HANDSHAKE_EVIDENCE`
+   (the server's SETTINGS answered h2spec's preface) passed in the same run, no case counts as passed.
 """
 from __future__ import annotations
 
@@ -51,6 +54,10 @@ SKIP_CAUSES = {
     "http2/6.9.2/1": "the response to the target path has no body",
     "http2/6.9.2/2": "the response to the target path has fewer than 5 body bytes",
 }
+
+
+#: cases that pass only when the server answered h2spec's connection preface with its SETTINGS frame
+HANDSHAKE_EVIDENCE = ("http2/3.5/1", "generic/1/1")
 
 
 @dataclass(frozen=True)
@@ -207,7 +214,22 @@ def run(binary: Path, host: str, port: int, cases: list, *, path: str = "/", cas
             previous = report.summary or (0, 0, 0, 0)
             report.summary = tuple(a + b for a, b in zip(previous, one.summary))
         report.problem = report.problem or one.problem
+    _require_handshake_evidence(report, cases)
     return report
+
+
+def _require_handshake_evidence(report: Report, cases: list) -> None:
+    """Turn every pass into a failure when none of the run's :data:`HANDSHAKE_EVIDENCE` cases passed: the
+    server never answered h2spec's preface, so a case that passed on a closed connection shows nothing.
+    (A run given none of those cases is left as it is: it cannot tell.)"""
+    selected = [c.id for c in cases if c.id in HANDSHAKE_EVIDENCE]
+    if not selected or any(report.results.get(i, CaseResult("failed")).outcome == "passed" for i in selected):
+        return
+    why = (f"no evidence that the server speaks HTTP/2: none of {', '.join(selected)} (the server's SETTINGS "
+           f"after h2spec's preface) passed in this run, so this case's pass shows nothing")
+    for case_id, result in report.results.items():
+        if result.outcome == "passed":
+            report.results[case_id] = CaseResult("failed", f"{why} (h2spec: passed {result.message})".strip())
 
 
 def _run_once(binary: Path, host: str, port: int, cases: list, selection: list, *, path: str,

@@ -2,6 +2,9 @@
 
 RFC 9113 §3.4 (preface), §6.5.2 (SETTINGS_ENABLE_PUSH), §6.8/§9.1 (GOAWAY), §10.5 (denial of service);
 RFC 7540 §3.2 for the deprecated `h2c` Upgrade.
+
+Every read is bounded (conformance/bounded.py: a deadline and a size cap); the `Upgrade: h2c` checks
+read the HTTP/1.1 answer strictly (a malformed response is a failure that shows its bytes).
 """
 from __future__ import annotations
 
@@ -16,8 +19,10 @@ import h2.config
 import h2.connection
 import h2.events
 
+from . import bounded
 from .client import value_of
-from .h2client import GOAWAY, SETTINGS, H2Client, H2Timeout, SettingCodes
+from .h2client import CONNECTION_CAP, GOAWAY, SETTINGS, H2Client, H2Timeout, SettingCodes
+from .http1 import ParseError, parse_responses
 from .markers import needs, spec
 from .private import private_server
 from .scripts import script_target
@@ -41,54 +46,71 @@ def test_server_never_enables_push_in_its_settings(server):
     with H2Client(server.address, authority=server.authority) as client:
         client.wait_settings()
     values = [f.settings().get(SettingCodes.ENABLE_PUSH) for f in client.frames if f.type == SETTINGS and not f.flags & 1]
+    assert values, "no SETTINGS frame from the server"
     assert 1 not in values, f"server SETTINGS: {[f.settings() for f in client.frames if f.type == SETTINGS]}"
 
 
 # -- Upgrade: h2c (RFC 7540 §3.2) --------------------------------------------------------------------
 
+_HEAD_CAP = 64 << 10
+
+
 def _upgrade(server, settings_fields: int = 1, token: str = "h2c", path: str = "/probe") -> tuple:
-    """Send an HTTP/1.1 upgrade request; return (status line, rest of the bytes, h2 connection, socket)."""
+    """Send an HTTP/1.1 upgrade request; return (the response head, parsed strictly, the bytes after it,
+    h2 connection, socket). No complete head within 5 s and 64 KiB, or a malformed one, fails."""
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
     settings = conn.initiate_upgrade_connection()
     lines = [f"GET {path} HTTP/1.1".encode(), f"Host: {server.authority}".encode(),
              b"Connection: Upgrade, HTTP2-Settings", b"Upgrade: " + token.encode()]
     lines += [b"HTTP2-Settings: " + settings] * settings_fields
     sock = socket.create_connection(server.address, timeout=5)
-    sock.settimeout(5)
     sock.sendall(b"\r\n".join(lines) + b"\r\n\r\n")
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    return head.split(b"\r\n")[0], rest, conn, sock
+    data = bytearray()
+    end = bounded.read_until(sock, data, lambda b: b"\r\n\r\n" in b, deadline=time.monotonic() + 5, cap=_HEAD_CAP)
+    head, _, rest = bytes(data).partition(b"\r\n\r\n")
+    try:
+        assert end == bounded.DONE, f"no complete response head to Upgrade: {token} ({end}): {bytes(data[:300])!r}"
+        try:  # the head alone, strictly: a status line and field lines
+            parse_responses(head + b"\r\n\r\n", methods=["HEAD"])
+        except ParseError as exc:
+            raise AssertionError(f"malformed response to Upgrade: {token} ({exc}): {bytes(data[:300])!r}") from None
+    except BaseException:
+        sock.close()
+        raise
+    return head, rest, conn, sock
+
+
+def _read_stream_1(conn, sock, rest: bytes) -> bytes:
+    """Drive the upgraded connection until stream 1 ends (bounded: 5 s, CONNECTION_CAP bytes); its body."""
+    body, events, received = b"", conn.receive_data(rest), len(rest)
+    deadline = time.monotonic() + 5
+    while True:
+        for event in events:
+            if isinstance(event, h2.events.DataReceived) and event.stream_id == 1:
+                body += event.data
+                conn.acknowledge_received_data(event.flow_controlled_length, 1)
+            if isinstance(event, h2.events.StreamEnded) and event.stream_id == 1:
+                return body
+        sock.sendall(conn.data_to_send())
+        chunk = bytearray()
+        end = bounded.recv_once(sock, chunk, deadline=deadline, cap=1 << 16)
+        assert end is None, f"stream 1 did not end ({end}) after {len(body)} body bytes"
+        received += len(chunk)
+        assert received <= CONNECTION_CAP, f"over the {CONNECTION_CAP >> 20} MiB connection cap, stream 1 unended"
+        events = conn.receive_data(bytes(chunk))
 
 
 @needs("h2c_upgrade")
 @spec("RFC 7540 §3.2", "MUST")
 def test_h2c_upgrade_answers_the_request_on_stream_1(server):
     """After `101` the server sends its SETTINGS first, then the response to the upgraded request on stream 1, over HTTP/2."""
-    status, rest, conn, sock = _upgrade(server)
+    head, rest, conn, sock = _upgrade(server)
     with sock:
+        status = head.split(b"\r\n")[0]
         assert status.startswith(b"HTTP/1.1 101"), f"Upgrade: h2c (declared supported) answered {status!r}"
         assert rest[3:4] in (b"", b"\x04"), f"first frame after 101 is type {rest[3:4]!r}, not SETTINGS"
         sock.sendall(conn.data_to_send())
-        body, ended, events = b"", False, conn.receive_data(rest)
-        deadline = time.monotonic() + 5
-        while not ended and time.monotonic() < deadline:
-            for event in events:
-                if isinstance(event, h2.events.DataReceived) and event.stream_id == 1:
-                    body += event.data
-                    conn.acknowledge_received_data(event.flow_controlled_length, 1)
-                ended = ended or isinstance(event, h2.events.StreamEnded) and event.stream_id == 1
-            sock.sendall(conn.data_to_send())
-            if not ended:
-                chunk = sock.recv(65536)
-                assert chunk, "connection closed before the response on stream 1 ended"
-                events = conn.receive_data(chunk)
-    assert ended, "no complete response on stream 1"
+        body = _read_stream_1(conn, sock, rest)
     doc = json.loads(body)
     version = (value_of(doc["scope"])["http_version"] if doc["interface"] == "asgi"
                else value_of(doc["environ"])["SERVER_PROTOCOL"] if doc["interface"] == "wsgi"
@@ -102,9 +124,10 @@ def test_h2c_upgrade_answers_the_request_on_stream_1(server):
     pytest.param(2, "h2c", id="two-http2-settings", marks=spec("RFC 7540 §3.2.1", "MUST NOT")),
     pytest.param(1, "h2", id="token-h2", marks=spec("RFC 7540 §3.2", "MUST"))])
 def test_h2c_upgrade_is_refused_when_malformed(server, fields, token):
-    """No 101 when HTTP2-Settings is missing or repeated, or when Upgrade names `h2` (TLS-only): the request is answered over HTTP/1.1."""
-    status, _, _, sock = _upgrade(server, settings_fields=fields, token=token, path="/ping")
+    """No 101 when HTTP2-Settings is missing or repeated, or when Upgrade names `h2` (TLS-only): the request is answered over HTTP/1.1 (evidence: a well-formed HTTP/1.1 response head that is not 101)."""
+    head, _, _, sock = _upgrade(server, settings_fields=fields, token=token, path="/ping")
     sock.close()
+    status = head.split(b"\r\n")[0]
     assert status.startswith(b"HTTP/1.1 ") and not status.startswith(b"HTTP/1.1 101"), status
 
 

@@ -8,6 +8,10 @@ Clauses: RFC 9113 §3.2 (h2 via ALPN; "h2c" never over TLS), §9.2 (TLS 1.2 or l
 RFC 7301 §3.2 (the server selects one of the client's protocols, or none), RFC 8996 §2–§3 (TLS 1.0/1.1
 MUST NOT be negotiated), ASGI WWW scope ``scheme`` and the TLS extension 0.2, PEP 3333
 ``wsgi.url_scheme`` (and the Apache-style ``HTTPS=on``), RSGI ``scheme``.
+
+Evidence: where refusing the handshake satisfies a rule, a refusal counts only when a control handshake
+to the same server (TLS 1.2 or later, ALPN "http/1.1" and "h2") succeeds just before it: a server that
+refuses every handshake, or does not speak TLS at all, shows nothing.
 """
 from __future__ import annotations
 
@@ -50,6 +54,13 @@ def h2_tls_probe(server, target: str = "/probe") -> tuple:
         return json.loads(resp.body), client.info
 
 
+def _control_handshake(server) -> None:
+    """Fail unless an ordinary handshake (TLS >= 1.2, offering "h2" and "http/1.1") to ``server`` succeeds."""
+    control = handshake(server, ["h2", "http/1.1"])
+    assert not control.refused, f"an ordinary control handshake failed too, so a refusal shows nothing: " \
+                                f"{control.describe()}"
+
+
 @pytest.fixture(scope="module")
 def old_tls_client():
     if not client_can_offer_old_tls():
@@ -73,6 +84,7 @@ def test_alpn_selects_h2_exactly_when_the_listener_serves_http2(server):
 @pytest.mark.parametrize("offer", [["h2c"], ["h2c", "http/1.1"]], ids=["h2c", "h2c-http11"])
 def test_h2c_is_never_selected_over_tls(server, offer):
     """"h2c" names HTTP/2 over cleartext TCP: a TLS handshake never selects it (refusing is fine)."""
+    _control_handshake(server)
     info = handshake(server, offer)
     assert info.refused or info.alpn != "h2c", f"offered {offer}: {info.describe()}"
 
@@ -80,6 +92,7 @@ def test_h2c_is_never_selected_over_tls(server, offer):
 @spec("RFC 7301 §3.2", "DEFINED")
 def test_alpn_never_selects_a_protocol_the_client_did_not_offer(server):
     """Offered only "http/1.1", the server selects it, selects nothing, or refuses: never "h2"."""
+    _control_handshake(server)
     info = handshake(server, ["http/1.1"])
     assert info.refused or info.alpn in ("http/1.1", None), info.describe()
 
@@ -89,6 +102,7 @@ def test_alpn_never_selects_a_protocol_the_client_did_not_offer(server):
 @spec("RFC 8996 §2-§3", "MUST NOT")
 def test_tls_1_1_is_refused(server, old_tls_client):
     """A client offering at most TLS 1.1 is refused: TLS 1.0 and 1.1 are not negotiated."""
+    _control_handshake(server)
     info = handshake(server, ["http/1.1"], max_version=ssl.TLSVersion.TLSv1_1)
     assert info.refused, f"offered TLS <= 1.1: {info.describe()}"
 
@@ -106,6 +120,7 @@ def test_h2_is_negotiated_over_tls_1_2_or_later(server):
 @spec("RFC 9113 §9.2", "MUST")
 def test_h2_is_not_negotiated_below_tls_1_2(server, old_tls_client):
     """Offered h2 with at most TLS 1.1, the server does not run HTTP/2 over that connection."""
+    _control_handshake(server)
     info = handshake(server, ["h2"], max_version=ssl.TLSVersion.TLSv1_1)
     assert info.refused or info.alpn != "h2", info.describe()
 

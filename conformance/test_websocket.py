@@ -7,6 +7,11 @@ handshake is in ``test_websocket_close.py``; interface mappings in ``test_websoc
 
 "Fail the WebSocket Connection" [6455 §7.1.7]: the server MUST close the connection and SHOULD send a Close
 frame with a suitable code first. The MUST and the SHOULD are separate checks.
+
+Evidence: a check passes only on what the server sent. A refused or unswitched handshake needs a
+well-formed HTTP response (silence or a bare close is no answer); a connection the server must fail
+is first shown alive by an echo round trip on it, so its close right after the violation is the
+server's doing, not a server that never spoke WebSocket.
 """
 from __future__ import annotations
 
@@ -51,6 +56,19 @@ def _assert_server_frames(conn, frames):
         assert frame.minimal_length(), f"server frame does not use the minimal length encoding: {frame!r}"
 
 
+def _live_echo(server):
+    """An accepted /ws_echo connection whose echo has been seen working (one text round trip)."""
+    echo = _Echo(server)
+    try:
+        got = _echo(echo.conn, OP_TEXT, b"alive")
+        assert got == (OP_TEXT, b"alive"), f"/ws_echo answered {got!r} to 'alive'"
+    except BaseException:
+        echo.conn.close()
+        raise
+    echo.conn.data_frames.clear()
+    return echo
+
+
 def _echo(conn, opcode: int, payload: bytes, timeout: float = 10.0):
     assert conn.send_frame(opcode, payload), "the server closed the connection before the message was sent"
     got = conn.read_message(timeout)
@@ -84,11 +102,16 @@ def test_accept_is_base64_sha1_of_the_key_as_sent(server, key):
 
 
 def _refused(server, **kw):
+    """The handshake's answer, which must be a well-formed HTTP response: silence, a close without a
+    response, or bytes that are not HTTP never show that a handshake was refused (or not switched)."""
     conn = _open(server, **kw)
     try:
-        return conn.handshake
+        hs = conn.handshake
     finally:
         conn.close()
+    assert hs.response is not None, (f"no HTTP response to the handshake "
+                                     f"({'connection closed' if hs.closed else 'silence'}): {hs.raw[:200]!r}")
+    return hs
 
 
 @pytest.mark.parametrize("key", [None, "abc", "dGhlIHNhbXBsZSBub25jZQ", "AAAAAAAAAAAAAAAAAAAAAAA=",
@@ -98,7 +121,6 @@ def _refused(server, **kw):
 def test_key_not_decoding_to_16_bytes_is_refused(server, key):
     """A missing Sec-WebSocket-Key, or one that does not base64-decode to 16 bytes, gets an HTTP error, not 101."""
     hs = _refused(server, key=key)
-    assert hs.status is not None, f"no HTTP response at all: {hs.raw[:200]!r}"
     assert 400 <= hs.status < 500, f"key {key!r} answered {hs.status}: {hs.raw[:300]!r}"
 
 
@@ -133,7 +155,8 @@ def test_missing_version_is_refused(server):
 @spec(_HS, "MUST")
 def test_request_without_websocket_upgrade_is_not_switched(server, kw):
     """Without Upgrade: websocket and Connection: Upgrade the request is not switched to WebSocket (no 101
-    with Upgrade: websocket, no Sec-WebSocket-Accept)."""
+    with Upgrade: websocket, no Sec-WebSocket-Accept). Evidence: a well-formed HTTP response that is not
+    that 101; no response at all is not one."""
     hs = _refused(server, **kw)
     upgraded_to = (hs.header("upgrade") or "").lower()
     assert not (hs.status == 101 and "websocket" in upgraded_to), f"switched to WebSocket: {hs.raw[:300]!r}"
@@ -143,14 +166,16 @@ def test_request_without_websocket_upgrade_is_not_switched(server, kw):
 @pytest.mark.parametrize("method", ["POST", "PUT"])
 @spec(_HS, "MUST")
 def test_non_get_upgrade_is_not_switched(server, method):
-    """The opening handshake MUST be a GET: another method with upgrade headers gets no 101."""
+    """The opening handshake MUST be a GET: another method with upgrade headers gets no 101 (evidence: a
+    well-formed HTTP response other than 101)."""
     hs = _refused(server, method=method)
     assert hs.status != 101, f"{method} upgrade switched protocols: {hs.raw[:300]!r}"
 
 
 @spec(_HS, "MUST")
 def test_http10_upgrade_is_not_switched(server):
-    """The opening handshake needs HTTP/1.1 or later (and Upgrade is ignored in HTTP/1.0, RFC 9110 §7.8)."""
+    """The opening handshake needs HTTP/1.1 or later (and Upgrade is ignored in HTTP/1.0, RFC 9110 §7.8):
+    a well-formed HTTP response other than 101 shows it."""
     hs = _refused(server, http_version="HTTP/1.0")
     assert hs.status != 101, f"HTTP/1.0 upgrade switched protocols: {hs.raw[:300]!r}"
 
@@ -326,7 +351,8 @@ PROTOCOL_ERRORS = {
 
 
 def _after_violation(conn, data: bytes, timeout: float = 5.0):
-    """Send ``data``; return (data frames echoed, close frame or None, TCP closed?)."""
+    """Send ``data`` on a connection shown alive (:func:`_live_echo`); return (data frames echoed, close
+    frame or None, TCP closed?)."""
     conn.try_send(data)
     frames, close, _ = conn.read_frames_until_close(timeout)
     closed = conn.wait_closed(timeout)
@@ -337,8 +363,9 @@ def _after_violation(conn, data: bytes, timeout: float = 5.0):
 @spec("RFC 6455 §7.1.7", "MUST")
 def test_protocol_error_fails_the_connection(server, case):
     """A frame that breaks the framing rules fails the connection: nothing is echoed and the server closes
-    the TCP connection without waiting for the client."""
-    with _Echo(server) as conn:
+    the TCP connection without waiting for the client. Evidence: the close comes right after an echo
+    round trip on the same connection."""
+    with _live_echo(server) as conn:
         data, close, closed = _after_violation(conn, PROTOCOL_ERRORS[case])
         assert not data, f"server processed the bad frame(s): {data}"
         assert closed, f"the server kept the connection open after a protocol error (Close frame: {close!r})"
@@ -348,15 +375,16 @@ def test_protocol_error_fails_the_connection(server, case):
 @spec("RFC 6455 §7.1.7", "SHOULD")
 def test_protocol_error_is_signalled_with_close_1002(server, case):
     """Before closing on a protocol error the server sends a Close frame with code 1002."""
-    with _Echo(server) as conn:
+    with _live_echo(server) as conn:
         _, close, _ = _after_violation(conn, PROTOCOL_ERRORS[case])
         assert close is not None and close.close_code == 1002, f"got {close!r} instead of Close 1002"
 
 
 @spec("RFC 6455 §5.1", "MUST")
 def test_unmasked_client_frame_closes_the_connection(server):
-    """The server closes the connection on an unmasked client frame (it MAY send Close 1002 first)."""
-    with _Echo(server) as conn:
+    """The server closes the connection on an unmasked client frame (it MAY send Close 1002 first).
+    Evidence: the close comes right after an echo round trip on the same connection."""
+    with _live_echo(server) as conn:
         data, close, closed = _after_violation(conn, encode_frame(OP_TEXT, b"unmasked", mask=False))
         assert not data, f"server echoed an unmasked frame: {data}"
         assert closed, f"the server kept the connection open after an unmasked frame (Close frame: {close!r})"
@@ -386,8 +414,9 @@ _UTF8_CASES = list(_BAD_UTF8) + ["fragmented"]
 @pytest.mark.parametrize("case", _UTF8_CASES)
 @spec("RFC 6455 §8.1", "MUST")
 def test_invalid_utf8_text_fails_the_connection(server, case):
-    """A text message that is not valid UTF-8 fails the connection: nothing echoed, TCP closed."""
-    with _Echo(server) as conn:
+    """A text message that is not valid UTF-8 fails the connection: nothing echoed, TCP closed. Evidence: the
+    close comes right after an echo round trip on the same connection."""
+    with _live_echo(server) as conn:
         data, close, closed = _after_violation(conn, _bad_text(case))
         assert not data, f"server echoed invalid UTF-8: {data}"
         assert closed, f"the server kept the connection open after invalid UTF-8 (Close frame: {close!r})"
@@ -397,6 +426,6 @@ def test_invalid_utf8_text_fails_the_connection(server, case):
 @spec("RFC 6455 §7.1.7", "SHOULD")
 def test_invalid_utf8_text_is_signalled_with_close_1007(server, case):
     """The Close frame that fails a connection on invalid UTF-8 carries 1007 (inconsistent data)."""
-    with _Echo(server) as conn:
+    with _live_echo(server) as conn:
         _, close, _ = _after_violation(conn, _bad_text(case))
         assert close is not None and close.close_code == 1007, f"got {close!r} instead of Close 1007"

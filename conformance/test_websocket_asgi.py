@@ -4,6 +4,10 @@ The app side is a fixture script (``/script?s=…``, fixtures/ROUTES.md); what t
 its ``send()`` calls did comes back through the event log; what reached the client is read off the wire with
 the raw client. Behaviours that arrived with a later spec version are checked only when the server
 advertises that ``spec_version`` (otherwise they are reported as not supported).
+
+Evidence: a check whose rule is an absence (no code on the wire, no subprotocol) passes only when the
+event log shows the app did what the check scripted and the wire shows the server's answer to it: a
+well-formed HTTP response, a Close frame, or the connection ended after the app ended.
 """
 from __future__ import annotations
 
@@ -214,9 +218,12 @@ def test_accept_subprotocol_is_sent_in_the_101(server):
 @pytest.mark.parametrize("offered", [[], ["a"]], ids=["none-offered", "other-offered"])
 @spec("RFC 6455 §4.2.2", "MUST")
 def test_subprotocol_the_client_did_not_offer_never_reaches_the_wire(server, offered):
-    """An app accepting with a subprotocol the client did not offer never puts it in a 101."""
-    conn, _ = _script(server, [["receive"], ["accept", "gatecheck.c"], ["close", 1000]], protocols=offered)
+    """An app accepting with a subprotocol the client did not offer never puts it in a 101. Evidence: a
+    well-formed HTTP response (a 101 without that subprotocol, or a refusal) after the app's accept."""
+    conn, token = _script(server, [["receive"], ["accept", "gatecheck.c"], ["close", 1000]], protocols=offered)
     conn.close()
+    assert conn.handshake.response is not None, f"no HTTP response to the handshake: {conn.handshake.raw[:200]!r}"
+    assert 1 in _steps(server, token), "the app's accept step never ran"
     if conn.handshake.status == 101:
         assert all(v in offered for v in conn.handshake.header_all("sec-websocket-protocol")), conn.handshake.raw
 
@@ -313,10 +320,14 @@ def test_app_close_reason_reaches_the_client(server):
 @pytest.mark.parametrize("code", _NEVER_ON_WIRE)
 @spec("RFC 6455 §7.4.1", "MUST NOT")
 def test_app_close_with_local_only_code_never_reaches_the_wire(server, code):
-    """An app asking to close with 1005, 1006 or 1015 never makes the server send that code."""
-    conn, _ = _script(server, [["receive"], ["accept"], ["close", code]])
+    """An app asking to close with 1005, 1006 or 1015 never makes the server send that code. Evidence: the
+    app's close step ran (event log) and the server answered it with a Close frame or by ending the
+    connection; silence shows nothing."""
+    conn, token = _script(server, [["receive"], ["accept"], ["close", code]])
     with _accepted(conn):
-        _, close, _ = conn.read_frames_until_close()
+        _, close, end = conn.read_frames_until_close()
+    assert 2 in _steps(server, token), "the app's close step never ran"
+    assert close is not None or end == EOF, f"neither a Close frame nor a closed connection after the app's close ({end})"
     assert close is None or close.close_code not in _NEVER_ON_WIRE, f"server sent {close!r}"
 
 
@@ -375,10 +386,12 @@ def test_receive_after_server_close_is_disconnect(server):
 @pytest.mark.parametrize("ending", ["return", "raise"])
 @spec(_WS, "SHOULD")
 def test_app_ending_after_accept_closes_the_socket(server, ending):
-    """When the app returns or raises after accepting, the server closes the WebSocket."""
-    conn, _ = _script(server, [["receive"], ["accept"], [ending]])
+    """When the app returns or raises after accepting, the server closes the WebSocket (evidence: a Close
+    frame, or the connection ending, after the event log shows the app ended)."""
+    conn, token = _script(server, [["receive"], ["accept"], [ending]])
     with _accepted(conn):
         _, close, end = conn.read_frames_until_close(5.0)
+        server.wait_for_event(token, "script.end", 5.0)
         assert close is not None or end == EOF, f"socket still open 5 s after the app ended ({end})"
 
 

@@ -3,6 +3,9 @@
 Client-initiated closes go to ``/ws_echo``; server-initiated ones come from ``/ws_probe`` (one text message,
 then the app closes with 1000). The raw client never answers by itself, so each check sees exactly which
 frames the server sent, in which order, and whether it closed the TCP connection.
+
+Evidence: before a client-initiated close the connection is shown alive by an echo round trip, so a
+dropped connection after the Close is the server's answer to it, not a server that never spoke WebSocket.
 """
 from __future__ import annotations
 
@@ -25,10 +28,13 @@ def _open(server, path="/ws_echo"):
 
 
 def _close_exchange(server, payload: bytes):
-    """Open /ws_echo, send a Close with ``payload``; return (frames before the reply, reply or None,
+    """Open /ws_echo, show it alive with an echo, send a Close with ``payload``; return (frames before the reply, reply or None,
     frames after the reply, TCP closed by the server?)."""
     conn = _open(server)
     try:
+        assert conn.send_text("alive"), "the server closed the connection right after the 101"
+        got = conn.read_message()
+        assert got == (OP_TEXT, b"alive"), f"/ws_echo answered {got!r} to 'alive' (the connection is not alive)"
         conn.send_frame(OP_CLOSE, payload)
         before, reply, _ = conn.read_frames_until_close(5.0)
         after = []

@@ -4,6 +4,9 @@ The app side is a fixture script (``/script?s=…``, fixtures/ROUTES.md): ``acce
 ``send_str``/``send_bytes`` and ``close(status)`` are called exactly as the steps say, and each call's outcome
 comes back through the event log. Where RSGI is silent (what ``close(status)`` means before and after
 ``accept``) the checks are POLICY readings from the spec digest: an HTTP status before, a close code after.
+
+Evidence: a check whose rule is an absence passes only when the event log shows the app did what the
+check scripted and the wire shows the server's answer (a Close frame, or the connection ended after it).
 """
 from __future__ import annotations
 
@@ -153,20 +156,26 @@ def test_close_after_accept_sends_that_close_code(server, code):
 @pytest.mark.parametrize("code", _NEVER_ON_WIRE)
 @spec("RFC 6455 §7.4.1", "MUST NOT")
 def test_close_with_local_only_code_never_reaches_the_wire(server, code):
-    """protocol.close(1005 | 1006 | 1015) after accept never puts that code in a Close frame."""
-    conn, _ = _script(server, [["accept"], ["close", code]])
+    """protocol.close(1005 | 1006 | 1015) after accept never puts that code in a Close frame. Evidence: the
+    app's close step ran (event log) and the server answered it with a Close frame or by ending the
+    connection; silence shows nothing."""
+    conn, token = _script(server, [["accept"], ["close", code]])
     with _accepted(conn):
-        _, close, _ = conn.read_frames_until_close()
+        _, close, end = conn.read_frames_until_close()
+    assert 1 in _steps(server, token), "the app's close step never ran"
+    assert close is not None or end == EOF, f"neither a Close frame nor a closed connection after the app's close ({end})"
     assert close is None or close.close_code not in _NEVER_ON_WIRE, f"server sent {close!r}"
 
 
 @pytest.mark.parametrize("ending", ["return", "raise"])
 @spec(_SCOPE, "SHOULD")
 def test_app_ending_after_accept_closes_the_socket(server, ending):
-    """When the app returns or raises after accept() without closing, the server closes the WebSocket."""
-    conn, _ = _script(server, [["accept"], [ending]])
+    """When the app returns or raises after accept() without closing, the server closes the WebSocket
+    (evidence: a Close frame, or the connection ending, after the event log shows the app ended)."""
+    conn, token = _script(server, [["accept"], [ending]])
     with _accepted(conn):
         _, close, end = conn.read_frames_until_close(5.0)
+        server.wait_for_event(token, "script.end", 5.0)
         assert close is not None or end == EOF, f"socket still open 5 s after the app ended ({end})"
 
 

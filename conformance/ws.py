@@ -5,8 +5,14 @@ Rules of this module:
 1. Nothing is normalised: the handshake is built from parts (any key, version, subprotocol list or extra
    header, or none of them) and frames from fields (FIN, RSV bits, opcode, MASK and key, payload, and the
    length encoding), so a check can send what no polite client would.
-2. Reading never blocks unboundedly: every socket operation has the connection's timeout; a frame read that
-   times out returns :data:`TIMEOUT`, end of stream returns :data:`EOF`.
+2. Reading is bounded in time and size: every read goes through :mod:`conformance.bounded` with the
+   connection's deadline; a frame read that times out returns :data:`TIMEOUT`, end of stream (or a reset)
+   returns :data:`EOF`. A handshake response head over :data:`HANDSHAKE_CAP`, a frame declaring more than
+   :data:`FRAME_CAP`, a message over :data:`FRAME_CAP`, or a connection carrying more than
+   :data:`CONNECTION_CAP` bytes or :data:`FRAME_COUNT_CAP` frames raises :class:`WSReadError` naming the cap.
+4. Bytes that are not the protocol are a failure, never an absence: a handshake response that is not
+   HTTP/1.x, or a frame no server may send (a reserved opcode, a fragmented or oversized control frame, a
+   64-bit length with its top bit set), raises :class:`WSReadError` showing the bytes.
 3. The client answers nothing by itself (no automatic pong or close reply): a check sees every frame the
    server sent, in order, and decides what to send back.
 
@@ -23,16 +29,36 @@ import struct
 import time
 from dataclasses import dataclass
 
+from . import bounded
 from .http1 import Connection, ParseError, Response, parse_responses
 
 __all__ = ["GUID", "OP_CONT", "OP_TEXT", "OP_BINARY", "OP_CLOSE", "OP_PING", "OP_PONG", "EOF", "TIMEOUT",
-           "Frame", "WSConnection", "Handshake", "accept_for", "new_key", "handshake_request", "encode_frame",
+           "Frame", "WSConnection", "Handshake", "WSReadError", "HANDSHAKE_CAP", "FRAME_CAP", "CONNECTION_CAP",
+           "FRAME_COUNT_CAP", "accept_for", "new_key", "handshake_request", "encode_frame",
            "close_payload", "parse_close", "connect"]
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 EOF = "eof"          # the server closed (or reset) the TCP connection
 TIMEOUT = "timeout"  # nothing (complete) arrived before the deadline
+
+#: the most bytes a handshake response may take before its head (or, for an error, its body) is complete
+HANDSHAKE_CAP = 1 << 20
+#: the largest frame payload, and message, a check reads (the biggest the checks send is 1 MiB)
+FRAME_CAP = 16 << 20
+#: the most bytes, and frames, one connection may carry to a check
+CONNECTION_CAP = 64 << 20
+FRAME_COUNT_CAP = 100_000
+
+_RESERVED_OPCODES = frozenset(range(0x3, 0x8)) | frozenset(range(0xB, 0x10))
+
+
+class WSReadError(AssertionError):
+    """The server sent what no check can judge: bytes that are not the protocol, or more than a cap."""
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
 
 
 def new_key() -> str:
@@ -174,8 +200,22 @@ class WSConnection(Connection):
 
     Opening, sending and closing are http1.Connection's; reading is its own (frames, not responses)."""
 
-    def __init__(self, address: tuple, timeout: float = 5.0) -> None:
+    def __init__(self, address: tuple, timeout: float = 5.0, *, tls: bool = False) -> None:
         super().__init__(address, timeout)
+        if tls:  # wss: the same client over a TLS socket (ALPN http/1.1, the suite's test certificate)
+            from .tlsclient import tls_context
+
+            try:
+                self.sock = tls_context(["http/1.1"]).wrap_socket(self.sock, server_hostname=address[0])
+            except BaseException:
+                self.close()
+                raise
+            self.sock.settimeout(timeout)
+        self.buffer = bytearray()        # unparsed bytes from the server (bounded by ``buffer_cap``)
+        self.buffer_cap = HANDSHAKE_CAP  # FRAME_CAP plus a frame head once the handshake is read
+        self.received = 0                # bytes read on this connection (bounded by CONNECTION_CAP)
+        self.frame_count = 0             # frames parsed on this connection (bounded by FRAME_COUNT_CAP)
+        self.end = ""                    # bounded.CLOSED or bounded.RESET once the server ended the connection
         self.handshake: Handshake | None = None
         self.controls: list = []     # control frames read_message() stepped over
         self.data_frames: list = []  # data frames read_message() consumed
@@ -191,24 +231,24 @@ class WSConnection(Connection):
             return False
 
     def _fill(self, deadline: float) -> bool:
-        """Read more bytes into the buffer; False on timeout or EOF (``closed`` tells which)."""
+        """Read more bytes into the buffer (bounded); False on timeout or EOF (``closed`` tells which)."""
         if self.closed:
             return False
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        before = len(self.buffer)
+        end = bounded.recv_once(self.sock, self.buffer, deadline=deadline, cap=self.buffer_cap)
+        if end == bounded.OVERFLOW:
+            raise WSReadError(f"read stopped at the {_mib(self.buffer_cap)} buffer cap: the server sent that much "
+                              f"without completing a {'frame' if self.handshake else 'handshake response'}; "
+                              f"first bytes {bytes(self.buffer[:120])!r}")
+        if end in (bounded.CLOSED, bounded.RESET):
+            self.closed, self.end = True, end
             return False
-        self.sock.settimeout(remaining)
-        try:
-            chunk = self.sock.recv(262144)
-        except socket.timeout:
+        if end == bounded.TIMEOUT:
             return False
-        except OSError:  # reset
-            self.closed = True
-            return False
-        if not chunk:
-            self.closed = True
-            return False
-        self.buffer += chunk
+        self.received += len(self.buffer) - before
+        if self.received > CONNECTION_CAP:
+            raise WSReadError(f"the server sent more than the {_mib(CONNECTION_CAP)} connection cap of the checks' client "
+                              f"(one WebSocket connection); stopped reading")
         return True
 
     # -- handshake --------------------------------------------------------------------------------
@@ -219,33 +259,43 @@ class WSConnection(Connection):
         return self.read_handshake(key, timeout)
 
     def read_handshake(self, key: str | None, timeout: float | None = None) -> Handshake:
+        """Read the response to the opening handshake: a 101 head (the bytes after it stay in the buffer
+        as frames) or a whole final response. Silence until the deadline, or a close before any byte,
+        gives a Handshake without a response; bytes that are not an HTTP/1.x response raise WSReadError."""
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
-            try:
-                responses, _ = parse_responses(self.buffer, closed=self.closed)
-            except ParseError:
-                responses = []
-            finals = [r for r in responses if r.status == 101 or not r.interim]
-            if finals:
-                resp = finals[0]
-                if resp.status == 101:
-                    end = self.buffer.find(resp.raw_head) + len(resp.raw_head) + 4
-                    raw, self.buffer = self.buffer[:end], self.buffer[end:]
-                else:
-                    raw = self.buffer
-                self.handshake = Handshake(resp, key, raw, self.closed)
-                return self.handshake
+            resp = self._handshake_response(key)
+            if resp is not None:
+                return resp
             if not self._fill(deadline) and (self.closed or time.monotonic() >= deadline):
-                if self.closed:  # a close-delimited error response is complete now
-                    try:
-                        responses, _ = parse_responses(self.buffer, closed=True)
-                    except ParseError:
-                        responses = []
-                    if responses and not responses[0].interim:
-                        self.handshake = Handshake(responses[0], key, self.buffer, True)
-                        return self.handshake
-                self.handshake = Handshake(None, key, self.buffer, self.closed)
+                resp = self._handshake_response(key, final=True)
+                if resp is not None:
+                    return resp
+                self.handshake = Handshake(None, key, bytes(self.buffer), self.closed)
                 return self.handshake
+
+    def _handshake_response(self, key: str | None, *, final: bool = False) -> Handshake | None:
+        """The Handshake once the buffer holds a complete final (or 101) response; None while it may
+        still come. ``final``: nothing more will arrive, so a partial response is malformed."""
+        raw = bytes(self.buffer)
+        if raw[:5] != b"HTTP/"[:len(raw[:5])]:
+            raise WSReadError(f"the handshake response is not HTTP/1.x: {raw[:300]!r}")
+        try:
+            responses, _ = parse_responses(raw, closed=self.closed)
+        except ParseError as exc:
+            raise WSReadError(f"malformed handshake response ({exc}): {raw[:300]!r}") from None
+        finals = [r for r in responses if r.status == 101 or not r.interim]
+        if finals:
+            resp = finals[0]
+            if resp.status == 101:
+                end = raw.find(resp.raw_head) + len(resp.raw_head) + 4
+                raw, self.buffer = raw[:end], self.buffer[end:]
+                self.buffer_cap = FRAME_CAP + 14  # the largest frame a check reads, with its head
+            self.handshake = Handshake(resp, key, raw, self.closed)
+            return self.handshake
+        if final and self.closed and raw:
+            raise WSReadError(f"the connection closed inside the handshake response: {raw[:300]!r}")
+        return None
 
     # -- frames -----------------------------------------------------------------------------------
 
@@ -275,6 +325,7 @@ class WSConnection(Connection):
             if len(buf) < 10:
                 return None
             n, pos, length_bytes = struct.unpack("!Q", buf[2:10])[0], 10, 8
+        self._check_frame_head(bytes(buf[:pos]), b0 & 0xF, bool(b0 & 0x80), n)
         masked = bool(b1 & 0x80)
         key = b""
         if masked:
@@ -283,11 +334,31 @@ class WSConnection(Connection):
             key, pos = buf[pos:pos + 4], pos + 4
         if len(buf) < pos + n:
             return None
-        payload = buf[pos:pos + n]
+        payload = bytes(buf[pos:pos + n])
         if masked:
-            payload = _xor(payload, key)
+            payload = _xor(payload, bytes(key))
         self.buffer = buf[pos + n:]
+        self.frame_count = getattr(self, "frame_count", 0) + 1
+        if self.frame_count > FRAME_COUNT_CAP:
+            raise WSReadError(f"the server sent more than the {FRAME_COUNT_CAP}-frame connection cap of the checks' client "
+                              f"(one WebSocket connection); stopped reading")
         return Frame(bool(b0 & 0x80), (b0 >> 4) & 7, b0 & 0xF, masked, payload, length_bytes)
+
+    @staticmethod
+    def _check_frame_head(head: bytes, opcode: int, fin: bool, length: int) -> None:
+        """Refuse, before reading its payload, a frame no server may send or no check reads (RFC 6455 §5.2,
+        §5.5): a reserved opcode, a 64-bit length with the top bit set, a fragmented or over-125-byte
+        control frame, or a payload over :data:`FRAME_CAP`."""
+        if opcode in _RESERVED_OPCODES:
+            raise WSReadError(f"the server sent a frame with reserved opcode {opcode:#x}: head {head!r}")
+        if length >> 63:
+            raise WSReadError(f"the server sent a frame whose 64-bit length has the top bit set: head {head!r}")
+        if opcode >= 0x8 and (length > 125 or not fin):
+            raise WSReadError(f"the server sent a control frame (opcode {opcode:#x}) that is fragmented or over "
+                              f"125 bytes ({length}): head {head!r}")
+        if length > FRAME_CAP:
+            raise WSReadError(f"the server sent a frame declaring {length} payload bytes, over the "
+                              f"{_mib(FRAME_CAP)} frame cap of the checks' client; head {head!r}")
 
     def read_frame(self, timeout: float | None = None):
         """The next frame, or :data:`EOF` / :data:`TIMEOUT`."""
@@ -329,6 +400,9 @@ class WSConnection(Connection):
             if opcode is None:
                 opcode = frame.opcode
             parts.append(frame.payload)
+            if sum(map(len, parts)) > FRAME_CAP:
+                raise WSReadError(f"a message from the server grew past the {_mib(FRAME_CAP)} message cap of "
+                                  f"the checks' client ({len(parts)} frames); stopped reading")
             self.data_frames.append(frame)
             if frame.fin:
                 return opcode, b"".join(parts)
@@ -350,10 +424,11 @@ class WSConnection(Connection):
         self.close()
 
 
-def connect(address: tuple, path: str, host: str, *, timeout: float = 5.0, **handshake) -> WSConnection:
-    """Open a connection and perform the handshake (see :func:`handshake_request` for the options).
-    The connection is returned whatever the outcome; ``conn.handshake`` says what came back."""
-    conn = WSConnection(address, timeout)
+def connect(address: tuple, path: str, host: str, *, timeout: float = 5.0, tls: bool = False,
+            **handshake) -> WSConnection:
+    """Open a connection (``tls=True``: wss) and perform the handshake (see :func:`handshake_request` for
+    the options). The connection is returned whatever the outcome; ``conn.handshake`` says what came back."""
+    conn = WSConnection(address, timeout, tls=tls)
     request, key = handshake_request(path, host, **handshake)
     try:
         conn.open(request, key)

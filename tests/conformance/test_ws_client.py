@@ -132,3 +132,37 @@ def test_close_payload_parsing():
     assert parse_close(b"") == (None, b"")
     assert parse_close(b"\x03") == (-1, b"\x03")
     assert parse_close(close_payload(4999, "é")) == (4999, "é".encode())
+
+
+def test_wss_speaks_the_same_protocol_over_tls():
+    """connect(..., tls=True): the handshake and frames go over TLS with the suite's test certificate."""
+    import ssl
+
+    import fixtures
+    from conformance.ws import connect
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(fixtures.TLS_CERT, fixtures.TLS_KEY)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        raw, _ = listener.accept()
+        raw.settimeout(3)
+        with ctx.wrap_socket(raw, server_side=True) as conn:
+            conn.recv(65536)
+            conn.sendall(_101 + _server_frame(OP_TEXT, b"over tls"))
+            conn.recv(65536)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    with listener, connect(listener.getsockname(), "/ws", "127.0.0.1", timeout=3, tls=True) as conn:
+        assert conn.handshake.status == 101
+        assert conn.read_message() == (OP_TEXT, b"over tls")
+    thread.join(3)
+
+
+def test_malformed_handshake_response_fails_showing_the_bytes():
+    peer = Peer(b"HTTP/1.1 200 OK\r\nthis is not a field line\r\n\r\n")
+    with WSConnection(peer.address, 2.0) as conn:
+        with pytest.raises(AssertionError, match="this is not a field line"):
+            conn.open(b"GET / HTTP/1.1\r\n\r\n", None)

@@ -19,6 +19,8 @@ Rules of this module:
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import os
 import signal
 import socket
@@ -44,6 +46,21 @@ MODES = {
                           "one on it is read and never answered (a server that does not serve pipelined requests)",
     "501-te": "a request with Transfer-Encoding gets 501 and a close (a server that understands no transfer "
               "coding, RFC 9112 §6.1); any other request a well-formed 200 'ok'",
+    # WebSocket: a handshake (a request with Upgrade: websocket) gets a valid 101, then the mode;
+    # any other request is read and never answered
+    "ws-garbage": "a WebSocket handshake gets a valid 101, then bytes that are not frames, then a close",
+    "ws-close": "a WebSocket handshake gets a valid 101, then the connection is closed",
+    "ws-endless-frame": "a WebSocket handshake gets a valid 101, then a binary frame declaring 2^62 bytes, "
+                        "then bytes forever",
+    "ws-endless-message": "a WebSocket handshake gets a valid 101, then a text message whose continuation "
+                          "frames never end",
+    # HTTP/2 with prior knowledge: a connection preface gets a SETTINGS frame, then the mode;
+    # any other request is read and never answered
+    "h2-garbage": "an HTTP/2 connection preface is answered with bytes that are not frames, then a close",
+    "h2-endless-data": "an HTTP/2 connection gets SETTINGS and an ACK, then a 200 HEADERS on stream 1 and DATA "
+                       "frames forever (flow control ignored)",
+    "h2-endless-headers": "an HTTP/2 connection gets SETTINGS and an ACK, then a HEADERS frame on stream 1 "
+                          "without END_HEADERS and CONTINUATION frames forever",
 }
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
@@ -77,11 +94,79 @@ def _send(conn: socket.socket, data: bytes) -> bool:
 
 
 NOT_IMPLEMENTED = b"HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+GARBAGE = b"\x00\x17garbage \xff\xfe not http at all\r\n\r\n\x01\x02\x03"
+H2_PREFACE_HEAD = b"PRI * HTTP/2.0\r\n\r\n"
+_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def _ws_101(head: bytes) -> bytes | None:
+    """A valid 101 for a WebSocket handshake head (RFC 6455 §4.2.2); None for any other request."""
+    fields = {}
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        fields[name.strip().lower()] = value.strip()
+    if fields.get(b"upgrade", b"").lower() != b"websocket" or b"sec-websocket-key" not in fields:
+        return None
+    accept = base64.b64encode(hashlib.sha1(fields[b"sec-websocket-key"] + _GUID).digest())
+    return (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+
+
+def _frame(ftype: int, flags: int, stream: int, payload: bytes) -> bytes:
+    return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def _forever(conn: socket.socket, data: bytes) -> bool:
+    """Send ``data`` until the client goes; its input is drained meanwhile, so it never blocks on us."""
+    threading.Thread(target=_drain, args=(conn,), daemon=True).start()
+    while _send(conn, data):
+        pass
+    return False
+
+
+def _drain(conn: socket.socket) -> None:
+    try:
+        while conn.recv(65536):
+            pass
+    except OSError:
+        pass
+
+
+def _ws_mode(conn: socket.socket, mode: str, head: bytes) -> bool:
+    reply = _ws_101(head)
+    if reply is None or not _send(conn, reply):
+        return _hostile(conn, "silent")
+    if mode == "ws-garbage":
+        _send(conn, GARBAGE)
+        return False
+    if mode == "ws-endless-frame":
+        return _send(conn, b"\x82\x7f" + (1 << 62).to_bytes(8, "big")) and _forever(conn, b"w" * 65536)
+    if mode == "ws-endless-message":
+        return _send(conn, b"\x01\x05start") and _forever(conn, b"\x00\x7e\xff\xff" + b"m" * 65535)
+    return False  # ws-close
+
+
+def _h2_mode(conn: socket.socket, mode: str, head: bytes) -> bool:
+    if not head.startswith(H2_PREFACE_HEAD):
+        return _hostile(conn, "silent")
+    if mode == "h2-garbage":
+        _send(conn, GARBAGE)
+        return False
+    if not _send(conn, _frame(4, 0, 0, b"") + _frame(4, 1, 0, b"")):  # SETTINGS, and an ACK of the client's
+        return False
+    time.sleep(0.2)  # the client's request is on its way
+    if mode == "h2-endless-data":
+        return _send(conn, _frame(1, 4, 1, b"\x88")) and _forever(conn, _frame(0, 0, 1, b"d" * 16384) * 4)
+    return _send(conn, _frame(1, 0, 1, b"\x88")) and _forever(conn, _frame(9, 0, 1, b"\x40" * 16384) * 4)
 
 
 def _hostile(conn: socket.socket, mode: str, head: bytes = b"", nth: int = 1) -> bool:
     """Meet one request (``head``, the ``nth`` on its connection) with ``mode``; return whether to keep
     reading this connection."""
+    if mode.startswith("ws-"):
+        return _ws_mode(conn, mode, head)
+    if mode.startswith("h2-"):
+        return _h2_mode(conn, mode, head)
     if mode == "ok":
         return _send(conn, OK)
     if mode == "one-per-connection":
@@ -101,7 +186,7 @@ def _hostile(conn: socket.socket, mode: str, head: bytes = b"", nth: int = 1) ->
             except OSError:
                 return False
     if mode == "garbage":
-        _send(conn, b"\x00\x17garbage \xff\xfe not http at all\r\n\r\n\x01\x02\x03")
+        _send(conn, GARBAGE)
         return False
     if mode == "close":
         return False
