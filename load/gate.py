@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .calibration import calibrate_cost
 from .pinning import cpu_times
-from .stats import Decision, Verdict, decide, estimate_ratio, stability_warnings
+from .stats import Decision, Verdict, decide, estimate_ratio, family_confidence, stability_warnings
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
            "run_gate", "analyse", "app_for", "start_case", "measure_cpu", "burn_probe", "tree_cpu_ns", "SCHEMA_VERSION", "COST_ENV"]
@@ -124,6 +124,17 @@ class GateOptions:
             raise ValueError(f"unknown --fail-on metric(s) {sorted(unknown)}; choose from {sorted(METRICS)}")
         if not self.cases:
             raise ValueError("nothing to measure: no cases")
+
+    @property
+    def comparisons(self) -> int:
+        """How many intervals can fail the gate: every case times every gated metric."""
+        return len(self.cases) * len(self.fail_on)
+
+    @property
+    def interval_confidence(self) -> float:
+        """Each interval's level, so that all :attr:`comparisons` hold together at ``confidence``
+        (Bonferroni, :func:`load.stats.family_confidence`; docs/gate.md says why)."""
+        return family_confidence(self.confidence, self.comparisons)
 
 
 @dataclass(frozen=True)
@@ -213,8 +224,11 @@ def analyse(runs: Sequence[Dict[str, Any]], opts: GateOptions, max_pair: Optiona
 
     Pure and deterministic (the bootstrap is seeded with ``opts.seed``), so it recomputes a stored
     gate exactly; ``max_pair`` analyses only the first pairs (used to study how many are needed).
+    Every interval is at :attr:`GateOptions.interval_confidence`, so the family of gated comparisons
+    raises a false alarm with probability at most ``1 - opts.confidence``.
     """
     out = []
+    level = opts.interval_confidence
     for case in opts.cases:
         by_pair: Dict[int, Dict[str, Dict[str, Any]]] = {}
         for run in runs:
@@ -236,7 +250,7 @@ def analyse(runs: Sequence[Dict[str, Any]], opts: GateOptions, max_pair: Optiona
             if len(pairs) < 2:
                 decisions[metric] = None
                 continue
-            est = estimate_ratio(base_vals[metric], head_vals[metric], opts.statistic, opts.confidence,
+            est = estimate_ratio(base_vals[metric], head_vals[metric], opts.statistic, level,
                                  opts.resamples, opts.seed)
             decisions[metric] = decide(est, opts.threshold, higher)
             if metric == "rps":

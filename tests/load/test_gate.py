@@ -337,3 +337,16 @@ def test_experiment_analysis_says_how_quiet_the_server_cpus_were():
     (line,) = [x for x in gate_rates.machine_lines({"aa": [{"runs": runs}]}) if x]
     assert "median 0.8%" in line and "max 25.0%" in line and "1 runs (25%) lost more than 5%" in line
     assert gate_rates.machine_lines({"aa": [{"runs": [{"wall": 2.0}]}]}) == []  # older experiments: nothing
+
+
+def test_every_interval_of_a_multi_case_gate_is_at_the_family_wise_level(tmp_path):
+    """4 cases x 1 gated metric: each interval at 1 - 0.05/4, so the gate as a whole holds at 95%."""
+    cases = tuple(GateCase("granian:rsgi:auto", r, 64) for r in ("json", "b1k", "echo1k", "b10k"))
+    result = FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8)
+    assert result.options.comparisons == 4
+    for r in result.results:
+        for d in r.decisions.values():
+            assert d.estimate.confidence == pytest.approx(0.9875)
+            assert "98.75% interval" in d.reason
+    assert "each at 98.75% so that all 4 gated comparisons hold together at 95% (Bonferroni)" in \
+        gate_report.render_markdown(result)
