@@ -350,3 +350,12 @@ def test_every_interval_of_a_multi_case_gate_is_at_the_family_wise_level(tmp_pat
             assert "98.75% interval" in d.reason
     assert "each at 98.75% so that all 4 gated comparisons hold together at 95% (Bonferroni)" in \
         gate_report.render_markdown(result)
+
+
+def test_experiment_slowdown_kinds_calibrate_per_gate_and_gates_record_the_load_average():
+    from load.experiments import gate_rates
+
+    assert gate_rates._slowdown("10%=10%") == ("10%", pytest.approx(0.10))
+    argv = gate_rates._gate_argv("granian==2.8.7", "granian==2.8.7", gate_rates.Path("o"), 0.0, 7, ["--profile", "smoke"], 0.1)
+    assert argv[-2:] == ["--head-slowdown", "0.1000"] and "--head-cost" not in argv
+    assert len(gate_rates._loadavg()) == 3
