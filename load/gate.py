@@ -167,6 +167,7 @@ class GateResult:
     stopped_because: str = ""
     calibration: Optional[Dict[str, Any]] = None
     started_at: str = ""
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the verdicts cover only the pairs measured so far
 
     @property
     def exit_status(self) -> int:
@@ -182,6 +183,7 @@ class GateResult:
             "setup_seconds": round(self.setup_seconds, 3),
             "pairs": self.pairs,
             "stopped_because": self.stopped_because,
+            "interrupted": self.interrupted,
             "exit_status": self.exit_status,
             "base": self.base,
             "head": self.head,
@@ -504,6 +506,10 @@ def run_gate(
                     break
         else:
             result.stopped_because = f"--max-pairs {opts.max_pairs} reached"
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM (load.signals): keep every finished run; the caller reports them and exits 130.
+        result.interrupted = True
+        result.stopped_because = f"interrupted during pair {result.pairs + 1}"
     finally:
         _stop_all(list(servers.values()))
     result.results = analyse(result.runs, opts)
@@ -511,7 +517,8 @@ def run_gate(
     return result
 
 
-if __name__ == "__main__":  # ``python -m load.gate ...`` keeps working; the command line lives in gate_cli
-    from .gate_cli import main
+if __name__ == "__main__":  # ``python -m load.gate ...`` keeps working; the command line lives in gate_cli,
+    # which imports this module: run it by name, so that this module never imports upwards (no import cycle).
+    import runpy
 
-    sys.exit(main())
+    runpy.run_module("load.gate_cli", run_name="__main__", alter_sys=True)

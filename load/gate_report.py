@@ -35,6 +35,9 @@ def render_markdown(result: GateResult) -> str:
     failed = [r for r in result.results if r.failed(opts.fail_on)]
     regressions = [r for r in result.results if r.head_errors == 0 and r in failed]
     head = "❌ **regression**" if regressions else ("❌ **HEAD has errors**" if failed else "✅ **no regression**")
+    if result.interrupted:
+        head = (f"⏹ **interrupted** after {result.pairs} complete pair(s): not a verdict; what was measured so far "
+                f"reads {head.split('**')[1]}")
     b, h = result.base, result.head
     lines = [f"## gatecheck gate: {b.get('spec', 'BASE')} → {h.get('spec', 'HEAD')}", "",
              f"{head} (gated on {', '.join(METRICS[m][2] for m in opts.fail_on)}; threshold {opts.threshold:.0%}; "

@@ -36,6 +36,7 @@ __all__ = [
     "check_compatible",
     "CHECKED_ENVIRONMENT",
     "host_load",
+    "writable_dir",
 ]
 
 SCHEMA_VERSION = 1
@@ -61,6 +62,24 @@ def append_record(path: Path, record: Mapping[str, Any]) -> None:
         fh.write(line + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def writable_dir(path: Path | str, option: str) -> Path:
+    """Create ``path`` if needed and prove a file can be written in it, before any work starts.
+
+    Raises ResultsError with one line naming ``option`` (e.g. ``--out``) and the system's reason, so a
+    bad output path fails in a second instead of losing a run at its end.
+    """
+    import tempfile
+
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".gatecheck-probe-"):
+            pass
+    except OSError as exc:
+        raise ResultsError(f"{option} {path}: cannot write there ({exc.strerror or exc}); choose another directory") from None
+    return path
 
 
 def _files(paths: Iterable[Path | str]) -> list[Path]:
