@@ -14,7 +14,8 @@ Schema history::
        load.measure (rps = 2xx responses / elapsed; latency_ms avg/p50/p99/max; non_2xx, errors,
        aborted; server {peak_rss, cpu_seconds, util, cpus}; oha {cpu_seconds, util, cpus, argv};
        generator_bound; flags) plus profile, case, group, cells, target, server, session, repeat,
-       quick, method, pinning, versions and environment.
+       quick, method, pinning, versions and environment. A "skip" for an error (a target that
+       does not resolve) also carries ``error: true``; plan skips (too few cores, ...) do not.
 """
 from __future__ import annotations
 
