@@ -24,18 +24,11 @@ under-cover for very small samples (below ~8 pairs the 95% interval is closer to
 gate therefore requires at least 8 pairs, and the size threshold adds a second guard against
 false alarms.
 
-Several comparisons, one verdict (:func:`family_confidence`): a gate over ``k`` cases, each judged on
-``g`` gated metrics, fails when *any* of its ``m = k * g`` intervals shows a regression. With every
-interval at 95%, the chance of a false alarm somewhere grows towards ``1 - 0.95**m`` (19% for
-``m = 4``). The gate therefore controls the family-wise error rate with Bonferroni-adjusted
-simultaneous intervals: each interval at level ``1 - alpha / m``, so that by the union bound all
-``m`` cover their true ratios together with probability at least ``1 - alpha`` whatever their
-dependence (cases measured in the same pairs are correlated). Chosen over Holm's step-down on
-bootstrap p-values because the interval shown is then exactly the interval that decides: the
-verdict rule (:func:`decide`) and the precision rule ("inconclusive", the stopping rule) stay
-statements about one interval. Holm rejects everything Bonferroni rejects and more only when
-several comparisons are truly changed at once, where the size threshold, not the interval, is
-what usually decides.
+Several comparisons, one verdict (:func:`family_confidence`): a gate over ``m`` gated cases x metrics
+fails when *any* interval shows a regression, so each interval is at ``1 - alpha / m`` (Bonferroni):
+by the union bound all ``m`` hold together with probability at least ``1 - alpha``, whatever their
+correlation. Chosen over Holm's step-down on bootstrap p-values because the interval shown is then
+the interval that decides, and the precision rules (inconclusive, stopping) stay about that interval.
 """
 
 from __future__ import annotations
