@@ -108,9 +108,12 @@ def _options_from(doc: Dict[str, Any]) -> GateOptions:
 
 
 def replay(doc: Dict[str, Any], *, threshold: float, fail_on: Sequence[str], min_pairs: int, max_pairs: int,
-           budget: Optional[float] = None, statistic: Optional[str] = None, resamples: int = 2000
-           ) -> Tuple[Dict[str, Any], int, float]:
+           budget: Optional[float] = None, statistic: Optional[str] = None, resamples: int = 2000,
+           uncorrected: bool = False) -> Tuple[Dict[str, Any], int, float]:
     """Re-run the gate's decision and stopping rule on stored pairs; return (verdicts, pairs used, seconds).
+
+    ``uncorrected`` judges every interval at the stored confidence itself, as the gate did before the
+    family-wise correction: what the same pairs would have said without it.
 
     Stopping is replayed exactly as ``run_gate`` does it: from ``min_pairs`` on, stop at the first
     pair count whose gated intervals are all narrower than the threshold, or when the next pair would
@@ -119,6 +122,8 @@ def replay(doc: Dict[str, Any], *, threshold: float, fail_on: Sequence[str], min
     opts = _options_from(doc)
     opts = replace(opts, threshold=threshold, fail_on=tuple(fail_on), pairs=min_pairs,
                    max_pairs=max(max_pairs, min_pairs), statistic=statistic or opts.statistic, resamples=resamples)
+    if uncorrected:  # each interval at ``confidence``: the family's level that makes it so
+        opts = replace(opts, confidence=1.0 - (1.0 - opts.confidence) * opts.comparisons)
     runs = doc["runs"]
     stored = doc["pairs"]
     ends = {}
@@ -220,7 +225,8 @@ def cmd_analyse(args: argparse.Namespace) -> int:
                     failed = inconclusive = 0
                     for doc in by_kind[k]:
                         res, used, secs = replay(doc, threshold=threshold, fail_on=fail_on.split(","), min_pairs=lo,
-                                                 max_pairs=hi, budget=args.budget, statistic=statistic)
+                                                 max_pairs=hi, budget=args.budget, statistic=statistic,
+                                                 uncorrected=args.uncorrected)
                         failed += res["failed"]
                         inconclusive += any(v.get(m) == Verdict.INCONCLUSIVE.value for v in res["verdicts"].values()
                                             for m in fail_on.split(","))
@@ -328,6 +334,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                      help="MIN..MAX pairs to replay, e.g. 8..16")
     ana.add_argument("--budget", type=float, default=None, help="replay a time budget in seconds")
     ana.add_argument("--write", help="also write the Markdown to this file")
+    ana.add_argument("--uncorrected", action="store_true",
+                     help="judge each interval at --confidence itself (no family-wise correction), for comparison")
     pk = sub.add_parser("pack", help="pack an experiment's gates into one .jsonl.gz to keep")
     pk.add_argument("out", help="experiment directory")
     pk.add_argument("to", help="file to write, e.g. load/experiments/data/gate-rates.jsonl.gz")

@@ -359,3 +359,23 @@ def test_experiment_slowdown_kinds_calibrate_per_gate_and_gates_record_the_load_
     argv = gate_rates._gate_argv("granian==2.8.7", "granian==2.8.7", gate_rates.Path("o"), 0.0, 7, ["--profile", "smoke"], 0.1)
     assert argv[-2:] == ["--head-slowdown", "0.1000"] and "--head-cost" not in argv
     assert len(gate_rates._loadavg()) == 3
+
+
+def test_experiment_replay_without_the_correction_judges_each_interval_at_the_stored_level(tmp_path, monkeypatch):
+    from load import stats
+    from load.experiments import gate_rates
+
+    cases = tuple(GateCase("granian:rsgi:auto", r, 64) for r in ("json", "b1k", "echo1k", "b10k"))
+    doc = json.loads(json.dumps(FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8).to_dict()))
+    levels = []
+
+    def spy(base, head, statistic, confidence, *rest):
+        levels.append(confidence)
+        return stats.estimate_ratio(base, head, statistic, confidence, *rest)
+
+    monkeypatch.setattr(gate, "estimate_ratio", spy)
+    gate_rates.replay(doc, threshold=0.05, fail_on=["cpu"], min_pairs=8, max_pairs=8, resamples=200)
+    assert levels and all(v == pytest.approx(0.9875) for v in levels)
+    levels.clear()
+    gate_rates.replay(doc, threshold=0.05, fail_on=["cpu"], min_pairs=8, max_pairs=8, resamples=200, uncorrected=True)
+    assert levels and all(v == pytest.approx(0.95) for v in levels)
