@@ -199,7 +199,9 @@ def main_from_args(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted before the first pair: nothing was measured", file=sys.stderr)
+        kept = out_dir / "runs.jsonl"
+        print(f"interrupted: {kept} keeps every run measured so far" if kept.exists()
+              else "interrupted before the first pair: nothing was measured", file=sys.stderr)
         return INTERRUPTED
     print(render_markdown(result))
     log("wrote " + ", ".join(str(p) for p in paths.values()))
