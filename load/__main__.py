@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .argtypes import cpu_list, positive_float, positive_int
+from .signals import INTERRUPTED, stop_on_signals
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -59,24 +60,48 @@ def server_or_target(text: str):
 
 # ---- commands ---------------------------------------------------------------------------------------
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from .pinning import Pinning, available_cpus, split_cpus
-    from .report import write_report
-    from .runner import Method, RunOptions, run_profile
+def _run_pinning(args: argparse.Namespace):
+    """The run's CPU split; ValueError (one line) for a half-given or unavailable CPU list."""
+    from .pinning import Pinning, available_cpus, require_available, split_cpus
 
     if args.no_pin:
-        pinning = Pinning(None, None)
-    elif args.server_cpus or args.oha_cpus:
+        return Pinning(None, None)
+    if args.server_cpus or args.oha_cpus:
         if not (args.server_cpus and args.oha_cpus):
-            print("error: give both --server-cpus and --oha-cpus, or neither", file=sys.stderr)
-            return 2
-        try:
-            pinning = Pinning(args.server_cpus, args.oha_cpus)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-    else:
-        pinning = split_cpus(available_cpus())
+            raise ValueError("give both --server-cpus and --oha-cpus, or neither")
+        require_available(args.server_cpus, "--server-cpus")
+        require_available(args.oha_cpus, "--oha-cpus")
+        return Pinning(args.server_cpus, args.oha_cpus)
+    return split_cpus(available_cpus())
+
+
+def _run_status(summary) -> int:
+    """0 only when something was measured and nothing failed or was skipped for an error (one line otherwise)."""
+    problems = []
+    if summary.failures:
+        problems.append(f"{summary.failures} failure(s)")
+    if summary.errors:
+        problems.append(f"{summary.errors} case(s) skipped for an error")
+    if not summary.runs:
+        problems.append("nothing was measured")
+    if not problems:
+        return 0
+    print(f"error: {', '.join(problems)} ({summary.runs} run(s) measured; see {summary.results})", file=sys.stderr)
+    return 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .report import write_report
+    from .results import ResultsError, writable_dir
+    from .runner import Method, RunOptions, run_profile
+
+    try:
+        pinning = _run_pinning(args)
+        if not args.dry_run:
+            writable_dir(args.out, "--out")
+    except (ValueError, ResultsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     target = args.target
     profile = args.profile
     method = Method(request_timeout=args.request_timeout)
@@ -103,11 +128,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary = run_profile(opts)
     except KeyboardInterrupt:
         print(f"\ninterrupted: runs measured so far are in {opts.out_dir / 'results.jsonl'}", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     if not args.no_report and (summary.runs or summary.failures or summary.skipped):
         path = write_report([summary.results], opts.out_dir, plots=True)
         print(f"report: {path}", file=sys.stderr)
-    return 1 if summary.failures else 0
+    return _run_status(summary)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -216,4 +241,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    stop_on_signals()  # Ctrl-C and SIGTERM stop a run or a gate even when started with SIGINT ignored
     sys.exit(main())

@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .calibration import calibrate_cost
 from .pinning import cpu_times
-from .stats import Decision, Verdict, decide, estimate_ratio, stability_warnings
+from .stats import Decision, Verdict, decide, estimate_ratio, family_confidence, stability_warnings
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
            "run_gate", "analyse", "app_for", "start_case", "measure_cpu", "burn_probe", "tree_cpu_ns", "SCHEMA_VERSION", "COST_ENV"]
@@ -125,6 +125,17 @@ class GateOptions:
         if not self.cases:
             raise ValueError("nothing to measure: no cases")
 
+    @property
+    def comparisons(self) -> int:
+        """How many intervals can fail the gate: every case times every gated metric."""
+        return len(self.cases) * len(self.fail_on)
+
+    @property
+    def interval_confidence(self) -> float:
+        """Each interval's level, so that all :attr:`comparisons` hold together at ``confidence``
+        (Bonferroni, :func:`load.stats.family_confidence`; docs/gate.md says why)."""
+        return family_confidence(self.confidence, self.comparisons)
+
 
 @dataclass(frozen=True)
 class CaseResult:
@@ -156,6 +167,7 @@ class GateResult:
     stopped_because: str = ""
     calibration: Optional[Dict[str, Any]] = None
     started_at: str = ""
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the verdicts cover only the pairs measured so far
 
     @property
     def exit_status(self) -> int:
@@ -171,6 +183,7 @@ class GateResult:
             "setup_seconds": round(self.setup_seconds, 3),
             "pairs": self.pairs,
             "stopped_because": self.stopped_because,
+            "interrupted": self.interrupted,
             "exit_status": self.exit_status,
             "base": self.base,
             "head": self.head,
@@ -213,8 +226,11 @@ def analyse(runs: Sequence[Dict[str, Any]], opts: GateOptions, max_pair: Optiona
 
     Pure and deterministic (the bootstrap is seeded with ``opts.seed``), so it recomputes a stored
     gate exactly; ``max_pair`` analyses only the first pairs (used to study how many are needed).
+    Every interval is at :attr:`GateOptions.interval_confidence`, so the family of gated comparisons
+    raises a false alarm with probability at most ``1 - opts.confidence``.
     """
     out = []
+    level = opts.interval_confidence
     for case in opts.cases:
         by_pair: Dict[int, Dict[str, Dict[str, Any]]] = {}
         for run in runs:
@@ -236,7 +252,7 @@ def analyse(runs: Sequence[Dict[str, Any]], opts: GateOptions, max_pair: Optiona
             if len(pairs) < 2:
                 decisions[metric] = None
                 continue
-            est = estimate_ratio(base_vals[metric], head_vals[metric], opts.statistic, opts.confidence,
+            est = estimate_ratio(base_vals[metric], head_vals[metric], opts.statistic, level,
                                  opts.resamples, opts.seed)
             decisions[metric] = decide(est, opts.threshold, higher)
             if metric == "rps":
@@ -490,6 +506,10 @@ def run_gate(
                     break
         else:
             result.stopped_because = f"--max-pairs {opts.max_pairs} reached"
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM (load.signals): keep every finished run; the caller reports them and exits 130.
+        result.interrupted = True
+        result.stopped_because = f"interrupted during pair {result.pairs + 1}"
     finally:
         _stop_all(list(servers.values()))
     result.results = analyse(result.runs, opts)
@@ -497,7 +517,8 @@ def run_gate(
     return result
 
 
-if __name__ == "__main__":  # ``python -m load.gate ...`` keeps working; the command line lives in gate_cli
-    from .gate_cli import main
+if __name__ == "__main__":  # ``python -m load.gate ...`` keeps working; the command line lives in gate_cli,
+    # which imports this module: run it by name, so that this module never imports upwards (no import cycle).
+    import runpy
 
-    sys.exit(main())
+    runpy.run_module("load.gate_cli", run_name="__main__", alter_sys=True)

@@ -2,7 +2,10 @@
 
 Rules of this module: options are validated when parsed (one clear message, exit status 2); every
 failure the gate can meet while running is turned into ``error: ...`` on stderr and exit status 2;
-otherwise the exit status is the gate's own (rule 5 of :mod:`load.gate`).
+otherwise the exit status is the gate's own (rule 5 of :mod:`load.gate`). Output directories and CPU
+lists are checked before anything is built or started. Ctrl-C or SIGTERM (handled even when started
+with SIGINT ignored, :mod:`load.signals`) stops the servers and oha, writes and prints what was
+measured so far, and exits 130.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ import random
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 from .argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int
 from .gate import COST_ENV, METRICS, GateCase, GateError, GateOptions, run_gate
 from .gate_report import render_markdown, write_outputs
+from .signals import INTERRUPTED, stop_on_signals
 
 __all__ = ["percent", "add_arguments", "cases_from_args", "main_from_args", "main"]
 
@@ -121,52 +125,90 @@ def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
     return tuple(build(args.target, name, args.concurrency) for name in names)
 
 
-def main_from_args(args: argparse.Namespace) -> int:
-    """Run the gate from parsed options; returns the exit status (rule 5)."""
-    from servers import ServerError, resolve
+def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
+    """Refuse a used or unwritable output directory before any work (one line each)."""
+    from .results import writable_dir
 
-    from .envs import EnvError, ensure_pair
+    if out_dir.exists() and out_dir.is_dir() and any(out_dir.iterdir()):
+        raise GateError(f"output directory {out_dir} is not empty; choose another --out")
+    writable_dir(out_dir, "--out")
+    if args.benchmark_storage:
+        writable_dir(args.benchmark_storage, "--benchmark-storage")
+
+
+def _pinning(args: argparse.Namespace) -> Tuple[Optional[Tuple[int, ...]], Optional[Tuple[int, ...]]]:
+    """(server CPUs, oha CPUs): both given and available here, or the default split."""
+    from .pinning import available_cpus, require_available, split_cpus
+
+    if args.server_cpus or args.oha_cpus:
+        if not (args.server_cpus and args.oha_cpus):
+            raise GateError("give both --server-cpus and --oha-cpus, or neither")
+        require_available(args.server_cpus, "--server-cpus")
+        require_available(args.oha_cpus, "--oha-cpus")
+        return args.server_cpus, args.oha_cpus
+    pin = split_cpus(available_cpus())
+    return pin.server, pin.oha
+
+
+def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[GateOptions, Any, Any]:
+    """Everything before the first measurement: outputs, cases, pinning, options, both environments."""
+    from servers import resolve
+
+    from .envs import ensure_pair
+
+    _check_outputs(args, out_dir)
+    cases = cases_from_args(args)
+    adapter, _ = resolve(cases[0].target)
+    server_cpus, oha_cpus = _pinning(args)
+    opts = GateOptions(cases=cases, threshold=args.threshold, pairs=args.pairs, max_pairs=args.max_pairs,
+                       budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,
+                       statistic=args.statistic, seed=seed, head_cost_us=args.head_cost, fail_on=args.fail_on,
+                       restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus)
+    base_env, head_env = ensure_pair(args.base, args.head, package=adapter.package, module=adapter.module,
+                                     extras=args.extras, python=args.python, rebuild=args.rebuild_envs,
+                                     timeout=args.env_timeout, log=log)
+    log(f"BASE: {base_env.describe()}\nHEAD: {head_env.describe()}")
+    log(f"gating {len(cases)} case(s), {opts.pairs}..{opts.max_pairs} pairs of {opts.duration:g} s runs, "
+        f"server on CPUs {server_cpus}, oha on CPUs {oha_cpus}; output -> {out_dir}")
+    return opts, base_env, head_env
+
+
+def main_from_args(args: argparse.Namespace) -> int:
+    """Run the gate from parsed options; returns the exit status (rule 5; 130 when interrupted)."""
+    from servers import ServerError
+
+    from .envs import EnvError
     from .measure import RouteCheckError
     from .oha import OhaError
-    from .pinning import available_cpus, split_cpus
     from .profile import ProfileError
+    from .results import ResultsError
     from .routes import RouteError
 
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     out_dir = args.out or Path("results") / ("gate-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+    info = lambda env: {"spec": env.spec.text, "kind": env.spec.kind, "server_version": env.server_version,
+                        "env_key": env.key}
     try:
-        if out_dir.exists() and any(out_dir.iterdir()):
-            raise GateError(f"output directory {out_dir} is not empty; choose another --out")
-        cases = cases_from_args(args)
-        adapter, _ = resolve(cases[0].target)
-        if args.server_cpus or args.oha_cpus:
-            if not (args.server_cpus and args.oha_cpus):
-                raise GateError("give both --server-cpus and --oha-cpus, or neither")
-            server_cpus, oha_cpus = args.server_cpus, args.oha_cpus
-        else:
-            pin = split_cpus(available_cpus())
-            server_cpus, oha_cpus = pin.server, pin.oha
-        opts = GateOptions(cases=cases, threshold=args.threshold, pairs=args.pairs, max_pairs=args.max_pairs,
-                           budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,
-                           statistic=args.statistic, seed=seed, head_cost_us=args.head_cost, fail_on=args.fail_on,
-                           restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus)
-        base_env, head_env = ensure_pair(args.base, args.head, package=adapter.package, module=adapter.module,
-                                         extras=args.extras, python=args.python, rebuild=args.rebuild_envs,
-                                         timeout=args.env_timeout, log=log)
-        log(f"BASE: {base_env.describe()}\nHEAD: {head_env.describe()}")
-        log(f"gating {len(cases)} case(s), {opts.pairs}..{opts.max_pairs} pairs of {opts.duration:g} s runs, "
-            f"server on CPUs {server_cpus}, oha on CPUs {oha_cpus}; output -> {out_dir}")
-        info = lambda env: {"spec": env.spec.text, "kind": env.spec.kind, "server_version": env.server_version,
-                            "env_key": env.key}
+        opts, base_env, head_env = _prepare(args, out_dir, seed, log)
         result = run_gate(opts, base_python=base_env.python, head_python=head_env.python, base_info=info(base_env),
                           head_info=info(head_env), out_dir=out_dir, head_slowdown=args.head_slowdown, log=log)
         paths = write_outputs(result, out_dir, args.benchmark_storage)
-    except (GateError, EnvError, ServerError, OhaError, RouteError, RouteCheckError, ProfileError, ValueError) as exc:
+    except (GateError, EnvError, ServerError, OhaError, RouteError, RouteCheckError, ProfileError, ResultsError,
+            ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        kept = out_dir / "runs.jsonl"
+        print(f"interrupted: {kept} keeps every run measured so far" if kept.exists()
+              else "interrupted before the first pair: nothing was measured", file=sys.stderr)
+        return INTERRUPTED
     print(render_markdown(result))
     log("wrote " + ", ".join(str(p) for p in paths.values()))
+    if result.interrupted:
+        print(f"interrupted: {len(result.runs)} run(s) in {result.pairs} complete pair(s) measured so far, "
+              f"kept in {out_dir}", file=sys.stderr)
+        return INTERRUPTED
     return result.exit_status
 
 
@@ -178,4 +220,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
+    stop_on_signals()
     sys.exit(main())

@@ -35,10 +35,14 @@ def render_markdown(result: GateResult) -> str:
     failed = [r for r in result.results if r.failed(opts.fail_on)]
     regressions = [r for r in result.results if r.head_errors == 0 and r in failed]
     head = "❌ **regression**" if regressions else ("❌ **HEAD has errors**" if failed else "✅ **no regression**")
+    if result.interrupted:
+        head = (f"⏹ **interrupted** after {result.pairs} complete pair(s): not a verdict; what was measured so far "
+                f"reads {head.split('**')[1]}")
     b, h = result.base, result.head
     lines = [f"## gatecheck gate: {b.get('spec', 'BASE')} → {h.get('spec', 'HEAD')}", "",
              f"{head} (gated on {', '.join(METRICS[m][2] for m in opts.fail_on)}; threshold {opts.threshold:.0%}; "
-             f"{opts.confidence:.0%} bootstrap intervals over {result.pairs} interleaved pairs; took {_duration(result.seconds)})",
+             f"{opts.confidence:.0%} family-wise bootstrap intervals over {result.pairs} interleaved pairs; "
+             f"took {_duration(result.seconds)})",
              ""]
     if h.get("cost_us"):
         lines += [f"> HEAD ran with an injected cost of {h['cost_us']:.2f} µs of CPU per request ({COST_ENV}).", ""]
@@ -70,7 +74,8 @@ def render_markdown(result: GateResult) -> str:
               f"{opts.duration:g} s per run after a {opts.warmup:g} s warm-up, fresh server processes "
               + ("every pair" if opts.restart_every == 1 else f"every {opts.restart_every} pairs" if opts.restart_every else "once"),
               f"- values are medians over the pairs; head/base is the {STATISTIC_LABELS.get(opts.statistic, opts.statistic)}; intervals are "
-              f"percentile bootstraps over pairs ({opts.resamples:,} resamples)",
+              f"percentile bootstraps over pairs ({opts.resamples:,} resamples), each at {100 * opts.interval_confidence:.4g}% "
+              f"so that all {opts.comparisons} gated comparisons hold together at {opts.confidence:.0%} (Bonferroni)",
               f"- regression = whole interval on the worse side of 1 and the change ≥ {opts.threshold:.0%}; "
               f"inconclusive = interval wider than {opts.threshold:.0%}",
               f"- stopped: {result.stopped_because}",

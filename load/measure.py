@@ -164,20 +164,31 @@ class LoadRun:
 def _run_oha(argv: Sequence[str], cpus: Sequence[int] | None, deadline: float, on_tick=None, tick: float = 0.2) -> tuple[str, str, int, float, float]:
     """Run oha; return (stdout, stderr, exit code, wall seconds, CPU seconds). ``on_tick`` runs while it runs."""
     cpu_set = set(cpus) if cpus else None
+    stops = {signal.SIGINT, signal.SIGTERM}
 
     def pin() -> None:  # runs in the child before exec
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         if cpu_set:
             os.sched_setaffinity(0, cpu_set)
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
-        proc = subprocess.Popen(list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=pin)
-        status = rusage = None
+        # Ctrl-C is held back while oha is being spawned: an interrupt inside Popen would lose its pid,
+        # and oha would outlive us unreaped. Released below, inside the try whose finally kills oha.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
         try:
+            proc = subprocess.Popen(list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=pin)
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            raise
+        reaped = False  # wait4 with WNOHANG returns status 0 while oha runs: only a pid says it ended
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             next_tick = started
             while True:
                 pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
+                    reaped = True
                     break
                 now = time.monotonic()
                 if now > deadline:
@@ -187,7 +198,7 @@ def _run_oha(argv: Sequence[str], cpus: Sequence[int] | None, deadline: float, o
                     next_tick = now + tick
                 time.sleep(0.02)
         finally:
-            if status is None:
+            if not reaped:  # an error, the deadline or Ctrl-C: never leave oha running
                 try:
                     os.kill(proc.pid, signal.SIGKILL)
                     os.waitpid(proc.pid, 0)

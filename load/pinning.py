@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 __all__ = ["Pinning", "split_cpus", "available_cpus", "parse_cpu_list", "format_cpu_list", "CpuTimes", "cpu_times",
-           "parse_proc_stat"]
+           "parse_proc_stat", "require_available"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,21 @@ def available_cpus() -> list[int]:
         return sorted(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return list(range(os.cpu_count() or 1))
+
+
+def require_available(cpus: Sequence[int] | None, option: str, available: Sequence[int] | None = None) -> None:
+    """Raise ValueError (one line naming ``option``) when ``cpus`` asks for a CPU this process may not use.
+
+    Checked before anything starts: pinning a child to a missing CPU fails only inside its ``fork``,
+    as a traceback far from the option that caused it.
+    """
+    if not cpus:
+        return
+    have = sorted(available if available is not None else available_cpus())
+    missing = sorted(set(cpus) - set(have))
+    if missing:
+        raise ValueError(f"{option} {format_cpu_list(cpus)}: CPU {format_cpu_list(missing)} is not available here "
+                         f"(this process may use CPUs {format_cpu_list(have)})")
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:

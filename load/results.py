@@ -14,7 +14,8 @@ Schema history::
        load.measure (rps = 2xx responses / elapsed; latency_ms avg/p50/p99/max; non_2xx, errors,
        aborted; server {peak_rss, cpu_seconds, util, cpus}; oha {cpu_seconds, util, cpus, argv};
        generator_bound; flags) plus profile, case, group, cells, target, server, session, repeat,
-       quick, method, pinning, versions and environment.
+       quick, method, pinning, versions and environment. A "skip" for an error (a target that
+       does not resolve) also carries ``error: true``; plan skips (too few cores, ...) do not.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ __all__ = [
     "check_compatible",
     "CHECKED_ENVIRONMENT",
     "host_load",
+    "writable_dir",
 ]
 
 SCHEMA_VERSION = 1
@@ -61,6 +63,24 @@ def append_record(path: Path, record: Mapping[str, Any]) -> None:
         fh.write(line + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def writable_dir(path: Path | str, option: str) -> Path:
+    """Create ``path`` if needed and prove a file can be written in it, before any work starts.
+
+    Raises ResultsError with one line naming ``option`` (e.g. ``--out``) and the system's reason, so a
+    bad output path fails in a second instead of losing a run at its end.
+    """
+    import tempfile
+
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".gatecheck-probe-"):
+            pass
+    except OSError as exc:
+        raise ResultsError(f"{option} {path}: cannot write there ({exc.strerror or exc}); choose another directory") from None
+    return path
 
 
 def _files(paths: Iterable[Path | str]) -> list[Path]:

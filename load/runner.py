@@ -95,7 +95,8 @@ class RunOptions:
 class RunSummary:
     results: Path
     runs: int = 0
-    skipped: int = 0
+    skipped: int = 0  # cases the plan leaves out here, each with its reason (too few cores, ...)
+    errors: int = 0  # cases skipped for an error (a target that does not resolve): never a clean run
     failures: int = 0
     flagged: int = 0
     session: str = ""
@@ -171,84 +172,88 @@ def _group(planned: Sequence[PlannedCase]) -> list[tuple[tuple, list[PlannedCase
     return list(groups.items())
 
 
+def _resolve_groups(groups, log: Callable[[str], None], error: Callable[[PlannedCase, str], None]) -> list:
+    """Resolve each group's target once, before anything starts: ``[(group key, items, adapter, resolved)]``.
+
+    A target that does not resolve (``granian:asgi?workers=abc``) skips its cases *for an error*: one
+    line per case through ``log``, a record through ``error``, and the run's exit status is non-zero."""
+    from servers import ServerError, resolve
+
+    ready = []
+    for key, items in groups:
+        try:
+            adapter, resolved = resolve(key[0])
+        except ServerError as exc:
+            for item in items:
+                log(f"ERROR {item.case.label}: skipped, its target {item.target!r} is invalid: {exc}")
+                error(item, str(exc))
+            continue
+        ready.append((key, items, adapter, resolved))
+    return ready
+
+
+def _costs(groups, opts: RunOptions, method: Method) -> list:
+    """Seconds each measured run is expected to take, in order (for "time left")."""
+    costs = []
+    for _key, items, *_ in groups * opts.repeat:
+        start = SERVER_START_ESTIMATE  # charged to the group's first run
+        for item in items:
+            per_case = method.primer + method.warmup + 0.5  # 0.5: the route check
+            for index, _c in enumerate(_case_concurrencies(item.case, opts)):
+                run_s = method.duration if item.case.requests is None else 5.0
+                costs.append(start + run_s + method.pause + (per_case if index == 0 else 0.0))
+                start = 0.0
+    return costs
+
+
 def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSummary:
     """Run every planned case of ``opts.profile``; append records to ``opts.out_dir/results.jsonl``."""
-    from servers import ServerError, resolve, start_server  # lazy: the harness's tests need no servers
+    from servers import ServerError, start_server  # lazy: the harness's tests need no servers
 
     profile = opts.profile
     method = opts.effective_method()
     pin = opts.pinning or split_cpus(available_cpus())
     out_dir = Path(opts.out_dir)
     results = out_dir / RESULTS_FILE
-    summary = RunSummary(results=results)
     session = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
-    summary.session = session
-    oha = Path(opts.oha) if opts.oha else find_oha(build=True, log=log)
-    versions_oha = oha_version(oha)
+    summary = RunSummary(results=results, session=session)
     env = environment()
     planned = opts.planned(env["cpus_available"])
-    base = {
-        "profile": profile.name,
-        "session": session,
-        "quick": opts.quick,
-        "method": asdict(method),
-        "pinning": pin.to_dict(),
-        "environment": env,
-    }
+    base = {"profile": profile.name, "session": session, "quick": opts.quick, "method": asdict(method),
+            "pinning": pin.to_dict(), "environment": env}
+    python_version = ".".join(map(str, _interpreter(opts.python)[0]))
 
     def record(kind: str, item: PlannedCase, **fields) -> None:
         case = item.case
         append_record(results, {
-            **base,
-            "kind": kind,
-            "case": case.label,
-            "group": case.group,
-            "cells": list(case.cells),
-            "target": item.target,
-            "server": item.target.split(":", 1)[0].split("?", 1)[0],
-            "app": case.app,
-            "case_env": dict(case.env),
-            **fields,
+            **base, "kind": kind, "case": case.label, "group": case.group, "cells": list(case.cells),
+            "target": item.target, "server": item.target.split(":", 1)[0].split("?", 1)[0], "app": case.app,
+            "case_env": dict(case.env), **fields,
         })
 
-    python_version = ".".join(map(str, _interpreter(opts.python)[0]))
+    def error(item: PlannedCase, reason: str) -> None:
+        record("skip", item, reason=reason, error=True, versions={"python": python_version})
+        summary.errors += 1
+
+    groups = _resolve_groups(_group(planned), log, error)
+    oha = versions_oha = None
+    if groups:  # oha is found (or built) only when something will be measured
+        oha = Path(opts.oha) if opts.oha else find_oha(build=True, log=log)
+        versions_oha = oha_version(oha)
     for item in planned:
         if item.skip:
             log(f"skip  {item.case.label}: {item.skip}")
             record("skip", item, reason=item.skip, versions={"oha": versions_oha, "python": python_version})
             summary.skipped += 1
-
-    groups = _group(planned)
-    costs = []  # seconds each measured run is expected to take, in order (for "time left")
-    for _key, items in groups * opts.repeat:
-        start = SERVER_START_ESTIMATE  # charged to the group's first run
-        for item in items:
-            concs = _case_concurrencies(item.case, opts)
-            per_case = method.primer + method.warmup + 0.5  # 0.5: the route check
-            for index, _c in enumerate(concs):
-                run_s = method.duration if item.case.requests is None else 5.0
-                costs.append(start + run_s + method.pause + (per_case if index == 0 else 0.0))
-                start = 0.0
+    costs = _costs(groups, opts, method)
     total = len(costs)
     log(f"profile {profile.name}: {total} measured runs, about {_fmt_seconds(sum(costs))}; "
         f"pinning: {pin.describe()}; oha {versions_oha}; results -> {results}")
     done = 0
-
     for repeat in range(opts.repeat):
-        for (target, app, env_items), items in groups:
-            try:
-                _adapter, resolved = resolve(target)
-            except ServerError as exc:
-                for item in items:
-                    log(f"skip  {item.case.label}: {exc}")
-                    record("skip", item, reason=str(exc), versions={"oha": versions_oha}, repeat=repeat)
-                    summary.skipped += 1
-                    done += len(_case_concurrencies(item.case, opts))
-                continue
-            interface = resolved.interface
+        for (target, app, env_items), items, adapter, resolved in groups:
             # a framework adapter (robyn) has no interface and runs its own app unless the case names one
-            app_spec = app or getattr(_adapter, "own_app", "") or f"fixtures.apps.{interface}:app"
-            target_h2 = resolved.http == "h2"
+            app_spec = app or getattr(adapter, "own_app", "") or f"fixtures.apps.{resolved.interface}:app"
             try:
                 srv = start_server(resolved, app=app_spec, log_dir=out_dir / "logs", env=dict(env_items),
                                    cpus=list(pin.server) if pin.server else None, python=opts.python)
@@ -262,13 +267,13 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
             with srv:
                 versions = {**srv.versions, "oha": versions_oha}
                 for item in items:
-                    done = _run_case(item, srv, opts, method, pin, oha, target_h2, out_dir, versions, repeat,
-                                     record, summary, costs, done, total, log)
+                    done = _run_case(item, srv, opts, method, pin, oha, resolved.http == "h2", out_dir, versions,
+                                     repeat, record, summary, costs, done, total, log)
                     if not srv.alive():
                         log(f"FAIL  {target}: the server died; log tail:\n{srv.log_tail(20)}")
                         break
     log(f"done: {summary.runs} runs, {summary.flagged} flagged, {summary.failures} failures, "
-        f"{summary.skipped} skipped -> {results}")
+        f"{summary.errors} skipped for an error, {summary.skipped} skipped by the plan -> {results}")
     return summary
 
 

@@ -23,6 +23,12 @@ speed drifts), and all values are strictly positive. The percentile bootstrap is
 under-cover for very small samples (below ~8 pairs the 95% interval is closer to 90%); the
 gate therefore requires at least 8 pairs, and the size threshold adds a second guard against
 false alarms.
+
+Several comparisons, one verdict (:func:`family_confidence`): a gate over ``m`` gated cases x metrics
+fails when *any* interval shows a regression, so each interval is at ``1 - alpha / m`` (Bonferroni):
+by the union bound all ``m`` hold together with probability at least ``1 - alpha``, whatever their
+correlation. Chosen over Holm's step-down on bootstrap p-values because the interval shown is then
+the interval that decides, and the precision rules (inconclusive, stopping) stay about that interval.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ __all__ = [
     "coefficient_of_variation",
     "decide",
     "estimate_ratio",
+    "family_confidence",
     "geomean_of_pair_ratios",
     "hodges_lehmann_of_pair_ratios",
     "median_of_pair_ratios",
@@ -219,6 +226,22 @@ def bootstrap_ci(
     return percentile(draws, 100.0 * alpha), percentile(draws, 100.0 * (1.0 - alpha))
 
 
+def family_confidence(confidence: float, comparisons: int) -> float:
+    """Per-interval level that keeps the family-wise coverage of ``comparisons`` intervals at ``confidence``.
+
+    Bonferroni: ``1 - (1 - confidence) / comparisons``. If each of ``m`` intervals misses its true
+    value with probability at most ``alpha / m``, the chance that any misses is at most ``alpha``
+    (union bound), so a family of A/A comparisons raises a false alarm anywhere with probability at
+    most ``alpha``, whatever the correlation between them. ``comparisons`` counts only what can fail
+    the gate (gated metrics times cases). Example: 95% over 4 comparisons is 98.75% each.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be within (0, 1), got {confidence!r}")
+    if comparisons < 1:
+        raise ValueError(f"need at least one comparison, got {comparisons!r}")
+    return 1.0 - (1.0 - confidence) / comparisons
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A HEAD/BASE ratio with its bootstrap interval, over ``n`` pairs."""
@@ -326,7 +349,7 @@ def decide(estimate: Estimate, threshold: float, higher_is_better: bool) -> Deci
     change = (r - 1.0) if higher_is_better else (1.0 - r)
     worse_side = hi < 1.0 if higher_is_better else lo > 1.0
     better_side = lo > 1.0 if higher_is_better else hi < 1.0
-    ci = f"{estimate.confidence:.0%} interval {lo:.3f}..{hi:.3f}"
+    ci = f"{100 * estimate.confidence:.4g}% interval {lo:.3f}..{hi:.3f}"
     if worse_side and -change >= threshold:
         return Decision(Verdict.REGRESSION, estimate, change, threshold, higher_is_better, None,
                         f"{-change:.1%} worse, {ci} entirely on the worse side of 1")

@@ -13,6 +13,10 @@ Rules of this module:
    machine is doing at the time hits every kind alike.
 3. The injected cost is fixed in microseconds for a whole experiment (from ``calibrate``), so each
    kind is one known treatment; its real size is then estimated from all gates of the kind pooled.
+   ``--slowdown LABEL=PCT`` instead lets each gate calibrate its own cost (``--head-slowdown``), as
+   a user proving detection would.
+5. Each gate's line in ``gates.jsonl`` records the machine's load average before and after it
+   (``/proc/loadavg``): the machine is shared, and how busy it was belongs to the data.
 4. Each gate keeps its full ``pairs.json``; ``analyse`` recomputes verdicts offline, exactly (the
    bootstrap is seeded), for other thresholds, metrics and pair counts, and replays the gate's
    stopping rule on the stored pairs. ``gates.jsonl`` gets one line per finished gate, so an
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -36,17 +41,30 @@ from ..gate import GateCase, GateOptions, _decisive, analyse
 from ..stats import Verdict, percentile
 
 
-def _gate_argv(base: str, head: str, out: Path, cost_us: float, seed: int, extra: Sequence[str]) -> List[str]:
+def _gate_argv(base: str, head: str, out: Path, cost_us: float, seed: int, extra: Sequence[str],
+              slowdown: Optional[float] = None) -> List[str]:
     argv = ["--base", base, "--head", head, "--out", str(out), "--seed", str(seed), "--quiet", *extra]
     if cost_us:
         argv += ["--head-cost", f"{cost_us:.3f}"]
+    if slowdown:
+        argv += ["--head-slowdown", f"{slowdown:.4f}"]
     return argv
+
+
+def _loadavg() -> List[float]:
+    """The 1, 5 and 15 minute load averages (empty where the platform has none)."""
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except (AttributeError, OSError):
+        return []
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     parser = argparse.ArgumentParser(prog="gate")
     gate_cli.add_arguments(parser)
-    kinds: List[Tuple[str, float]] = ([] if args.no_aa else [("aa", 0.0)]) + [(label, us) for label, us in args.cost]
+    kinds: List[Tuple[str, float, Optional[float]]] = (([] if args.no_aa else [("aa", 0.0, None)])
+                                                        + [(label, us, None) for label, us in args.cost]
+                                                        + [(label, 0.0, pct) for label, pct in args.slowdown])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "gates.jsonl"
@@ -56,17 +74,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             rec = json.loads(line)
             done[rec["kind"]] = done.get(rec["kind"], 0) + 1
     for rnd in range(args.rounds):
-        for kind, cost in kinds:
+        for kind, cost, slowdown in kinds:
             if done.get(kind, 0) > rnd:
                 continue  # resumed: this round of this kind is already measured
             gdir = out / f"{kind.replace('%', 'pct')}-{rnd:02d}"
             seed = 1000 * rnd + len(kind) * 7 + int(cost * 1000)
-            argv = _gate_argv(args.base, args.head or args.base, gdir, cost, seed, args.gate_args)
-            t = time.monotonic()
+            argv = _gate_argv(args.base, args.head or args.base, gdir, cost, seed, args.gate_args, slowdown)
+            t, load0 = time.monotonic(), _loadavg()
             status = gate_cli.main_from_args(parser.parse_args(argv))
             took = time.monotonic() - t
             summary: Dict[str, Any] = {"kind": kind, "round": rnd, "cost_us": cost, "exit_status": status,
-                                       "seconds": round(took, 1), "dir": gdir.name}
+                                       "seconds": round(took, 1), "dir": gdir.name, "slowdown": slowdown,
+                                       "loadavg_before": load0, "loadavg_after": _loadavg()}
             pairs = gdir / "pairs.json"
             if pairs.exists():
                 doc = json.loads(pairs.read_text())
@@ -89,9 +108,12 @@ def _options_from(doc: Dict[str, Any]) -> GateOptions:
 
 
 def replay(doc: Dict[str, Any], *, threshold: float, fail_on: Sequence[str], min_pairs: int, max_pairs: int,
-           budget: Optional[float] = None, statistic: Optional[str] = None, resamples: int = 2000
-           ) -> Tuple[Dict[str, Any], int, float]:
+           budget: Optional[float] = None, statistic: Optional[str] = None, resamples: int = 2000,
+           uncorrected: bool = False) -> Tuple[Dict[str, Any], int, float]:
     """Re-run the gate's decision and stopping rule on stored pairs; return (verdicts, pairs used, seconds).
+
+    ``uncorrected`` judges every interval at the stored confidence itself, as the gate did before the
+    family-wise correction: what the same pairs would have said without it.
 
     Stopping is replayed exactly as ``run_gate`` does it: from ``min_pairs`` on, stop at the first
     pair count whose gated intervals are all narrower than the threshold, or when the next pair would
@@ -100,6 +122,8 @@ def replay(doc: Dict[str, Any], *, threshold: float, fail_on: Sequence[str], min
     opts = _options_from(doc)
     opts = replace(opts, threshold=threshold, fail_on=tuple(fail_on), pairs=min_pairs,
                    max_pairs=max(max_pairs, min_pairs), statistic=statistic or opts.statistic, resamples=resamples)
+    if uncorrected:  # each interval at ``confidence``: the family's level that makes it so
+        opts = replace(opts, confidence=1.0 - (1.0 - opts.confidence) * opts.comparisons)
     runs = doc["runs"]
     stored = doc["pairs"]
     ends = {}
@@ -136,6 +160,7 @@ def _load(out: Path) -> Dict[str, List[Dict[str, Any]]]:
                 rec = json.loads(line)
                 doc = rec["pairs"]
                 doc["_wall"] = rec["seconds"]
+                doc["_loadavg"] = rec.get("loadavg_before", []) + rec.get("loadavg_after", [])
                 by_kind.setdefault(rec["kind"], []).append(doc)
         return by_kind
     for line in (out / "gates.jsonl").read_text().splitlines():
@@ -144,6 +169,7 @@ def _load(out: Path) -> Dict[str, List[Dict[str, Any]]]:
         if p.exists():
             doc = json.loads(p.read_text())
             doc["_wall"] = rec["seconds"]
+            doc["_loadavg"] = rec.get("loadavg_before", []) + rec.get("loadavg_after", [])
             by_kind.setdefault(rec["kind"], []).append(doc)
     return by_kind
 
@@ -199,7 +225,8 @@ def cmd_analyse(args: argparse.Namespace) -> int:
                     failed = inconclusive = 0
                     for doc in by_kind[k]:
                         res, used, secs = replay(doc, threshold=threshold, fail_on=fail_on.split(","), min_pairs=lo,
-                                                 max_pairs=hi, budget=args.budget, statistic=statistic)
+                                                 max_pairs=hi, budget=args.budget, statistic=statistic,
+                                                 uncorrected=args.uncorrected)
                         failed += res["failed"]
                         inconclusive += any(v.get(m) == Verdict.INCONCLUSIVE.value for v in res["verdicts"].values()
                                             for m in fail_on.split(","))
@@ -213,6 +240,10 @@ def cmd_analyse(args: argparse.Namespace) -> int:
               f"median {statistics.median(d['_wall'] for ds in by_kind.values() for d in ds):.0f} s, "
               f"max {max(d['_wall'] for ds in by_kind.values() for d in ds):.0f} s."]
     lines += machine_lines(by_kind)
+    one_minute = [d["_loadavg"][i] for ds in by_kind.values() for d in ds for i in (0, 3) if len(d["_loadavg"]) == 6]
+    if one_minute:
+        lines += ["", f"1-minute load average at the start and end of each gate ({os.cpu_count()} CPUs): "
+                  f"median {statistics.median(one_minute):.2f}, min {min(one_minute):.2f}, max {max(one_minute):.2f}."]
     text = "\n".join(lines)
     print(text)
     if args.write:
@@ -269,6 +300,13 @@ def _cost(text: str) -> Tuple[str, float]:
         raise argparse.ArgumentTypeError(f"expected LABEL=MICROSECONDS such as '5%=1.7', got {text!r}") from None
 
 
+def _slowdown(text: str) -> Tuple[str, float]:
+    label, _, pct = text.partition("=")
+    if not label or not pct:
+        raise argparse.ArgumentTypeError(f"expected LABEL=PERCENT, e.g. 10%=10%, got {text!r}")
+    return label, gate_cli.percent(pct)
+
+
 def _pairs(text: str) -> Tuple[int, int]:
     lo, _, hi = text.partition("..")
     return int(lo), int(hi or lo)
@@ -282,6 +320,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     run.add_argument("--base", required=True, help="install spec used on both sides")
     run.add_argument("--head", help="HEAD install (default: the same as --base)")
     run.add_argument("--cost", type=_cost, action="append", default=[], help="LABEL=MICROSECONDS, repeatable")
+    run.add_argument("--slowdown", type=_slowdown, action="append", default=[],
+                     help="LABEL=PERCENT, repeatable: gates run with --head-slowdown PERCENT (each calibrates its cost)")
     run.add_argument("--rounds", type=int, default=20, help="gates per kind (default 20)")
     run.add_argument("--no-aa", action="store_true", help="only the --cost kinds (a follow-up to an experiment that has its A/A gates)")
     run.add_argument("gate_args", nargs="*", help="more gate options after --, e.g. -- --pairs 16 --max-pairs 16")
@@ -294,6 +334,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                      help="MIN..MAX pairs to replay, e.g. 8..16")
     ana.add_argument("--budget", type=float, default=None, help="replay a time budget in seconds")
     ana.add_argument("--write", help="also write the Markdown to this file")
+    ana.add_argument("--uncorrected", action="store_true",
+                     help="judge each interval at --confidence itself (no family-wise correction), for comparison")
     pk = sub.add_parser("pack", help="pack an experiment's gates into one .jsonl.gz to keep")
     pk.add_argument("out", help="experiment directory")
     pk.add_argument("to", help="file to write, e.g. load/experiments/data/gate-rates.jsonl.gz")

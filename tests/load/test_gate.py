@@ -337,3 +337,45 @@ def test_experiment_analysis_says_how_quiet_the_server_cpus_were():
     (line,) = [x for x in gate_rates.machine_lines({"aa": [{"runs": runs}]}) if x]
     assert "median 0.8%" in line and "max 25.0%" in line and "1 runs (25%) lost more than 5%" in line
     assert gate_rates.machine_lines({"aa": [{"runs": [{"wall": 2.0}]}]}) == []  # older experiments: nothing
+
+
+def test_every_interval_of_a_multi_case_gate_is_at_the_family_wise_level(tmp_path):
+    """4 cases x 1 gated metric: each interval at 1 - 0.05/4, so the gate as a whole holds at 95%."""
+    cases = tuple(GateCase("granian:rsgi:auto", r, 64) for r in ("json", "b1k", "echo1k", "b10k"))
+    result = FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8)
+    assert result.options.comparisons == 4
+    for r in result.results:
+        for d in r.decisions.values():
+            assert d.estimate.confidence == pytest.approx(0.9875)
+            assert "98.75% interval" in d.reason
+    assert "each at 98.75% so that all 4 gated comparisons hold together at 95% (Bonferroni)" in \
+        gate_report.render_markdown(result)
+
+
+def test_experiment_slowdown_kinds_calibrate_per_gate_and_gates_record_the_load_average():
+    from load.experiments import gate_rates
+
+    assert gate_rates._slowdown("10%=10%") == ("10%", pytest.approx(0.10))
+    argv = gate_rates._gate_argv("granian==2.8.7", "granian==2.8.7", gate_rates.Path("o"), 0.0, 7, ["--profile", "smoke"], 0.1)
+    assert argv[-2:] == ["--head-slowdown", "0.1000"] and "--head-cost" not in argv
+    assert len(gate_rates._loadavg()) == 3
+
+
+def test_experiment_replay_without_the_correction_judges_each_interval_at_the_stored_level(tmp_path, monkeypatch):
+    from load import stats
+    from load.experiments import gate_rates
+
+    cases = tuple(GateCase("granian:rsgi:auto", r, 64) for r in ("json", "b1k", "echo1k", "b10k"))
+    doc = json.loads(json.dumps(FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8).to_dict()))
+    levels = []
+
+    def spy(base, head, statistic, confidence, *rest):
+        levels.append(confidence)
+        return stats.estimate_ratio(base, head, statistic, confidence, *rest)
+
+    monkeypatch.setattr(gate, "estimate_ratio", spy)
+    gate_rates.replay(doc, threshold=0.05, fail_on=["cpu"], min_pairs=8, max_pairs=8, resamples=200)
+    assert levels and all(v == pytest.approx(0.9875) for v in levels)
+    levels.clear()
+    gate_rates.replay(doc, threshold=0.05, fail_on=["cpu"], min_pairs=8, max_pairs=8, resamples=200, uncorrected=True)
+    assert levels and all(v == pytest.approx(0.95) for v in levels)

@@ -48,3 +48,42 @@ def test_errors_and_non_2xx_are_flags_and_all_failed_is_first():
     assert run_from("server-died", oha_cpu=0.1, wall=3.0).flags() == ["errors"]
     assert run_from("non2xx", oha_cpu=0.1, wall=1.0).flags() == ["all-failed", "non-2xx"]
     assert run_from("refused", oha_cpu=0.1, wall=1.0).flags() == ["all-failed", "errors"]
+
+
+def _children() -> set:
+    import psutil
+
+    return {p.pid for p in psutil.Process().children() if p.status() != psutil.STATUS_ZOMBIE}
+
+
+def test_the_load_generator_is_killed_at_its_deadline():
+    """A run past its deadline kills the generator (wait4 with WNOHANG returns status 0 while it runs)."""
+    import time
+
+    import pytest
+
+    from load.measure import OhaError, _run_oha
+
+    before = _children()
+    with pytest.raises(OhaError, match="deadline"):
+        _run_oha(["sleep", "30"], None, time.monotonic() + 0.3)
+    assert _children() == before
+
+
+def test_the_load_generator_is_killed_when_interrupted():
+    import os
+    import signal
+    import threading
+    import time
+
+    import pytest
+
+    from load.measure import _run_oha
+
+    before = _children()
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        _run_oha(["sleep", "30"], None, time.monotonic() + 60)
+    timer.join()
+    assert _children() == before
