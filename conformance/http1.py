@@ -7,11 +7,19 @@ framing rules of RFC 9112 §6.3: no body for HEAD/1xx/204/304, chunked, Content-
 """
 from __future__ import annotations
 
+import re
 import socket
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Response", "Exchange", "build_request", "parse_responses", "exchange", "Connection", "ParseError"]
+from . import bounded
+
+__all__ = ["Response", "Exchange", "build_request", "parse_responses", "exchange", "Connection", "ParseError", "Overflow",
+           "parse_head"]
+
+
+#: the longest response head the client reads before calling it a failure (servers cap request heads lower)
+HEAD_CAP = 1 << 20
 
 
 class ParseError(ValueError):
@@ -85,69 +93,115 @@ def _b(value) -> bytes:
 def parse_responses(data: bytes, *, methods=(), closed: bool = True) -> tuple:
     """Parse as many complete responses as ``data`` holds. ``methods`` lists the request methods in order
     (a HEAD response has no body). Returns (responses, leftover bytes). A close-delimited body is complete
-    only when ``closed`` is true."""
+    only when ``closed`` is true. Bytes that cannot begin a response, or a head that breaks the grammar of
+    RFC 9112 §4-§5, raise :class:`ParseError` at once (see :func:`parse_head`)."""
     responses = []
     pos = 0
     methods = list(methods)
     final_index = 0
     while pos < len(data):
+        _check_start(data[pos:pos + 5])
         end = data.find(b"\r\n\r\n", pos)
         if end < 0:
+            if len(data) - pos > HEAD_CAP:
+                raise ParseError(f"a response head longer than the client's cap of {HEAD_CAP} bytes")
             break
-        head = data[pos:end]
-        lines = head.split(b"\r\n")
-        status_line = lines[0]
-        parts = status_line.split(b" ", 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit() or len(parts[1]) != 3:
-            raise ParseError(f"bad status line {status_line[:100]!r}")
-        version, status = parts[0].decode("latin-1"), int(parts[1])
-        reason = parts[2].decode("latin-1") if len(parts) > 2 else ""
-        headers = []
-        for line in lines[1:]:
-            name, sep, value = line.partition(b":")
-            if not sep:
-                raise ParseError(f"bad header line {line[:100]!r}")
-            headers.append((name, value.strip(b" \t")))
-        resp = Response(version, status, reason, headers, raw_head=head)
-        body_start = end + 4
+        resp = parse_head(data[pos:end])
+        start, body_start = pos, end + 4
         method = methods[final_index] if final_index < len(methods) else "GET"
-        if 100 <= status < 200:
+        if resp.interim:
             resp.framing = "none"
             responses.append(resp)
             pos = body_start
+            if resp.status == 101:
+                break   # RFC 9110 §15.2.2: the bytes after a 101's head belong to the new protocol
             continue
-        te = b",".join(v for k, v in headers if k.lower() == b"transfer-encoding").lower()
-        cls = [v for k, v in headers if k.lower() == b"content-length"]
-        if method == "HEAD" or status in (204, 304):
-            resp.framing = "none"
-            pos = body_start
-        elif te:
-            if not te.replace(b" ", b"").endswith(b"chunked"):
-                raise ParseError(f"response transfer-encoding {te!r} does not end in chunked")
-            parsed = _parse_chunked(data, body_start)
-            if parsed is None:
-                break
-            resp.body, resp.trailers, pos = parsed
-            resp.framing = "chunked"
-        elif cls:
-            values = {v.strip() for v in b",".join(cls).split(b",")}
-            if len(values) != 1 or not next(iter(values)).isdigit():
-                raise ParseError(f"bad response content-length {cls!r}")
-            length = int(next(iter(values)))
-            if len(data) - body_start < length:
-                break
-            resp.body = data[body_start:body_start + length]
-            resp.framing = "length"
-            pos = body_start + length
-        else:
-            if not closed:
-                break
-            resp.body = data[body_start:]
-            resp.framing = "close"
-            pos = len(data)
+        pos = _parse_body(resp, data, body_start, method, closed)
+        if pos is None:
+            pos = start
+            break
         responses.append(resp)
         final_index += 1
     return responses, data[pos:]
+
+
+def _check_start(first: bytes) -> None:
+    """Every response begins with "HTTP/": anything else is not a response, however few bytes came."""
+    if not b"HTTP/".startswith(first[:5]):
+        raise ParseError(f"bytes that do not begin a response: {first!r}")
+
+
+_STATUS_LINE = re.compile(rb"(HTTP/[0-9]\.[0-9]) ([0-9]{3}) ([\t \x21-\x7e\x80-\xff]*)")
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_FIELD_VALUE = re.compile(rb"[\t \x21-\x7e\x80-\xff]*")
+
+
+def parse_head(head: bytes) -> Response:
+    """A response head (without its final CRLF CRLF), parsed by the grammar of RFC 9112 §4 and §5:
+    ``status-line = HTTP-version SP status-code SP [reason-phrase]``, each field line
+    ``field-name ":" OWS field-value OWS`` with a token name, no whitespace before the colon, and a value of
+    VCHAR / obs-text / SP / HTAB only (so no bare CR, LF or NUL).
+
+    obs-fold is refused too: RFC 9112 §5.2 lets a user agent unfold it, but its first sentence binds the server
+    ("A sender MUST NOT generate a message that includes line folding"), so a folded response line is a
+    server's violation that a check reports, not something a checking client should smooth over."""
+    lines = head.split(b"\r\n")
+    match = _STATUS_LINE.fullmatch(lines[0])
+    if not match:
+        raise ParseError(f"bad status line {lines[0][:100]!r} (RFC 9112 §4: HTTP-version SP 3DIGIT SP reason)")
+    headers = [_field_line(line) for line in lines[1:]]
+    version, status, reason = match.groups()
+    return Response(version.decode("latin-1"), int(status), reason.decode("latin-1"), headers, raw_head=head)
+
+
+def _field_line(line: bytes) -> tuple:
+    """(name, value) of one field line (a header or a trailer), or ParseError naming the rule it breaks."""
+    if line[:1] in (b" ", b"\t"):
+        raise ParseError(f"obs-fold (a line folded onto the previous field) {line[:100]!r}: "
+                         "RFC 9112 §5.2, a sender MUST NOT generate it")
+    name, sep, value = line.partition(b":")
+    if not sep or not _TOKEN.fullmatch(name):
+        raise ParseError(f"bad field line {line[:100]!r} (RFC 9112 §5: a token, then ':' with no "
+                         "whitespace before it)")
+    value = value.strip(b" \t")
+    if not _FIELD_VALUE.fullmatch(value):
+        raise ParseError(f"bad field value in {line[:100]!r} (RFC 9110 §5.5: CR, LF, NUL and other CTLs "
+                         "are invalid)")
+    return name, value
+
+
+def _parse_body(resp: Response, data: bytes, body_start: int, method: str, closed: bool) -> int | None:
+    """Frame the body of a final response by RFC 9112 §6.3; the position after it, or None if incomplete."""
+    headers = resp.headers
+    te = b",".join(v for k, v in headers if k.lower() == b"transfer-encoding").lower()
+    cls = [v for k, v in headers if k.lower() == b"content-length"]
+    if method == "HEAD" or resp.status in (204, 304):
+        resp.framing = "none"
+        return body_start
+    if te:
+        if not te.replace(b" ", b"").endswith(b"chunked"):
+            raise ParseError(f"response transfer-encoding {te!r} does not end in chunked")
+        parsed = _parse_chunked(data, body_start)
+        if parsed is None:
+            return None
+        resp.body, resp.trailers, pos = parsed
+        resp.framing = "chunked"
+        return pos
+    if cls:
+        values = {v.strip() for v in b",".join(cls).split(b",")}
+        if len(values) != 1 or not next(iter(values)).isdigit():
+            raise ParseError(f"bad response content-length {cls!r}")
+        length = int(next(iter(values)))
+        if len(data) - body_start < length:
+            return None
+        resp.body = data[body_start:body_start + length]
+        resp.framing = "length"
+        return body_start + length
+    if not closed:
+        return None
+    resp.body = data[body_start:]
+    resp.framing = "close"
+    return len(data)
 
 
 def _parse_chunked(data: bytes, pos: int):
@@ -172,8 +226,7 @@ def _parse_chunked(data: bytes, pos: int):
                 pos = eol + 2
                 if not line:
                     return bytes(body), trailers, pos
-                name, _, value = line.partition(b":")
-                trailers.append((name, value.strip()))
+                trailers.append(_field_line(line))
         if len(data) < pos + size + 2:
             return None
         body += data[pos:pos + size]
@@ -182,11 +235,24 @@ def _parse_chunked(data: bytes, pos: int):
         pos += size + 2
 
 
-class Connection:
-    """One TCP connection with a deadline on every operation; reads until responses are complete."""
+class Overflow(AssertionError):
+    """The server sent more than a read's cap: a check failure that names the cap (never unbounded memory)."""
 
-    def __init__(self, address: tuple, timeout: float = 5.0) -> None:
+
+def _overflow(buffer, cap: int, doing: str) -> Overflow:
+    return Overflow(f"the server sent more than the client's cap of {cap} bytes while {doing}; "
+                    f"the first bytes: {bytes(buffer[:300])!r}")
+
+
+class Connection:
+    """One TCP connection with a deadline on every operation; reads until responses are complete.
+
+    Every read goes through :func:`conformance.bounded.recv_once`: a deadline and a cap of ``cap`` bytes
+    buffered; passing the cap raises :class:`Overflow` (a check failure naming the cap)."""
+
+    def __init__(self, address: tuple, timeout: float = 5.0, cap: int = bounded.DEFAULT_CAP) -> None:
         self.timeout = timeout
+        self.cap = cap
         self.sock = socket.create_connection(address, timeout=timeout)
         self.sock.settimeout(timeout)
         self.buffer = b""
@@ -195,54 +261,49 @@ class Connection:
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
+    def _recv(self, deadline: float, doing: str) -> bool:
+        """One bounded read into the buffer; False when the deadline passed (EOF and reset set ``closed``)."""
+        buf = bytearray(self.buffer)
+        end = bounded.recv_once(self.sock, buf, deadline=deadline, cap=self.cap)
+        self.buffer = bytes(buf)
+        if end == bounded.OVERFLOW:
+            raise _overflow(self.buffer, self.cap, doing)
+        if end in (bounded.CLOSED, bounded.RESET):
+            self.closed = True
+        return end != bounded.TIMEOUT
+
     def read_responses(self, count: int = 1, methods=(), timeout: float | None = None) -> Exchange:
-        """Read until ``count`` final responses are complete, the server closes, or the timeout passes."""
+        """Read until ``count`` final responses are complete, the server closes, or the timeout passes.
+        Bytes that are not a valid response raise :class:`ParseError` showing them."""
         deadline = time.monotonic() + (timeout if timeout is not None else self.timeout)
         timed_out = False
         while True:
-            responses, leftover = parse_responses(self.buffer, methods=methods, closed=self.closed)
+            responses, leftover = self._parse(methods)
             if sum(1 for r in responses if not r.interim) >= count or self.closed:
                 break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
+            if (responses and responses[-1].status == 101) or not self._recv(deadline, "reading a response"):
+                timed_out = not self.closed and not (responses and responses[-1].status == 101)
                 break
-            self.sock.settimeout(remaining)
-            try:
-                chunk = self.sock.recv(65536)
-            except socket.timeout:
-                timed_out = True
-                break
-            except ConnectionResetError:
-                self.closed = True
-                continue
-            if not chunk:
-                self.closed = True
-            self.buffer += chunk
-        responses, leftover = parse_responses(self.buffer, methods=methods, closed=self.closed)
+        responses, leftover = self._parse(methods)
         raw = self.buffer
         consumed = len(self.buffer) - len(leftover)
         self.buffer = self.buffer[consumed:]
         return Exchange(responses, self.closed, leftover, timed_out, raw)
 
+    def _parse(self, methods) -> tuple:
+        try:
+            return parse_responses(self.buffer, methods=methods, closed=self.closed)
+        except ParseError as exc:
+            raise ParseError(f"the server sent bytes that are not a valid HTTP/1.x response: {exc}; "
+                             f"got {self.buffer[:400]!r}") from None
+
     def wait_closed(self, timeout: float = 2.0) -> bool:
-        """True if the server closes the connection (EOF or reset) within ``timeout``; extra bytes are kept."""
+        """True if the server closes the connection (EOF or reset) within ``timeout``; extra bytes are kept
+        (up to the cap: more raises :class:`Overflow`)."""
         deadline = time.monotonic() + timeout
         while not self.closed:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if not self._recv(deadline, "waiting for the connection to close"):
                 return False
-            self.sock.settimeout(remaining)
-            try:
-                chunk = self.sock.recv(65536)
-            except socket.timeout:
-                return False
-            except ConnectionResetError:
-                self.closed = True
-                break
-            if not chunk:
-                self.closed = True
-            self.buffer += chunk
         return True
 
     def close(self) -> None:
