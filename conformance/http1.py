@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from . import bounded
 
 __all__ = ["Response", "Exchange", "build_request", "parse_responses", "exchange", "Connection", "ParseError", "Overflow",
-           "parse_head"]
+           "parse_head", "read_raw"]
 
 
 #: the longest response head the client reads before calling it a failure (servers cap request heads lower)
@@ -242,6 +242,18 @@ class Overflow(AssertionError):
 def _overflow(buffer, cap: int, doing: str) -> Overflow:
     return Overflow(f"the server sent more than the client's cap of {cap} bytes while {doing}; "
                     f"the first bytes: {bytes(buffer[:300])!r}")
+
+
+def read_raw(sock, done=lambda buf: False, *, timeout: float, cap: int = bounded.DEFAULT_CAP) -> tuple:
+    """Raw bytes from ``sock`` until ``done(buffer)`` holds, the server closes or resets, or ``timeout``
+    seconds pass: (bytes, how the read ended, one of :data:`bounded.ENDS`). The one bounded read for checks
+    that need bytes rather than responses (arrival times, a first byte before leaving); passing ``cap``
+    raises :class:`Overflow`."""
+    buf = bytearray()
+    end = bounded.read_until(sock, buf, done, deadline=time.monotonic() + timeout, cap=cap)
+    if end == bounded.OVERFLOW:
+        raise _overflow(buf, cap, "reading raw bytes")
+    return bytes(buf), end
 
 
 class Connection:
