@@ -184,13 +184,16 @@ def test_exception_after_start_ends_the_connection_detectably(server, case):
 @pytest.mark.parametrize("case", list(_RETURNED))
 @spec("ASGI WWW §Response Start / RFC 9112 §8", "POLICY")
 def test_app_returning_mid_response_is_never_a_complete_response(server, case):
-    """POLICY (the spec is silent): a response the app returned from unfinished never looks complete, and ends."""
+    """POLICY (the spec is silent): a response the app returned from unfinished never looks complete, and ends.
+    The app's log must show its http.response.start was accepted: a close before the app ran proves nothing."""
     token = new_token()
     with Connection(server.address, 6) as conn:
         conn.send(script_request(server, _RETURNED[case], token=token))
         result = conn.read_responses(1, timeout=3)
         failed = any(r.status >= 500 for r in result.final)
         closed = failed or conn.wait_closed(3.0)
+    started = step(wait_steps(server, token, len(_RETURNED[case]), timeout=3), 0)
+    assert started and started.get("ok"), f"no evidence the app started its response: {result.raw[:200]!r}"
     _no_complete_success(result)
     assert closed, "neither a 5xx nor a close within 3 s: the client waits for the rest forever"
 

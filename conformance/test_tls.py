@@ -50,6 +50,15 @@ def h2_tls_probe(server, target: str = "/probe") -> tuple:
         return json.loads(resp.body), client.info
 
 
+def _refusal_is_specific(server, info) -> None:
+    """A refused handshake counts only when the server completes an ordinary one: a server that refuses (or
+    closes) every handshake shows nothing about the rule being checked."""
+    if info.refused:
+        control = handshake(server, ["h2", "http/1.1"])
+        assert not control.refused, (f"{info.describe()}, but an ordinary handshake is refused too "
+                                     f"({control.describe()}): no evidence")
+
+
 @pytest.fixture(scope="module")
 def old_tls_client():
     if not client_can_offer_old_tls():
@@ -75,6 +84,7 @@ def test_h2c_is_never_selected_over_tls(server, offer):
     """"h2c" names HTTP/2 over cleartext TCP: a TLS handshake never selects it (refusing is fine)."""
     info = handshake(server, offer)
     assert info.refused or info.alpn != "h2c", f"offered {offer}: {info.describe()}"
+    _refusal_is_specific(server, info)
 
 
 @spec("RFC 7301 §3.2", "MUST")
@@ -82,6 +92,7 @@ def test_alpn_never_selects_a_protocol_the_client_did_not_offer(server):
     """Offered only "http/1.1", the server selects it, selects nothing, or refuses: never "h2"."""
     info = handshake(server, ["http/1.1"])
     assert info.refused or info.alpn in ("http/1.1", None), info.describe()
+    _refusal_is_specific(server, info)
 
 
 # -- versions -----------------------------------------------------------------------------------
@@ -91,6 +102,7 @@ def test_tls_1_1_is_refused(server, old_tls_client):
     """A client offering at most TLS 1.1 is refused: TLS 1.0 and 1.1 are not negotiated."""
     info = handshake(server, ["http/1.1"], max_version=ssl.TLSVersion.TLSv1_1)
     assert info.refused, f"offered TLS <= 1.1: {info.describe()}"
+    _refusal_is_specific(server, info)
 
 
 @needs("h2c")
@@ -108,6 +120,7 @@ def test_h2_is_not_negotiated_below_tls_1_2(server, old_tls_client):
     """Offered h2 with at most TLS 1.1, the server does not run HTTP/2 over that connection."""
     info = handshake(server, ["h2"], max_version=ssl.TLSVersion.TLSv1_1)
     assert info.refused or info.alpn != "h2", info.describe()
+    _refusal_is_specific(server, info)
 
 
 # -- what the application sees (HTTP/1.1 over TLS) -------------------------------------------------

@@ -220,8 +220,12 @@ _NON_LATIN1 = {"status": (["start_response", "200 O\u20acK", [_OCTETS]]),
 @spec("PEP 3333 §Unicode Issues", "MUST")
 def test_non_latin1_status_or_header_is_an_error(server, sr):
     """A status or header with a code point above U+00FF is a fatal error: never a normal 200 response,
-    never the text encoded some other way on the wire."""
+    never the text encoded some other way on the wire.
+
+    Evidence, not absence: the app's log must show its start_response call (so the server was handed the
+    text); a close before the app ran proves nothing."""
     token, ex = send(server, [sr + [{"reraise": True}], ["yield", "x"]])
+    assert _calls(server, token, until=("request.end",)), f"no evidence the app ran: {describe(ex)}"
     complete_ok = [r for r in ex.final if r.status == 200]
     assert not complete_ok, f"sent a normal 200 for a non-latin-1 {sr}: {describe(ex)}"
     assert "\u20ac".encode() not in ex.raw, f"the app's text reached the wire as UTF-8: {describe(ex)}"

@@ -117,10 +117,13 @@ def assert_closed(ex: Exchange) -> None:
 
 
 def assert_serves(server) -> None:
-    """The server still answers a normal request on a new connection."""
-    ex = deliver(server, request(server))
+    """The server still answers a normal request on a new connection, and the app logged it: so a check's
+    "never parsed" (nothing logged under a smuggled token) stands on a log that works."""
+    token = server.new_token()
+    ex = deliver(server, smuggled_request(server, token))
     assert ex.final and ex.final[0].status == 200 and ex.final[0].body == b"ok", (
         f"after the previous input, a plain GET /ping on a new connection {describe(ex)}")
+    assert server.events(token, timeout=2.0), "the app's event log shows nothing for a served request"
 
 
 def smuggled_request(server, token: str) -> bytes:
