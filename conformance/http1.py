@@ -1,9 +1,16 @@
-"""A raw HTTP/1.x client for checks: exact bytes out, parsed responses back, a timeout on every read.
+"""A raw HTTP/1.x client for checks: exact bytes out, parsed responses back, a deadline and a cap on every read.
 
 Checks need to send what no polite client would (bare CR, duplicate Content-Length, obs-fold) and to see
 exactly what came back, including whether the server closed the connection. So this module builds
 requests from parts (``build_request``) and parses responses from raw bytes (``parse_responses``) with the
 framing rules of RFC 9112 §6.3: no body for HEAD/1xx/204/304, chunked, Content-Length, or close-delimited.
+
+Rules of this module:
+
+1. The parser is strict (``parse_head``): a response that breaks the grammar of RFC 9112 §4-§5 raises
+   ``ParseError`` with its bytes, and a check fails on it; it is never read leniently into a pass.
+2. Every read goes through ``conformance.bounded`` (deadline and cap); passing the cap raises ``Overflow``,
+   a failure naming the cap. ``read_raw`` is the one loop for checks that need bytes, not responses.
 """
 from __future__ import annotations
 
@@ -14,8 +21,8 @@ from dataclasses import dataclass, field
 
 from . import bounded
 
-__all__ = ["Response", "Exchange", "build_request", "parse_responses", "exchange", "Connection", "ParseError", "Overflow",
-           "parse_head", "read_raw"]
+__all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "exchange", "Connection",
+           "ParseError", "Overflow", "HEAD_CAP", "read_raw"]
 
 
 #: the longest response head the client reads before calling it a failure (servers cap request heads lower)

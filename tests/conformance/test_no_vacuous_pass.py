@@ -62,7 +62,8 @@ def _run(tmp: Path, mode: str, interface: str, files, keyword: str) -> dict:
     name = f"{mode}-{interface}"
     results = tmp / f"{name}.json"
     argv = [sys.executable, "-c", _WRAP, *[f"conformance/{f}" for f in files], "-q", "-p", "no:cacheprovider",
-            "-p", "tests.broken.pick", "-p", "_hypothesis_pytestplugin", "--hypothesis-profile", "gatecheck-can-fail", "--no-expectations",
+            "-p", "tests.broken.pick", "-p", "_hypothesis_pytestplugin",
+            "--hypothesis-profile", "gatecheck-can-fail", "--no-expectations",
             "--server-cmd", f"{{python}} -m tests.hostile.server --port {{port}} --mode {mode}",
             "--interface", interface, "--results-json", str(results), "-k", keyword,
             "--server-log-dir", str(tmp / f"logs-{name}")]
