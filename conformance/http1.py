@@ -102,18 +102,24 @@ def parse_responses(data: bytes, *, methods=(), closed: bool = True) -> tuple:
     (a HEAD response has no body). Returns (responses, leftover bytes). A close-delimited body is complete
     only when ``closed`` is true. Bytes that cannot begin a response, or a head that breaks the grammar of
     RFC 9112 §4-§5, raise :class:`ParseError` at once (see :func:`parse_head`)."""
+    responses, pos = _parse_from(data, methods, closed)
+    return responses, bytes(data[pos:])
+
+
+def _parse_from(data, methods, closed: bool) -> tuple:
+    """(complete responses, position after them) in ``data`` (bytes or a bytearray, never copied whole)."""
     responses = []
     pos = 0
     methods = list(methods)
     final_index = 0
     while pos < len(data):
-        _check_start(data[pos:pos + 5])
+        _check_start(bytes(data[pos:pos + 5]))
         end = data.find(b"\r\n\r\n", pos)
         if end < 0:
             if len(data) - pos > HEAD_CAP:
                 raise ParseError(f"a response head longer than the client's cap of {HEAD_CAP} bytes")
             break
-        resp = parse_head(data[pos:end])
+        resp = parse_head(bytes(data[pos:end]))
         start, body_start = pos, end + 4
         method = methods[final_index] if final_index < len(methods) else "GET"
         if resp.interim:
@@ -129,7 +135,7 @@ def parse_responses(data: bytes, *, methods=(), closed: bool = True) -> tuple:
             break
         responses.append(resp)
         final_index += 1
-    return responses, data[pos:]
+    return responses, pos
 
 
 def _check_start(first: bytes) -> None:
@@ -201,12 +207,12 @@ def _parse_body(resp: Response, data: bytes, body_start: int, method: str, close
         length = int(next(iter(values)))
         if len(data) - body_start < length:
             return None
-        resp.body = data[body_start:body_start + length]
+        resp.body = bytes(data[body_start:body_start + length])
         resp.framing = "length"
         return body_start + length
     if not closed:
         return None
-    resp.body = data[body_start:]
+    resp.body = bytes(data[body_start:])
     resp.framing = "close"
     return len(data)
 
@@ -233,7 +239,7 @@ def _parse_chunked(data: bytes, pos: int):
                 pos = eol + 2
                 if not line:
                     return bytes(body), trailers, pos
-                trailers.append(_field_line(line))
+                trailers.append(_field_line(bytes(line)))
         if len(data) < pos + size + 2:
             return None
         body += data[pos:pos + size]
@@ -244,6 +250,15 @@ def _parse_chunked(data: bytes, pos: int):
 
 class Overflow(AssertionError):
     """The server sent more than a read's cap: a check failure that names the cap (never unbounded memory)."""
+
+
+def _cut(buffer: bytearray) -> bytearray:
+    """``buffer`` cut (in place) to the bytes a failure message shows, once the read is over."""
+    del buffer[_SHOWN:]
+    return buffer
+
+
+_SHOWN = 400
 
 
 def _overflow(buffer, cap: int, doing: str) -> Overflow:
@@ -259,7 +274,7 @@ def read_raw(sock, done=lambda buf: False, *, timeout: float, cap: int = bounded
     buf = bytearray()
     end = bounded.read_until(sock, buf, done, deadline=time.monotonic() + timeout, cap=cap)
     if end == bounded.OVERFLOW:
-        raise _overflow(buf, cap, "reading raw bytes")
+        raise _overflow(_cut(buf), cap, "reading raw bytes")
     return bytes(buf), end
 
 
@@ -280,50 +295,67 @@ class Connection:
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def _recv(self, deadline: float, doing: str) -> bool:
-        """One bounded read into the buffer; False when the deadline passed (EOF and reset set ``closed``)."""
-        buf = bytearray(self.buffer)
+    # On an overflow or unparseable bytes the buffer is cut to what the message shows before raising: a
+    # failed check's traceback (kept by pytest with its frames) must not keep megabytes alive.
+
+    def _recv(self, buf: bytearray, deadline: float) -> str | None:
+        """One bounded read into ``buf``: None when bytes came, else how it ended (EOF and reset set ``closed``)."""
         end = bounded.recv_once(self.sock, buf, deadline=deadline, cap=self.cap)
-        self.buffer = bytes(buf)
-        if end == bounded.OVERFLOW:
-            raise _overflow(self.buffer, self.cap, doing)
         if end in (bounded.CLOSED, bounded.RESET):
             self.closed = True
-        return end != bounded.TIMEOUT
+        return end
 
     def read_responses(self, count: int = 1, methods=(), timeout: float | None = None) -> Exchange:
         """Read until ``count`` final responses are complete, the server closes, or the timeout passes.
         Bytes that are not a valid response raise :class:`ParseError` showing them."""
         deadline = time.monotonic() + (timeout if timeout is not None else self.timeout)
         timed_out = False
-        while True:
-            responses, leftover = self._parse(methods)
-            if sum(1 for r in responses if not r.interim) >= count or self.closed:
-                break
-            if (responses and responses[-1].status == 101) or not self._recv(deadline, "reading a response"):
-                timed_out = not self.closed and not (responses and responses[-1].status == 101)
-                break
-        responses, leftover = self._parse(methods)
-        raw = self.buffer
-        consumed = len(self.buffer) - len(leftover)
-        self.buffer = self.buffer[consumed:]
-        return Exchange(responses, self.closed, leftover, timed_out, raw)
-
-    def _parse(self, methods) -> tuple:
+        buf = bytearray(self.buffer)   # one growing buffer per read: no copy of it per chunk
         try:
-            return parse_responses(self.buffer, methods=methods, closed=self.closed)
+            while True:
+                responses, pos, error = self._parse(buf, methods)
+                if error or sum(1 for r in responses if not r.interim) >= count or self.closed:
+                    break
+                switched = bool(responses) and responses[-1].status == 101
+                end = None if switched else self._recv(buf, deadline)
+                if end == bounded.OVERFLOW:
+                    raise _overflow(_cut(buf), self.cap, "reading a response")
+                if switched or end == bounded.TIMEOUT:
+                    timed_out = not switched
+                    break
+            if not error:
+                responses, pos, error = self._parse(buf, methods)
+            if error:
+                _cut(buf)
+                raise ParseError(error)
+        finally:
+            self.buffer = bytes(buf)
+        raw, self.buffer = self.buffer, self.buffer[pos:]
+        return Exchange(responses, self.closed, self.buffer, timed_out, raw)
+
+    def _parse(self, buf: bytearray, methods) -> tuple:
+        """(responses, position after them, None), or ([], 0, what is wrong with the bytes)."""
+        try:
+            return (*_parse_from(buf, methods, self.closed), None)
         except ParseError as exc:
-            raise ParseError(f"the server sent bytes that are not a valid HTTP/1.x response: {exc}; "
-                             f"got {self.buffer[:400]!r}") from None
+            return [], 0, (f"the server sent bytes that are not a valid HTTP/1.x response: {exc}; "
+                           f"got {bytes(buf[:400])!r}")
 
     def wait_closed(self, timeout: float = 2.0) -> bool:
         """True if the server closes the connection (EOF or reset) within ``timeout``; extra bytes are kept
         (up to the cap: more raises :class:`Overflow`)."""
         deadline = time.monotonic() + timeout
-        while not self.closed:
-            if not self._recv(deadline, "waiting for the connection to close"):
-                return False
-        return True
+        buf = bytearray(self.buffer)
+        try:
+            while not self.closed:
+                end = self._recv(buf, deadline)
+                if end == bounded.OVERFLOW:
+                    raise _overflow(_cut(buf), self.cap, "waiting for the connection to close")
+                if end == bounded.TIMEOUT:
+                    return False
+            return True
+        finally:
+            self.buffer = bytes(buf)
 
     def close(self) -> None:
         try:
