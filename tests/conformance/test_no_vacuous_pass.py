@@ -3,9 +3,11 @@
 Each run is a pytest subprocess of the HTTP/1 areas against ``tests/hostile/server.py`` (a real process that
 answers the readiness probe, then misbehaves); its outcomes are read from the results JSON.
 
-- ``garbage``, ``close``, ``reset``, ``bad-header``: every HTTP/1 check runs (the WSGI target runs the
-  interface-neutral checks and the WSGI ones; an ASGI and an RSGI target add their own), and none may
-  pass. These modes answer at once, so the whole sweep costs little.
+- ``garbage`` and ``close``: every HTTP/1 check runs (the WSGI target runs the interface-neutral checks and
+  the WSGI ones; an ASGI and an RSGI target add their own), and none may pass. ``reset`` and ``bad-header``
+  run on the WSGI target only: the client meets them on the same paths as ``close`` and ``garbage`` (an
+  ended connection; the one strict parser), so the ASGI and RSGI checks would repeat those paths. No
+  check passes in any of them; measured once for all three interfaces as well.
 - ``silent``: every check costs its read deadline there, so the sweep runs the checks whose rule is about
   what must *not* come back (the vacuous-pass shape: "no injected field", "not processed", "never
   reaches the wire", "rejected or closed") - the ones a silent server could satisfy by absence.
@@ -77,7 +79,7 @@ def _run(tmp: Path, mode: str, interface: str, files, keyword: str) -> dict:
 
 
 def _run_all(tmp: Path, jobs: list) -> list:
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=5) as pool:   # the runs mostly wait on deadlines
         return list(pool.map(lambda job: _run(tmp, *job), jobs))
 
 
@@ -93,7 +95,7 @@ def _explain(run: dict) -> str:
 def sweeps(tmp_path_factory) -> list:
     tmp = tmp_path_factory.mktemp("hostile")
     jobs = [(mode, interface, files, keyword) for mode in FAST_MODES
-            for interface, (files, keyword) in SWEEP.items()]
+            for interface, (files, keyword) in SWEEP.items() if interface == "wsgi" or mode in ("garbage", "close")]
     absence = " or ".join(ABSENCE)
     jobs += [("silent", interface, files, f"({keyword}) and ({absence})")
              for interface, (files, keyword) in SWEEP.items()]
