@@ -1,17 +1,32 @@
-"""A raw HTTP/1.x client for checks: exact bytes out, parsed responses back, a timeout on every read.
+"""A raw HTTP/1.x client for checks: exact bytes out, parsed responses back, a deadline and a cap on every read.
 
 Checks need to send what no polite client would (bare CR, duplicate Content-Length, obs-fold) and to see
 exactly what came back, including whether the server closed the connection. So this module builds
 requests from parts (``build_request``) and parses responses from raw bytes (``parse_responses``) with the
 framing rules of RFC 9112 §6.3: no body for HEAD/1xx/204/304, chunked, Content-Length, or close-delimited.
+
+Rules of this module:
+
+1. The parser is strict (``parse_head``): a response that breaks the grammar of RFC 9112 §4-§5 raises
+   ``ParseError`` with its bytes, and a check fails on it; it is never read leniently into a pass.
+2. Every read goes through ``conformance.bounded`` (deadline and cap); passing the cap raises ``Overflow``,
+   a failure naming the cap. ``read_raw`` is the one loop for checks that need bytes, not responses.
 """
 from __future__ import annotations
 
+import re
 import socket
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Response", "Exchange", "build_request", "parse_responses", "exchange", "Connection", "ParseError"]
+from . import bounded
+
+__all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "exchange", "Connection",
+           "ParseError", "Overflow", "HEAD_CAP", "read_raw"]
+
+
+#: the longest response head the client reads before calling it a failure (servers cap request heads lower)
+HEAD_CAP = 1 << 20
 
 
 class ParseError(ValueError):
@@ -85,69 +100,121 @@ def _b(value) -> bytes:
 def parse_responses(data: bytes, *, methods=(), closed: bool = True) -> tuple:
     """Parse as many complete responses as ``data`` holds. ``methods`` lists the request methods in order
     (a HEAD response has no body). Returns (responses, leftover bytes). A close-delimited body is complete
-    only when ``closed`` is true."""
+    only when ``closed`` is true. Bytes that cannot begin a response, or a head that breaks the grammar of
+    RFC 9112 §4-§5, raise :class:`ParseError` at once (see :func:`parse_head`)."""
+    responses, pos = _parse_from(data, methods, closed)
+    return responses, bytes(data[pos:])
+
+
+def _parse_from(data, methods, closed: bool) -> tuple:
+    """(complete responses, position after them) in ``data`` (bytes or a bytearray, never copied whole)."""
     responses = []
     pos = 0
     methods = list(methods)
     final_index = 0
     while pos < len(data):
+        _check_start(bytes(data[pos:pos + 5]))
         end = data.find(b"\r\n\r\n", pos)
         if end < 0:
+            if len(data) - pos > HEAD_CAP:
+                raise ParseError(f"a response head longer than the client's cap of {HEAD_CAP} bytes")
             break
-        head = data[pos:end]
-        lines = head.split(b"\r\n")
-        status_line = lines[0]
-        parts = status_line.split(b" ", 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit() or len(parts[1]) != 3:
-            raise ParseError(f"bad status line {status_line[:100]!r}")
-        version, status = parts[0].decode("latin-1"), int(parts[1])
-        reason = parts[2].decode("latin-1") if len(parts) > 2 else ""
-        headers = []
-        for line in lines[1:]:
-            name, sep, value = line.partition(b":")
-            if not sep:
-                raise ParseError(f"bad header line {line[:100]!r}")
-            headers.append((name, value.strip(b" \t")))
-        resp = Response(version, status, reason, headers, raw_head=head)
-        body_start = end + 4
+        resp = parse_head(bytes(data[pos:end]))
+        start, body_start = pos, end + 4
         method = methods[final_index] if final_index < len(methods) else "GET"
-        if 100 <= status < 200:
+        if resp.interim:
             resp.framing = "none"
             responses.append(resp)
             pos = body_start
+            if resp.status == 101:
+                break   # RFC 9110 §15.2.2: the bytes after a 101's head belong to the new protocol
             continue
-        te = b",".join(v for k, v in headers if k.lower() == b"transfer-encoding").lower()
-        cls = [v for k, v in headers if k.lower() == b"content-length"]
-        if method == "HEAD" or status in (204, 304):
-            resp.framing = "none"
-            pos = body_start
-        elif te:
-            if not te.replace(b" ", b"").endswith(b"chunked"):
-                raise ParseError(f"response transfer-encoding {te!r} does not end in chunked")
-            parsed = _parse_chunked(data, body_start)
-            if parsed is None:
-                break
-            resp.body, resp.trailers, pos = parsed
-            resp.framing = "chunked"
-        elif cls:
-            values = {v.strip() for v in b",".join(cls).split(b",")}
-            if len(values) != 1 or not next(iter(values)).isdigit():
-                raise ParseError(f"bad response content-length {cls!r}")
-            length = int(next(iter(values)))
-            if len(data) - body_start < length:
-                break
-            resp.body = data[body_start:body_start + length]
-            resp.framing = "length"
-            pos = body_start + length
-        else:
-            if not closed:
-                break
-            resp.body = data[body_start:]
-            resp.framing = "close"
-            pos = len(data)
+        pos = _parse_body(resp, data, body_start, method, closed)
+        if pos is None:
+            pos = start
+            break
         responses.append(resp)
         final_index += 1
-    return responses, data[pos:]
+    return responses, pos
+
+
+def _check_start(first: bytes) -> None:
+    """Every response begins with "HTTP/": anything else is not a response, however few bytes came."""
+    if not b"HTTP/".startswith(first[:5]):
+        raise ParseError(f"bytes that do not begin a response: {first!r}")
+
+
+_STATUS_LINE = re.compile(rb"(HTTP/[0-9]\.[0-9]) ([0-9]{3}) ([\t \x21-\x7e\x80-\xff]*)")
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_FIELD_VALUE = re.compile(rb"[\t \x21-\x7e\x80-\xff]*")
+
+
+def parse_head(head: bytes) -> Response:
+    """A response head (without its final CRLF CRLF), parsed by the grammar of RFC 9112 §4 and §5:
+    ``status-line = HTTP-version SP status-code SP [reason-phrase]``, each field line
+    ``field-name ":" OWS field-value OWS`` with a token name, no whitespace before the colon, and a value of
+    VCHAR / obs-text / SP / HTAB only (so no bare CR, LF or NUL).
+
+    obs-fold is refused too: RFC 9112 §5.2 lets a user agent unfold it, but its first sentence binds the server
+    ("A sender MUST NOT generate a message that includes line folding"), so a folded response line is a
+    server's violation that a check reports, not something a checking client should smooth over."""
+    lines = head.split(b"\r\n")
+    match = _STATUS_LINE.fullmatch(lines[0])
+    if not match:
+        raise ParseError(f"bad status line {lines[0][:100]!r} (RFC 9112 §4: HTTP-version SP 3DIGIT SP reason)")
+    headers = [_field_line(line) for line in lines[1:]]
+    version, status, reason = match.groups()
+    return Response(version.decode("latin-1"), int(status), reason.decode("latin-1"), headers, raw_head=head)
+
+
+def _field_line(line: bytes) -> tuple:
+    """(name, value) of one field line (a header or a trailer), or ParseError naming the rule it breaks."""
+    if line[:1] in (b" ", b"\t"):
+        raise ParseError(f"obs-fold (a line folded onto the previous field) {line[:100]!r}: "
+                         "RFC 9112 §5.2, a sender MUST NOT generate it")
+    name, sep, value = line.partition(b":")
+    if not sep or not _TOKEN.fullmatch(name):
+        raise ParseError(f"bad field line {line[:100]!r} (RFC 9112 §5: a token, then ':' with no "
+                         "whitespace before it)")
+    value = value.strip(b" \t")
+    if not _FIELD_VALUE.fullmatch(value):
+        raise ParseError(f"bad field value in {line[:100]!r} (RFC 9110 §5.5: CR, LF, NUL and other CTLs "
+                         "are invalid)")
+    return name, value
+
+
+def _parse_body(resp: Response, data: bytes, body_start: int, method: str, closed: bool) -> int | None:
+    """Frame the body of a final response by RFC 9112 §6.3; the position after it, or None if incomplete."""
+    headers = resp.headers
+    te = b",".join(v for k, v in headers if k.lower() == b"transfer-encoding").lower()
+    cls = [v for k, v in headers if k.lower() == b"content-length"]
+    if method == "HEAD" or resp.status in (204, 304):
+        resp.framing = "none"
+        return body_start
+    if te:
+        if not te.replace(b" ", b"").endswith(b"chunked"):
+            raise ParseError(f"response transfer-encoding {te!r} does not end in chunked")
+        parsed = _parse_chunked(data, body_start)
+        if parsed is None:
+            return None
+        resp.body, resp.trailers, pos = parsed
+        resp.framing = "chunked"
+        return pos
+    if cls:
+        values = {v.strip() for v in b",".join(cls).split(b",")}
+        if len(values) != 1 or not next(iter(values)).isdigit():
+            raise ParseError(f"bad response content-length {cls!r}")
+        length = int(next(iter(values)))
+        if len(data) - body_start < length:
+            return None
+        resp.body = bytes(data[body_start:body_start + length])
+        resp.framing = "length"
+        return body_start + length
+    if not closed:
+        return None
+    resp.body = bytes(data[body_start:])
+    resp.framing = "close"
+    return len(data)
 
 
 def _parse_chunked(data: bytes, pos: int):
@@ -172,8 +239,7 @@ def _parse_chunked(data: bytes, pos: int):
                 pos = eol + 2
                 if not line:
                     return bytes(body), trailers, pos
-                name, _, value = line.partition(b":")
-                trailers.append((name, value.strip()))
+                trailers.append(_field_line(bytes(line)))
         if len(data) < pos + size + 2:
             return None
         body += data[pos:pos + size]
@@ -182,11 +248,45 @@ def _parse_chunked(data: bytes, pos: int):
         pos += size + 2
 
 
-class Connection:
-    """One TCP connection with a deadline on every operation; reads until responses are complete."""
+class Overflow(AssertionError):
+    """The server sent more than a read's cap: a check failure that names the cap (never unbounded memory)."""
 
-    def __init__(self, address: tuple, timeout: float = 5.0) -> None:
+
+def _cut(buffer: bytearray) -> bytearray:
+    """``buffer`` cut (in place) to the bytes a failure message shows, once the read is over."""
+    del buffer[_SHOWN:]
+    return buffer
+
+
+_SHOWN = 400
+
+
+def _overflow(buffer, cap: int, doing: str) -> Overflow:
+    return Overflow(f"the server sent more than the client's cap of {cap} bytes while {doing}; "
+                    f"the first bytes: {bytes(buffer[:300])!r}")
+
+
+def read_raw(sock, done=lambda buf: False, *, timeout: float, cap: int = bounded.DEFAULT_CAP) -> tuple:
+    """Raw bytes from ``sock`` until ``done(buffer)`` holds, the server closes or resets, or ``timeout``
+    seconds pass: (bytes, how the read ended, one of :data:`bounded.ENDS`). The one bounded read for checks
+    that need bytes rather than responses (arrival times, a first byte before leaving); passing ``cap``
+    raises :class:`Overflow`."""
+    buf = bytearray()
+    end = bounded.read_until(sock, buf, done, deadline=time.monotonic() + timeout, cap=cap)
+    if end == bounded.OVERFLOW:
+        raise _overflow(_cut(buf), cap, "reading raw bytes")
+    return bytes(buf), end
+
+
+class Connection:
+    """One TCP connection with a deadline on every operation; reads until responses are complete.
+
+    Every read goes through :func:`conformance.bounded.recv_once`: a deadline and a cap of ``cap`` bytes
+    buffered; passing the cap raises :class:`Overflow` (a check failure naming the cap)."""
+
+    def __init__(self, address: tuple, timeout: float = 5.0, cap: int = bounded.DEFAULT_CAP) -> None:
         self.timeout = timeout
+        self.cap = cap
         self.sock = socket.create_connection(address, timeout=timeout)
         self.sock.settimeout(timeout)
         self.buffer = b""
@@ -195,55 +295,67 @@ class Connection:
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
+    # On an overflow or unparseable bytes the buffer is cut to what the message shows before raising: a
+    # failed check's traceback (kept by pytest with its frames) must not keep megabytes alive.
+
+    def _recv(self, buf: bytearray, deadline: float) -> str | None:
+        """One bounded read into ``buf``: None when bytes came, else how it ended (EOF and reset set ``closed``)."""
+        end = bounded.recv_once(self.sock, buf, deadline=deadline, cap=self.cap)
+        if end in (bounded.CLOSED, bounded.RESET):
+            self.closed = True
+        return end
+
     def read_responses(self, count: int = 1, methods=(), timeout: float | None = None) -> Exchange:
-        """Read until ``count`` final responses are complete, the server closes, or the timeout passes."""
+        """Read until ``count`` final responses are complete, the server closes, or the timeout passes.
+        Bytes that are not a valid response raise :class:`ParseError` showing them."""
         deadline = time.monotonic() + (timeout if timeout is not None else self.timeout)
         timed_out = False
-        while True:
-            responses, leftover = parse_responses(self.buffer, methods=methods, closed=self.closed)
-            if sum(1 for r in responses if not r.interim) >= count or self.closed:
-                break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            self.sock.settimeout(remaining)
-            try:
-                chunk = self.sock.recv(65536)
-            except socket.timeout:
-                timed_out = True
-                break
-            except ConnectionResetError:
-                self.closed = True
-                continue
-            if not chunk:
-                self.closed = True
-            self.buffer += chunk
-        responses, leftover = parse_responses(self.buffer, methods=methods, closed=self.closed)
-        raw = self.buffer
-        consumed = len(self.buffer) - len(leftover)
-        self.buffer = self.buffer[consumed:]
-        return Exchange(responses, self.closed, leftover, timed_out, raw)
+        buf = bytearray(self.buffer)   # one growing buffer per read: no copy of it per chunk
+        try:
+            while True:
+                responses, pos, error = self._parse(buf, methods)
+                if error or sum(1 for r in responses if not r.interim) >= count or self.closed:
+                    break
+                switched = bool(responses) and responses[-1].status == 101
+                end = None if switched else self._recv(buf, deadline)
+                if end == bounded.OVERFLOW:
+                    raise _overflow(_cut(buf), self.cap, "reading a response")
+                if switched or end == bounded.TIMEOUT:
+                    timed_out = not switched
+                    break
+            if not error:
+                responses, pos, error = self._parse(buf, methods)
+            if error:
+                _cut(buf)
+                raise ParseError(error)
+        finally:
+            self.buffer = bytes(buf)
+        raw, self.buffer = self.buffer, self.buffer[pos:]
+        return Exchange(responses, self.closed, self.buffer, timed_out, raw)
+
+    def _parse(self, buf: bytearray, methods) -> tuple:
+        """(responses, position after them, None), or ([], 0, what is wrong with the bytes)."""
+        try:
+            return (*_parse_from(buf, methods, self.closed), None)
+        except ParseError as exc:
+            return [], 0, (f"the server sent bytes that are not a valid HTTP/1.x response: {exc}; "
+                           f"got {bytes(buf[:400])!r}")
 
     def wait_closed(self, timeout: float = 2.0) -> bool:
-        """True if the server closes the connection (EOF or reset) within ``timeout``; extra bytes are kept."""
+        """True if the server closes the connection (EOF or reset) within ``timeout``; extra bytes are kept
+        (up to the cap: more raises :class:`Overflow`)."""
         deadline = time.monotonic() + timeout
-        while not self.closed:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            self.sock.settimeout(remaining)
-            try:
-                chunk = self.sock.recv(65536)
-            except socket.timeout:
-                return False
-            except ConnectionResetError:
-                self.closed = True
-                break
-            if not chunk:
-                self.closed = True
-            self.buffer += chunk
-        return True
+        buf = bytearray(self.buffer)
+        try:
+            while not self.closed:
+                end = self._recv(buf, deadline)
+                if end == bounded.OVERFLOW:
+                    raise _overflow(_cut(buf), self.cap, "waiting for the connection to close")
+                if end == bounded.TIMEOUT:
+                    return False
+            return True
+        finally:
+            self.buffer = bytes(buf)
 
     def close(self) -> None:
         try:

@@ -120,6 +120,9 @@ def test_pathsend_of_a_missing_file_never_hangs(server):
         ended = result.closed or any(r.status >= 400 for r in result.final) or conn.wait_closed(3)
     assert ended, f"neither an error response nor a close within 8 s: {result.raw[:200]!r}"
     assert not [r for r in result.final if 200 <= r.status < 300], "a missing file was answered as a complete 200"
+    sent = step(wait_steps(server, token, len(steps), timeout=3), 1)
+    assert sent is not None, (
+        f"no evidence the app's pathsend ran (a close before it proves nothing): {result.raw[:200]!r}")
 
 
 _PATHSEND_MISUSE = {

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from .client import random_bytes, value_of
-from .http1 import Connection, build_request, parse_responses
+from .http1 import Connection, build_request, parse_responses, read_raw
 from .markers import interfaces, needs, spec
 from .scripted import new_token, wait_event, run_script, script_request, step, wait_steps
 from .wire import assert_answered_in_order
@@ -355,23 +355,17 @@ def test_each_body_message_is_flushed_before_the_next(server, size):
     """The client receives a body chunk before the app sends the next one (flush before send() returns)."""
     token = new_token()
     steps = [["start", 200], ["body", {"size": size}, True], ["sleep", 1.0, {"label": "pause"}], ["body", "end"]]
-    seen_at, data = None, b""
+    seen_at = None
+
+    def complete(data) -> bool:   # called after every read: note when the first chunk was all there
+        nonlocal seen_at
+        if seen_at is None and _body_bytes_so_far(data) >= size:
+            seen_at = time.time()
+        return _body_bytes_so_far(data) >= size + 3
+
     with Connection(server.address, 8) as conn:
         conn.send(script_request(server, steps, token=token))
-        deadline = time.monotonic() + 6
-        while time.monotonic() < deadline:
-            conn.sock.settimeout(max(0.05, deadline - time.monotonic()))
-            try:
-                chunk = conn.sock.recv(65536)
-            except socket.timeout:
-                break
-            if not chunk:
-                break
-            data += chunk
-            if seen_at is None and _body_bytes_so_far(data) >= size:
-                seen_at = time.time()
-            if _body_bytes_so_far(data) >= size + 3:
-                break
+        data, _ = read_raw(conn.sock, complete, timeout=6)
     events = wait_steps(server, token, len(steps), timeout=5)
     paused = step(events, label="pause")
     assert paused is not None, f"the script did not get past its pause: {[e['event'] for e in events]}"

@@ -105,13 +105,24 @@ def _inject_steps(case: str) -> list:
 @pytest.mark.parametrize("case", list(_INJECT))
 @spec("RFC 9110 §2.2", "MUST NOT")
 def test_header_with_cr_lf_or_nul_never_reaches_the_wire(server, case):
-    """A response header name or value with CR, LF or NUL never produces an injected field or a raw control byte."""
-    result, _, _ = _scripted(server, _inject_steps(case), close_wait=0)
+    """A response header name or value with CR, LF or NUL never produces an injected field or a raw control byte.
+
+    Evidence, not absence: either a well-formed response (parsed strictly: a bare CR, LF or NUL in the head
+    fails it) with no x-injected field, or the app's log shows the send with the header returned (it ran)
+    and the server then closed the connection without a response. Silence, garbage, or a close before the
+    app's send ran fail."""
+    result, closed, events = _scripted(server, _inject_steps(case), close_wait=0)
     raw = result.raw + (result.leftover or b"")
     head = raw.split(b"\r\n\r\n", 1)[0]
     assert b"\nx-injected" not in head.lower() and b"\rx-injected" not in head.lower(), (
         f"the app's CR/LF reached the wire as a header line: {head[:300]!r}")
     assert b"\x00" not in head, f"a NUL byte reached the response head: {head[:300]!r}"
+    if result.final:
+        assert not result.first.header_all("x-injected"), f"an injected field reached the wire: {head[:300]!r}"
+        return
+    assert step(events, 0) is not None and closed, (
+        f"no response, and no evidence the server refused the header (the app's send logged: "
+        f"{step(events, 0) is not None}, closed: {closed}): {raw[:300]!r}")
 
 
 @pytest.mark.parametrize("case", list(_INJECT))
@@ -188,13 +199,16 @@ def test_exception_after_start_never_looks_complete(server, case):
 @pytest.mark.parametrize("case", list(_RETURNED))
 @spec("ASGI WWW §Response Start / RFC 9112 §8", "POLICY")
 def test_app_returning_mid_response_is_never_a_complete_response(server, case):
-    """POLICY (the spec is silent): a response the app returned from unfinished never looks complete, and ends."""
+    """POLICY (the spec is silent): a response the app returned from unfinished never looks complete, and ends.
+    The app's log must show its http.response.start was accepted: a close before the app ran proves nothing."""
     token = new_token()
     with Connection(server.address, 6) as conn:
         conn.send(script_request(server, _RETURNED[case], token=token))
         result = conn.read_responses(1, timeout=3)
         failed = any(r.status >= 500 for r in result.final)
         closed = failed or conn.wait_closed(3.0)
+    started = step(wait_steps(server, token, len(_RETURNED[case]), timeout=3), 0)
+    assert started and started.get("ok"), f"no evidence the app started its response: {result.raw[:200]!r}"
     _no_complete_success(result)
     assert closed, "neither a 5xx nor a close within 3 s: the client waits for the rest forever"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures import JSON_BODY, payload_bytes
+from fixtures import JSON_BODY, TOKEN_HEADER, payload_bytes
 
 from .markers import needs, spec
 from .wire import (assert_answered_in_order, assert_closed, assert_never_parsed, deliver, describe, request,
@@ -45,14 +45,19 @@ def test_connection_close_request_gets_connection_close_in_response(server):
 
 @spec("RFC 9112 §9.6", "MUST NOT")
 def test_request_pipelined_after_connection_close_is_not_processed(server):
-    """After a request with Connection: close, a request pipelined behind it is never processed (the
-    client broke the rule by sending it, so the first request's answer is not judged here)."""
-    token = server.new_token()
-    data = request(server, headers=[("Connection", "close")]) + smuggled_request(server, token)
+    """After a request with Connection: close, a request pipelined behind it is never processed.
+
+    Evidence, not absence: the server MUST answer the first request before it closes (§9.6), so exactly one
+    well-formed final response must come back (its status is not judged: the client broke the rule by
+    pipelining), then the close, with no further bytes; the app's log must show the first request (so the
+    log works) and never the second. Silence, garbage or a close without the first answer fail."""
+    first, token = server.new_token(), server.new_token()
+    data = request(server, headers=[("Connection", "close"), (TOKEN_HEADER, first)]) + smuggled_request(server, token)
     ex = deliver(server, data, methods=["GET"], wait_close=True)
-    assert len(ex.final) <= 1 and not ex.leftover.strip(), (
-        f"the request after Connection: close was answered: {describe(ex)}")
+    assert len(ex.final) == 1, f"expected the first request's response and nothing more: {describe(ex)}"
+    assert not ex.leftover.strip(), f"the request after Connection: close was answered: {describe(ex)}"
     assert_closed(ex)
+    assert server.events(first, timeout=2.0), "the app's log never showed the first request: no evidence"
     assert_never_parsed(server, token)
 
 

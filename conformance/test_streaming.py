@@ -17,7 +17,8 @@ import pytest
 from fixtures import payload_bytes
 
 from .client import random_bytes
-from .http1 import ParseError, parse_responses
+from .bounded import RESET
+from .http1 import ParseError, parse_responses, read_raw
 from .markers import interfaces, needs, spec
 from .wire import REPLY_TIMEOUT, request, response_script, script_target
 
@@ -54,33 +55,23 @@ def _exchange_streaming(server, head: bytes, payload: bytes, rng: random.Random)
             failure.append(exc)
 
     thread = threading.Thread(target=writer, daemon=True)
-    received = bytearray()
-    deadline = time.monotonic() + _DEADLINE
     try:
         thread.start()
-        while time.monotonic() < deadline:
-            sock.settimeout(max(0.05, min(REPLY_TIMEOUT * 2, deadline - time.monotonic())))
-            try:
-                chunk = sock.recv(1 << 18)
-            except socket.timeout:
-                break
-            except ConnectionResetError as exc:
-                failure.append(exc)
-                break
-            if not chunk:
-                break
-            received += chunk
+        received, end = read_raw(sock, timeout=_DEADLINE)
+        if end == RESET:
+            failure.append(ConnectionResetError("the server reset the connection"))
     finally:
         sock.close()
         thread.join(5.0)
-    return bytes(received), (failure[0] if failure else None)
+    return received, (failure[0] if failure else None)
 
 
-def _parse(raw: bytes, method: str) -> list:
+def _parse(raw: bytes, method: str) -> tuple:
+    """(responses, None), or ([], what is wrong): the check raises, so pytest never prints ``raw`` whole."""
     try:
-        return parse_responses(raw, methods=[method], closed=True)[0]
+        return parse_responses(raw, methods=[method], closed=True)[0], None
     except ParseError as exc:
-        raise AssertionError(f"not a valid HTTP/1.x response: {exc}; got {raw[:300]!r}") from None
+        return [], f"not a valid HTTP/1.x response: {exc}; got {raw[:300]!r}"
 
 
 @pytest.mark.parametrize("size,framing", [
@@ -100,7 +91,8 @@ def test_iterated_echo_streams_body_back_byte_exact(server, size, framing):
         payload = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in _pieces(body, rng, 18)) + b"0\r\n\r\n"
     head = request(server, "POST", "/echo_iter", headers, content_length=False)
     raw, error = _exchange_streaming(server, head, payload, rng)
-    responses = _parse(raw, "POST")
+    responses, problem = _parse(raw, "POST")
+    assert not problem, problem
     finals = [r for r in responses if not r.interim]
     assert finals, f"no complete response (writer error: {error!r}); got {raw[:300]!r}"
     got = finals[0].body
@@ -120,23 +112,17 @@ def _chunk_arrivals(server) -> dict:
                             [m.decode() for m in _MARKS], pause=_PAUSE)
     sock = socket.create_connection(server.address, timeout=REPLY_TIMEOUT)
     arrivals: dict = {}
-    received = b""
+
+    def all_arrived(received) -> bool:   # called after every read: the time each mark first showed up
+        now = time.monotonic()
+        for mark in _MARKS:
+            if mark in received and mark not in arrivals:
+                arrivals[mark] = now
+        return len(arrivals) == len(_MARKS)
+
     try:
         sock.sendall(request(server, "GET", script_target(steps), [("Connection", "close")]))
-        deadline = time.monotonic() + REPLY_TIMEOUT + 2 * _PAUSE
-        while len(arrivals) < len(_MARKS) and time.monotonic() < deadline:
-            sock.settimeout(max(0.05, deadline - time.monotonic()))
-            try:
-                chunk = sock.recv(65536)
-            except socket.timeout:
-                break
-            if not chunk:
-                break
-            received += chunk
-            now = time.monotonic()
-            for mark in _MARKS:
-                if mark in received and mark not in arrivals:
-                    arrivals[mark] = now
+        received, _ = read_raw(sock, all_arrived, timeout=REPLY_TIMEOUT + 2 * _PAUSE)
     finally:
         sock.close()
     assert len(arrivals) == len(_MARKS), f"not every chunk arrived: {received[:400]!r}"
@@ -183,19 +169,13 @@ def test_many_small_streamed_chunks_arrive_byte_exact(server):
         "wsgi": [["start_response", "200 OK", []], ["repeat", 500, [["yield", piece]]]],
     }[server.interface]
     sock = socket.create_connection(server.address, timeout=REPLY_TIMEOUT)
-    received = b""
     try:
         sock.sendall(request(server, "GET", script_target(steps), [("Connection", "close")]))
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            received += chunk
-    except socket.timeout:
-        pass
+        received, _ = read_raw(sock, timeout=REPLY_TIMEOUT * 2)
     finally:
         sock.close()
-    responses = _parse(received, "GET")
+    responses, problem = _parse(received, "GET")
+    assert not problem, problem
     assert responses and responses[0].status == 200, received[:300]
     assert responses[0].body == payload_bytes(100) * 500, (
         f"{len(responses[0].body)} of 50000 octets, framing {responses[0].framing}")

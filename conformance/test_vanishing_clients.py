@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 import time
 
-from .http1 import build_request
+from .http1 import build_request, read_raw
 from .markers import interfaces, spec
 from .scripted import script_target
 from .usage import abort
@@ -33,13 +33,7 @@ def _vanish_after(server, steps: list, *, prefix: bytes = b"", read_first: int =
     try:
         sock.sendall(build_request(method, script_target(steps), headers, host=server.authority,
                                    content_length=False) + prefix)
-        got = b""
-        deadline = time.monotonic() + 5.0
-        while len(got) < read_first and time.monotonic() < deadline:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            got += chunk
+        got, _ = read_raw(sock, lambda buf: len(buf) >= read_first, timeout=5.0)
         if read_first:
             assert len(got) >= read_first, f"response did not start: {got[:200]!r}"
         else:

@@ -19,7 +19,7 @@ import pytest
 
 import fixtures
 
-from .http1 import Connection
+from .http1 import Connection, parse_head, read_raw
 from .markers import interfaces, needs, spec
 from .scripted import new_token, script_request, step, wait_steps
 from .scriptrun import events_until, named, ping, send
@@ -85,8 +85,13 @@ _ABORTED = {"chunked": [], "content-length": [["Content-Length", "10"]]}
 def test_response_is_aborted_when_iteration_raises(server, headers):
     """POLICY (the text: the server "can then trap this (fatal) exception and abort the response"; no
     keyword): when the iterable raises after body bytes of a non-text response were sent, the response is
-    aborted (connection closed, truncation visible), never completed as if it were whole."""
-    _, ex = send(server, [_sr("200 OK", *headers), ["yield", "abc"], ["raise", "mid-body"]])
+    aborted (connection closed, truncation visible), never completed as if it were whole.
+
+    Evidence, not absence: the app's log must show it yielded its bytes (so there was a response to
+    abort); a close before the app ran proves nothing."""
+    token, ex = send(server, [_sr("200 OK", *headers), ["yield", "abc"], ["raise", "mid-body"]])
+    yielded = step(wait_steps(server, token, 2), 1)
+    assert yielded and yielded.get("ok"), f"no evidence the app ran and yielded (step: {yielded}): {describe(ex)}"
     complete = [r for r in ex.final if r.status == 200]
     assert not complete, f"the failed response was framed as complete ({complete[0].framing}): {describe(ex)}"
     assert ex.closed, f"the connection stayed open after the aborted response: {describe(ex)}"
@@ -99,7 +104,7 @@ def abandoned_stream(server):
     steps = [_sr(), ["repeat", _STREAM_BLOCKS, [["yield", {"size": 1000}], ["sleep", _BLOCK_PAUSE]]]]
     with socket.create_connection(server.address, timeout=REPLY_TIMEOUT) as sock:
         sock.sendall(script_request(server, steps, token=token))
-        sock.recv(4096)
+        read_raw(sock, bool, timeout=REPLY_TIMEOUT, cap=4096)   # the first bytes, then leave
         time.sleep(0.2)
         left = time.time()
     closes, events = _closes(server, token, timeout=_STREAM_BLOCKS * _BLOCK_PAUSE + 4)
@@ -148,6 +153,7 @@ def test_body_longer_than_content_length_is_not_sent(server):
     never reads the excess as the start of the next response."""
     steps = [_sr("200 OK", ["Content-Length", "3"]), ["yield", "abc"], ["yield", "EXCESS"]]
     _, ex = send(server, steps, then=ping(server), count=2)
+    assert ex.first.status == 200 and ex.first.body == b"abc", describe(ex)   # evidence: the response came
     assert b"EXCESS" not in ex.raw, f"bytes beyond Content-Length were sent: {describe(ex)}"
     if len(ex.final) == 2:
         assert ex.final[0].body == b"abc" and ex.final[1].body == b"ok", describe(ex)
@@ -162,6 +168,8 @@ def test_body_shorter_than_content_length_closes_the_connection(server):
         conn.send(script_request(server, steps, token=None) + ping(server))
         closed = conn.wait_closed(1.5)
         raw = conn.buffer
+    head, sep, _ = raw.partition(b"\r\n\r\nabc")
+    assert sep and parse_head(head).status == 200, f"the response's head and its 3 bytes never came: {raw[:300]!r}"
     assert b"HTTP/1." not in raw.partition(b"\r\n\r\nabc")[2], f"the next response was spliced in: {raw!r}"
     assert closed, f"the connection stayed open 1.5s after a short body: {raw[-200:]!r}"
 

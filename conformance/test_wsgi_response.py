@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from .http1 import read_raw
 from .markers import interfaces, needs, spec
 from .scripted import script_request, step, wait_steps
 from .scriptrun import events_until, named, send
@@ -47,25 +48,19 @@ def _timed(server, steps: list, marker: bytes, end: bytes, timeout: float = 5.0)
     reading stops once ``end`` arrived (the response is over) or after ``timeout``."""
     data = script_request(server, steps, token=None)
     first = seen = None
-    buf = b""
+
+    def over(buf) -> bool:   # called after every read: note the first byte and the marker
+        nonlocal first, seen
+        first = time.monotonic() - start if first is None and buf else first
+        body = buf.partition(b"\r\n\r\n")[2]
+        if seen is None and marker in body:
+            seen = time.monotonic() - start
+        return end in body
+
     with socket.create_connection(server.address, timeout=timeout) as sock:
         start = time.monotonic()
         sock.sendall(data)
-        while time.monotonic() - start < timeout:
-            sock.settimeout(max(0.01, timeout - (time.monotonic() - start)))
-            try:
-                chunk = sock.recv(65536)
-            except socket.timeout:
-                break
-            if not chunk:
-                break
-            first = time.monotonic() - start if first is None else first
-            buf += chunk
-            body = buf.partition(b"\r\n\r\n")[2]
-            if seen is None and marker in body:
-                seen = time.monotonic() - start
-            if end in body:
-                break
+        buf, _ = read_raw(sock, over, timeout=timeout)
     return first, seen, buf
 
 
@@ -234,8 +229,12 @@ _NON_LATIN1 = {"status": (["start_response", "200 O\u20acK", [_OCTETS]]),
 @spec("PEP 3333 §Unicode Issues", "DEFINED")
 def test_non_latin1_status_or_header_is_an_error(server, sr):
     """A status or header with a code point above U+00FF is a fatal error: never a normal 200 response,
-    never the text encoded some other way on the wire."""
+    never the text encoded some other way on the wire.
+
+    Evidence, not absence: the app's log must show its start_response call (so the server was handed the
+    text); a close before the app ran proves nothing."""
     token, ex = send(server, [sr + [{"reraise": True}], ["yield", "x"]])
+    assert _calls(server, token, until=("request.end",)), f"no evidence the app ran: {describe(ex)}"
     complete_ok = [r for r in ex.final if r.status == 200]
     assert not complete_ok, f"sent a normal 200 for a non-latin-1 {sr}: {describe(ex)}"
     assert "\u20ac".encode() not in ex.raw, f"the app's text reached the wire as UTF-8: {describe(ex)}"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import fixtures
 
 from .h2client import H2Client
+from . import bounded
 from .http1 import Connection, Exchange
 
 __all__ = ["HandshakeInfo", "handshake", "tls_context", "tls_connect", "tls_exchange", "TlsConnection",
@@ -140,6 +141,7 @@ class TlsConnection(Connection):
         sock.settimeout(timeout)
         self.info = _info(sock, ctx)
         self.sock = _TlsStream(sock)
+        self.cap = bounded.DEFAULT_CAP
         self.buffer = b""
         self.closed = False
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.http1 import ParseError, build_request, parse_responses
+from conformance.http1 import HEAD_CAP, ParseError, build_request, parse_responses
 
 CASES = {
     "length": (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", [b"hello"]),
@@ -52,6 +52,39 @@ def test_close_delimited_body_needs_the_close():
 def test_invalid_responses_raise(data):
     with pytest.raises(ParseError):
         parse_responses(data)
+
+
+@pytest.mark.parametrize("data", [
+    b"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",                      # no SP after the code (RFC 9112 §4)
+    b"HTTP/1.1 200 OK\r\nX-A : 1\r\nContent-Length: 0\r\n\r\n",          # whitespace before the colon (§5.1)
+    b"HTTP/1.1 200 OK\r\nX[A]: 1\r\nContent-Length: 0\r\n\r\n",          # a name that is not a token (§5)
+    b"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 0\r\n\r\n",  # obs-fold (§5.2)
+    b"HTTP/1.1 200 OK\r\nX-A: a\nX-B: 1\r\nContent-Length: 0\r\n\r\n",     # a bare LF inside a field line
+    b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 0\r\n\r\n",        # NUL in a value (RFC 9110 §5.5)
+    b"HTTP/1.1 200 OK\r\nthis is not a field line\r\nContent-Length: 2\r\n\r\nok",
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nBad Trailer: x\r\n\r\n",
+], ids=["no-sp-after-code", "space-before-colon", "non-token-name", "obs-fold", "bare-lf", "nul", "not-a-field",
+        "bad-trailer"])
+def test_malformed_heads_raise(data):
+    with pytest.raises(ParseError):
+        parse_responses(data)
+
+
+def test_bytes_that_cannot_begin_a_response_raise_before_any_head_ends():
+    with pytest.raises(ParseError, match="do not begin a response"):
+        parse_responses(b"\x00\x17garbage", closed=False)
+    assert parse_responses(b"HTT", closed=False) == ([], b"HTT")
+
+
+def test_a_head_longer_than_the_cap_raises_naming_it():
+    with pytest.raises(ParseError, match=str(HEAD_CAP)):
+        parse_responses(b"HTTP/1.1 200 OK\r\nX-Huge: " + b"a" * (HEAD_CAP + 1), closed=False)
+
+
+def test_parsing_stops_after_a_101():
+    data = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81\x02hi"
+    responses, leftover = parse_responses(data, closed=False)
+    assert [r.status for r in responses] == [101] and leftover == b"\x81\x02hi"
 
 
 def test_build_request_adds_host_and_length_only_when_absent():
