@@ -44,12 +44,8 @@ class Deviation:
     targets: tuple = ()
     link: str = ""
 
-    def matches(self, check_id: str) -> bool:
-        """The entry's ``check`` pattern names this check id (on any target)."""
-        return bool(_glob(self.check).fullmatch(check_id))
-
     def applies(self, check_id: str, target: str) -> bool:
-        if not self.matches(check_id):
+        if not _glob(self.check).fullmatch(check_id):
             return False
         return not self.targets or any(fnmatch.fnmatchcase(target, pattern) for pattern in self.targets)
 
