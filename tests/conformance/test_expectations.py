@@ -1,5 +1,8 @@
-"""Expectation files: their format is enforced, and deviations match by check id and target pattern."""
+"""Expectation files: their format is enforced, deviations match by check id and target pattern, and every
+committed entry names a check that exists."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -50,3 +53,21 @@ def test_a_star_matches_any_params_and_brackets_stay_literal(tmp_path):
     assert star.applies("t.py::c[1B]", "srv:x") and star.applies("t.py::c[HTTP/1.0-1.0]", "srv:x")
     assert not star.applies("t.py::c", "srv:x")
     assert exact.applies("t.py::d[1B]", "srv:x") and not exact.applies("t.py::d1", "srv:x")
+
+
+def _check_id(item: dict) -> str:
+    """A collected item's id as results and expectation entries spell it: ``file.py::function[params]``."""
+    base = f"{item['module']}.py::{item['function']}"
+    return f"{base}[{item['params']}]" if item["params"] else base
+
+
+@pytest.mark.parametrize("path", sorted(EXPECTATIONS_DIR.glob("*.toml")), ids=lambda p: p.name)
+def test_every_entry_names_a_collected_check(collected_checks, path):
+    """An entry whose pattern matches no check (a check renamed or split) is stale: it marks nothing, and the
+    deviation it records goes unreported. Re-key it to the check that now asks the question."""
+    ids = {_check_id(item) for item in collected_checks}
+    entries = [replace(d, targets=()) for d in load_expectations(path.stem)]  # the check pattern, on any target
+    stale = [d.check for d in entries if not any(d.applies(check, "") for check in ids)]
+    if stale:
+        pytest.fail(f"conformance/expectations/{path.name}: entries that match no check:\n  " + "\n  ".join(stale),
+                    pytrace=False)

@@ -1,12 +1,9 @@
 """The levels table (conformance/levels/*.toml) against the checks themselves: every check has a row, every
 row names a check, a row's clause and level agree with the check's @spec, and a keyword level is in its
-sentence. The checks are collected by a real pytest run over conformance/ (one subprocess per session)."""
+sentence. The checks are collected by a real pytest run over conformance/ (one subprocess per session: the
+``collected_checks`` fixture of tests/conformance/conftest.py)."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -20,18 +17,10 @@ MODULES = sorted(p.stem for p in (ROOT / "conformance").glob("test_*.py"))
 
 
 @pytest.fixture(scope="module")
-def checks(tmp_path_factory) -> dict:
+def checks(collected_checks) -> dict:
     """module stem → function name → [items as {params, clause, level}]."""
-    out = tmp_path_factory.mktemp("collect") / "items.jsonl"
-    cmd = [sys.executable, "-m", "pytest", "conformance", "--collect-only", "-q", "-p", "no:cacheprovider",
-           "-p", "tests.conformance.collect_checks",
-           "--server", "granian:asgi", "--server", "granian:wsgi", "--server", "granian:rsgi"]
-    env = dict(os.environ, GATECHECK_COLLECT_OUT=str(out), PYTHONPATH=str(ROOT))
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert out.exists(), f"collection failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     result = defaultdict(lambda: defaultdict(list))
-    for line in out.read_text(encoding="utf-8").splitlines():
-        item = json.loads(line)
+    for item in collected_checks:
         result[item["module"]][item["function"]].append(item)
     return result
 
