@@ -27,7 +27,7 @@ from . import gateway
 from .gateway import CTL as _CTL
 from .gateway import FIELD_NAME as _FIELD_NAME
 
-__all__ = ["BREAKS", "main"]
+__all__ = ["BREAKS", "VARIANTS", "main"]
 
 #: break name -> the one rule it violates
 BREAKS = {
@@ -76,6 +76,15 @@ BREAKS = {
     "continue_to_http10": "an HTTP/1.0 request with Expect: 100-continue gets a 100",
 }
 
+#: variant name -> a behaviour the texts allow, unlike the default (not a break: for checks that must accept it)
+VARIANTS = {
+    "any_major_served": "a request with an unknown major version (HTTP/9.9) is served as HTTP/1.1 instead of "
+                        "505 (RFC 9110 §6.2: a server *can* send 505)",
+    "unknown_coding_501": "a request whose Transfer-Encoding is not exactly chunked gets 501 and a close, before "
+                          "any other framing rule (RFC 9112 §6.1: a server SHOULD answer 501 to a coding it does "
+                          "not understand)",
+}
+
 MAX_LINE = 16 * 1024          # request-line limit (414 beyond)
 MAX_HEAD = 64 * 1024          # header section limit (431 beyond)
 MAX_CHUNK_LINE = 4096         # chunk-size line incl. extensions (400 beyond)
@@ -92,7 +101,7 @@ _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]+)((?:[ \t]*;[ \t]*" + _TOKEN + rb"(?:[ 
 _ABSOLUTE = re.compile(rb"https?://([^/?#]*)(.*)", re.I)
 _REASONS = {100: "Continue", 400: "Bad Request", 413: "Content Too Large", 414: "URI Too Long",
             417: "Expectation Failed", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
-            505: "HTTP Version Not Supported"}
+            501: "Not Implemented", 505: "HTTP Version Not Supported"}
 
 
 class HttpError(Exception):
@@ -202,7 +211,7 @@ class Connection:
         if not match:
             raise HttpError(400)
         method, target, major, minor = match.groups()
-        if major != b"1":
+        if major != b"1" and "any_major_served" not in self.breaks:
             raise HttpError(505)
         version = "HTTP/1.0" if minor == b"0" else "HTTP/1.1"
         if "target_truncated" in self.breaks:
@@ -242,10 +251,12 @@ class Connection:
     async def read_body(self, req: Request) -> None:
         te, cl = req.values(b"transfer-encoding"), req.values(b"content-length")
         if te:
+            codings = [c.strip().lower() for c in b",".join(te).split(b",") if c.strip()]
+            if "unknown_coding_501" in self.breaks and codings != [b"chunked"]:
+                raise HttpError(501)
             http10 = req.version == "HTTP/1.0" and "http10_te_accepted" not in self.breaks
             if http10 or (cl and "cl_te_accepted" not in self.breaks):
                 raise HttpError(400)  # faulty framing (RFC 9112 §6.1): rejected, then closed
-            codings = [c.strip().lower() for c in b",".join(te).split(b",") if c.strip()]
             if codings != [b"chunked"] and not ("te_chunked_anywhere" in self.breaks and b"chunked" in codings):
                 raise HttpError(400)
             await self._expect_continue(req)
@@ -464,8 +475,11 @@ def main(argv=None) -> int:
     parser.add_argument("--break", dest="breaks", action="append", default=[], choices=["none"] + sorted(BREAKS),
                         metavar="NAME", help="violate one wire rule ('none': break nothing): "
                         + ", ".join(sorted(BREAKS)))
+    parser.add_argument("--variant", dest="variants", action="append", default=[], choices=sorted(VARIANTS),
+                        metavar="NAME", help="behave another way the texts allow: " + ", ".join(sorted(VARIANTS)))
     args = parser.parse_args(argv)
-    server = Server(_load(args.app), set(args.breaks) - {"none"})
+    # a variant is looked up like a break (one name in one set), but it breaks nothing
+    server = Server(_load(args.app), (set(args.breaks) - {"none"}) | set(args.variants))
 
     async def serve():
         listener = await asyncio.start_server(server.handle, args.host, args.port)

@@ -3,10 +3,12 @@
 Each case starts ``tests/hostile/server.py`` in one mode through ``--server-cmd`` (a conformance subprocess)
 and reads the outcomes from its results file:
 
-- ``ok`` serves ``GET /ping HTTP/9.9`` as 1.1: RFC 9110 §6.2 only says a server *can* send 505, so the
-  unsupported-major check passes (it used to demand a 4xx).
-- ``501-te`` answers a request with a Transfer-Encoding it does not understand 501 and closes, what RFC 9112
-  §6.1 recommends: the NUL-suffixed TE.TE probe passes (it used to accept only a 4xx or a 2xx).
+- ``tests/broken/server.py --variant any_major_served`` (the fixture WSGI app behind a stdlib server) serves
+  ``GET /ping HTTP/9.9`` as 1.1: RFC 9110 §6.2 only says a server *can* send 505, so the unsupported-major
+  check passes (it used to demand a 4xx). The hostile server cannot stand in: the check's ``assert_serves``
+  needs the fixture app's event log as evidence.
+- ``tests/broken/server.py --variant unknown_coding_501`` answers a request with a Transfer-Encoding it does
+  not understand 501 and closes, what RFC 9112 §6.1 recommends: the NUL-suffixed TE.TE probe passes (it used to accept only a 4xx or a 2xx).
 - ``one-per-connection`` answers the first request of a connection and never the ones pipelined behind
   it: checks that need pipelining report *not supported*, never "stray content" or a failure.
 """
@@ -21,15 +23,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+HOSTILE = "{python} -m tests.hostile.server --port {port} --mode "
 CASES = {
-    "ok": (["conformance/test_http1_fields.py"], "unsupported_major",
+    "{python} -m tests.broken.server --host {host} --port {port} --variant any_major_served": (["conformance/test_http1_fields.py"], "unsupported_major",
            {"test_http1_fields.py::test_unsupported_major_version_is_505_or_served": "passed"}),
-    "501-te": (["conformance/test_http1_smuggling.py"], "obfuscated and nul-suffix",
+    "{python} -m tests.broken.server --host {host} --port {port} --variant unknown_coding_501": (["conformance/test_http1_smuggling.py"], "obfuscated and nul-suffix",
                {"test_http1_smuggling.py::test_obfuscated_transfer_encoding_never_falls_back_to_content_length"
                 "[nul-suffix]": "passed",
                 "test_http1_smuggling.py::test_obfuscated_transfer_encoding_closes_the_connection[nul-suffix]":
                     "passed"}),
-    "one-per-connection": (["conformance/test_http1_smuggling.py"], "garbage",
+    HOSTILE + "one-per-connection": (["conformance/test_http1_smuggling.py"], "garbage",
                            {"test_http1_smuggling.py::test_garbage_after_a_pipelined_request_is_rejected":
                                 "unsupported",
                             "test_http1_smuggling.py::test_garbage_after_a_pipelined_request_closes_the_connection":
@@ -37,12 +40,12 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("mode", list(CASES))
-def test_check_outcome_on_a_server_the_text_allows(tmp_path, mode):
-    files, keyword, expected = CASES[mode]
+@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "one-per-connection"])
+def test_check_outcome_on_a_server_the_text_allows(tmp_path, command):
+    files, keyword, expected = CASES[command]
     results = tmp_path / "results.json"
     cmd = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "--no-expectations",
-           "--server-cmd", f"{{python}} -m tests.hostile.server --port {{port}} --mode {mode}",
+           "--server-cmd", command,
            "--interface", "wsgi", "-k", keyword, "--results-json", str(results)]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert results.exists(), f"no results:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"

@@ -44,8 +44,6 @@ MODES = {
     "die": "the process exits (code 3) on the request",
     "one-per-connection": "the first request of a connection gets a well-formed 200 'ok' (no close), every later "
                           "one on it is read and never answered (a server that does not serve pipelined requests)",
-    "501-te": "a request with Transfer-Encoding gets 501 and a close (a server that understands no transfer "
-              "coding, RFC 9112 §6.1); any other request a well-formed 200 'ok'",
     # WebSocket: a handshake (a request with Upgrade: websocket) gets a valid 101, then the mode;
     # any other request is read and never answered
     "ws-garbage": "a WebSocket handshake gets a valid 101, then bytes that are not frames, then a close",
@@ -93,7 +91,6 @@ def _send(conn: socket.socket, data: bytes) -> bool:
         return False
 
 
-NOT_IMPLEMENTED = b"HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 GARBAGE = b"\x00\x17garbage \xff\xfe not http at all\r\n\r\n\x01\x02\x03"
 H2_PREFACE_HEAD = b"PRI * HTTP/2.0\r\n\r\n"
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -173,11 +170,6 @@ def _hostile(conn: socket.socket, mode: str, head: bytes = b"", nth: int = 1) ->
         if nth == 1:
             return _send(conn, OK)
         mode = "silent"
-    if mode == "501-te":
-        if b"\r\ntransfer-encoding" in head.lower():
-            _send(conn, NOT_IMPLEMENTED)
-            return False
-        return _send(conn, OK)
     if mode == "silent":
         while True:  # read (and drop) whatever comes, answer nothing, until the client leaves
             try:
