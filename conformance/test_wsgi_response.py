@@ -215,8 +215,12 @@ def test_invalid_header_is_rejected_when_start_response_is_called(server, name, 
 @spec("RFC 9110 §2.2", "MUST NOT")
 def test_invalid_header_never_splits_the_response(server, name, value):
     """An invalid header from the app (CR/LF in a value, a colon or space in a name) never puts an injected
-    field line on the wire, whatever the server does with it."""
-    _, ex = send(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]])
+    field line on the wire, whatever the server does with it.
+
+    Evidence, not absence: the app's log must show its start_response call (the server was handed the
+    header); a close before the app ran proves nothing."""
+    token, ex = send(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]])
+    assert _calls(server, token, until=("request.end",)), f"no evidence the app ran: {describe(ex)}"
     assert b"\nx-injected" not in ex.raw.lower(), f"the header split the response: {describe(ex)}"
 
 
@@ -255,6 +259,11 @@ def test_write_past_content_length_raises(server):
 
 @spec(_CL, "SHOULD NOT")
 def test_write_past_content_length_is_not_sent(server):
-    """Bytes written past the declared Content-Length never reach the client."""
-    _, ex = send(server, _WRITE_PAST)
+    """Bytes written past the declared Content-Length never reach the client.
+
+    Evidence, not absence: the app's log must show its write() past the length (whatever it returned); a
+    close before the app wrote proves nothing."""
+    token, ex = send(server, _WRITE_PAST)
+    writes = named(events_until(server, token, ("request.end",)), "write")
+    assert len(writes) == 2, f"no evidence the app wrote past Content-Length (writes logged: {writes}); {describe(ex)}"
     assert b"def" not in ex.raw, describe(ex)
