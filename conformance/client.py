@@ -5,7 +5,7 @@ import json
 import os
 import random
 
-from fixtures import typed
+from gatecheck.fixtures import typed
 
 from .http1 import build_request, exchange
 

@@ -1,6 +1,6 @@
 """h2spec, the HTTP/2 conformance tool, run through the suite: find it, run it once per target, read its report.
 
-    python -m conformance.h2spec --write-cases     # regenerate conformance/data/h2spec_cases.txt
+    python -m gatecheck.conformance.h2spec --write-cases     # regenerate conformance/data/h2spec_cases.txt
 
 Rules of this module:
 
@@ -174,7 +174,7 @@ def write_cases(binary: Path, path: Path = CASES_FILE) -> list:
     lines = [f"# h2spec cases, from `h2spec --dryrun -S` ({version}; go install "
              "github.com/summerwind/h2spec/cmd/h2spec@latest resolves to v2.2.1).",
              f"# {len(everything)} cases: {len(default_ids)} default + {len(everything) - len(default_ids)} strict (-S).",
-             "# Regenerate: python -m conformance.h2spec --write-cases"]
+             "# Regenerate: python -m gatecheck.conformance.h2spec --write-cases"]
     lines += [f"{case_id}\t{'default' if case_id in default_ids else 'strict'}\t{desc}" for case_id, desc in everything]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -343,7 +343,7 @@ def main(argv: list | None = None) -> int:
         cases = write_cases(binary)
         print(f"wrote {len(cases)} cases to {CASES_FILE}")
         return 0
-    print("usage: python -m conformance.h2spec --write-cases", file=sys.stderr)
+    print("usage: python -m gatecheck.conformance.h2spec --write-cases", file=sys.stderr)
     return 1
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from servers import FEATURES, INTERFACES
+from gatecheck.servers import FEATURES, INTERFACES
 
 __all__ = ["spec", "interfaces", "needs", "LEVELS", "MARKERS", "validate_item", "row_of"]
 

@@ -1,6 +1,6 @@
 """The compliance matrix: checks grouped by spec clause × targets, as Markdown and a self-contained HTML page.
 
-    python -m conformance.matrix results/*.json [--md results/matrix.md] [--html results/matrix.html]
+    python -m gatecheck.conformance.matrix results/*.json [--md results/matrix.md] [--html results/matrix.html]
 
 Input: results files written by the conformance session (schema_version 1 or 2). Cells: pass, FAIL, known
 deviation, not supported, n/a (the check does not apply to that target's interface), error, timeout,
@@ -166,7 +166,7 @@ the message.</p><table><tr><th>target</th><th>pass</th><th>FAIL</th><th>known</t
 
 
 def main(argv: list | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.matrix", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m gatecheck.conformance.matrix", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", help="results JSON files from conformance runs")
     parser.add_argument("--md", default="results/matrix.md", help="Markdown output (default results/matrix.md)")
     parser.add_argument("--html", default="results/matrix.html", help="HTML output (default results/matrix.html)")

@@ -21,7 +21,7 @@ import contextlib
 import tempfile
 from pathlib import Path
 
-from servers import ServerError
+from gatecheck.servers import ServerError
 
 from .plugin.started import StartedServer
 

@@ -21,7 +21,7 @@ import secrets
 import time
 from urllib.parse import quote
 
-import fixtures
+from gatecheck import fixtures
 
 from .http1 import Connection, Exchange, build_request
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-import fixtures
+from gatecheck import fixtures
 
 from .http1 import Connection, Exchange, build_request
 from .scripted import new_token, script_request

@@ -11,14 +11,14 @@ import time
 
 import pytest
 
-import fixtures
+from gatecheck import fixtures
 
-from .client import probe, value_of
-from .http1 import Connection, build_request
-from .markers import interfaces, needs, spec
-from .results import UNSUPPORTED_PREFIX
-from .scripted import new_token, run_script, script_request, step, wait_steps
-from .wire import assert_answered_in_order
+from gatecheck.conformance.client import probe, value_of
+from gatecheck.conformance.http1 import Connection, build_request
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.results import UNSUPPORTED_PREFIX
+from gatecheck.conformance.scripted import new_token, run_script, script_request, step, wait_steps
+from gatecheck.conformance.wire import assert_answered_in_order
 
 pytestmark = [interfaces("asgi"), needs("http1")]
 

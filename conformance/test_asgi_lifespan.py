@@ -15,14 +15,14 @@ import time
 
 import pytest
 
-import fixtures
-from servers import ServerExited
-from servers.process import free_port
+from gatecheck import fixtures
+from gatecheck.servers import ServerExited
+from gatecheck.servers.process import free_port
 
-from .http1 import Connection, build_request, exchange
-from .markers import interfaces, needs, spec
-from .private import private_server
-from .scripted import new_token, run_script, script_request
+from gatecheck.conformance.http1 import Connection, build_request, exchange
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.private import private_server
+from gatecheck.conformance.scripted import new_token, run_script, script_request
 
 pytestmark = [interfaces("asgi"), needs("http1", "lifespan")]
 

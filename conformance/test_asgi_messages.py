@@ -18,11 +18,11 @@ import time
 
 import pytest
 
-from .client import random_bytes, value_of
-from .http1 import Connection, build_request, parse_responses, read_raw
-from .markers import interfaces, needs, spec
-from .scripted import new_token, wait_event, run_script, script_request, step, wait_steps
-from .wire import assert_answered_in_order
+from gatecheck.conformance.client import random_bytes, value_of
+from gatecheck.conformance.http1 import Connection, build_request, parse_responses, read_raw
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.scripted import new_token, wait_event, run_script, script_request, step, wait_steps
+from gatecheck.conformance.wire import assert_answered_in_order
 
 pytestmark = [interfaces("asgi"), needs("http1")]
 

@@ -13,13 +13,13 @@ import time
 
 import pytest
 
-import fixtures
+from gatecheck import fixtures
 
-from .client import probe, value_of
-from .http1 import Connection, build_request, exchange
-from .markers import interfaces, needs, spec
-from .private import private_server
-from .scripted import new_token, script_request, step, wait_steps
+from gatecheck.conformance.client import probe, value_of
+from gatecheck.conformance.http1 import Connection, build_request, exchange
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.private import private_server
+from gatecheck.conformance.scripted import new_token, script_request, step, wait_steps
 
 pytestmark = [interfaces("asgi"), needs("http1")]
 

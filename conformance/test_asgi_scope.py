@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from .client import probe, value_of
-from .markers import interfaces, spec
+from gatecheck.conformance.client import probe, value_of
+from gatecheck.conformance.markers import interfaces, spec
 
 pytestmark = interfaces("asgi")
 

@@ -11,9 +11,9 @@ import random
 
 import pytest
 
-from .client import random_bytes
-from .http1 import build_request, exchange
-from .markers import needs, spec
+from gatecheck.conformance.client import random_bytes
+from gatecheck.conformance.http1 import build_request, exchange
+from gatecheck.conformance.markers import needs, spec
 
 pytestmark = needs("http1")
 

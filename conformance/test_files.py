@@ -10,11 +10,11 @@ from urllib.parse import quote
 
 import pytest
 
-import fixtures
+from gatecheck import fixtures
 
-from .client import probe, value_of
-from .http1 import Connection, build_request, exchange
-from .markers import interfaces, needs, spec
+from gatecheck.conformance.client import probe, value_of
+from gatecheck.conformance.http1 import Connection, build_request, exchange
+from gatecheck.conformance.markers import interfaces, needs, spec
 
 pytestmark = needs("http1")
 

@@ -19,13 +19,13 @@ import h2.config
 import h2.connection
 import h2.events
 
-from . import bounded
-from .client import value_of
-from .h2client import CONNECTION_CAP, GOAWAY, SETTINGS, H2Client, H2Timeout, SettingCodes
-from .http1 import ParseError, parse_responses
-from .markers import needs, spec
-from .private import private_server
-from .scripts import script_target
+from gatecheck.conformance import bounded
+from gatecheck.conformance.client import value_of
+from gatecheck.conformance.h2client import CONNECTION_CAP, GOAWAY, SETTINGS, H2Client, H2Timeout, SettingCodes
+from gatecheck.conformance.http1 import ParseError, parse_responses
+from gatecheck.conformance.markers import needs, spec
+from gatecheck.conformance.private import private_server
+from gatecheck.conformance.scripts import script_target
 
 pytestmark = needs("h2c")
 

@@ -10,12 +10,12 @@ import re
 
 import pytest
 
-import fixtures
+from gatecheck import fixtures
 
-from .h2client import H2Client
-from .h2probe import (TOKEN, asgi_scope, h2_get, h2_probe, outcome, refused, respond_script, rsgi_attrs,
+from gatecheck.conformance.h2client import H2Client
+from gatecheck.conformance.h2probe import (TOKEN, asgi_scope, h2_get, h2_probe, outcome, refused, respond_script, rsgi_attrs,
                       rsgi_headers, wsgi_environ)
-from .markers import interfaces, needs, spec
+from gatecheck.conformance.markers import interfaces, needs, spec
 
 pytestmark = needs("h2c")
 

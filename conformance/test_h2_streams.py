@@ -10,14 +10,14 @@ import time
 
 import pytest
 
-import fixtures
+from gatecheck import fixtures
 
-from .client import random_bytes
-from .h2client import DATA, H2Client, SettingCodes
-from .h2probe import TOKEN, asgi_scope, big_response_script, h2_probe, rsgi_attrs, rsgi_headers, wsgi_environ
-from .markers import interfaces, needs, spec
-from .private import private_server
-from .scripts import script_target
+from gatecheck.conformance.client import random_bytes
+from gatecheck.conformance.h2client import DATA, H2Client, SettingCodes
+from gatecheck.conformance.h2probe import TOKEN, asgi_scope, big_response_script, h2_probe, rsgi_attrs, rsgi_headers, wsgi_environ
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.private import private_server
+from gatecheck.conformance.scripts import script_target
 
 pytestmark = needs("h2c")
 

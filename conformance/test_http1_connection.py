@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures import JSON_BODY, TOKEN_HEADER, payload_bytes
+from gatecheck.fixtures import JSON_BODY, TOKEN_HEADER, payload_bytes
 
-from .markers import needs, spec
-from .wire import (assert_answered_in_order, assert_closed, assert_never_parsed, deliver, describe, request,
+from gatecheck.conformance.markers import needs, spec
+from gatecheck.conformance.wire import (assert_answered_in_order, assert_closed, assert_never_parsed, deliver, describe, request,
                    says_close, smuggled_request)
 
 pytestmark = needs("http1")

@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from .client import decode_probe
-from .markers import needs, spec
-from .wire import (app_view, assert_closed_after_answer, assert_refused, assert_serves, deliver, describe,
+from gatecheck.conformance.client import decode_probe
+from gatecheck.conformance.markers import needs, spec
+from gatecheck.conformance.wire import (app_view, assert_closed_after_answer, assert_refused, assert_serves, deliver, describe,
                    request)
 
 pytestmark = needs("http1")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from .client import decode_probe
-from .markers import needs, spec
-from .wire import (MODES, app_view, assert_answered_in_order, assert_closed_after_answer, assert_never_parsed,
+from gatecheck.conformance.client import decode_probe
+from gatecheck.conformance.markers import needs, spec
+from gatecheck.conformance.wire import (MODES, app_view, assert_answered_in_order, assert_closed_after_answer, assert_never_parsed,
                    assert_refused, assert_rejected, assert_serves, deliver, describe, request, smuggled_request)
 
 pytestmark = needs("http1")

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from .client import decode_probe
-from .http1 import Connection
-from .markers import needs, spec
-from .wire import REPLY_TIMEOUT, app_view, assert_serves, deliver, describe, request
+from gatecheck.conformance.client import decode_probe
+from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.markers import needs, spec
+from gatecheck.conformance.wire import REPLY_TIMEOUT, app_view, assert_serves, deliver, describe, request
 
 pytestmark = needs("http1")
 

@@ -13,12 +13,12 @@ import time
 
 import pytest
 
-from fixtures import TOKEN_HEADER, payload_bytes
+from gatecheck.fixtures import TOKEN_HEADER, payload_bytes
 
-from .http1 import Connection
-from .markers import needs, spec
-from .scripted import step, wait_steps
-from .wire import (REPLY_TIMEOUT, assert_serves, deliver, describe, read_first, request, response_script,
+from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.markers import needs, spec
+from gatecheck.conformance.scripted import step, wait_steps
+from gatecheck.conformance.wire import (REPLY_TIMEOUT, assert_serves, deliver, describe, read_first, request, response_script,
                    script_target)
 
 pytestmark = needs("http1")

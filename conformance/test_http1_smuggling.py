@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from .markers import needs, spec
-from .results import UNSUPPORTED_PREFIX
-from .wire import (assert_never_parsed, assert_serves, deliver, describe, request, says_close, smuggled_request,
+from gatecheck.conformance.markers import needs, spec
+from gatecheck.conformance.results import UNSUPPORTED_PREFIX
+from gatecheck.conformance.wire import (assert_never_parsed, assert_serves, deliver, describe, request, says_close, smuggled_request,
                    status_classes)
 
 pytestmark = needs("http1")

@@ -21,13 +21,13 @@ import time
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from fixtures import typed
+from gatecheck.fixtures import typed
 
-from .client import decode_probe
-from .http1 import Connection, build_request
-from .markers import interfaces, needs, spec
-from .wire import app_view, describe
-from .ws import OP_BINARY, OP_CONT, OP_TEXT, connect
+from gatecheck.conformance.client import decode_probe
+from gatecheck.conformance.http1 import Connection, build_request
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.wire import app_view, describe
+from gatecheck.conformance.ws import OP_BINARY, OP_CONT, OP_TEXT, connect
 
 pytestmark = needs("http1")
 

@@ -17,15 +17,15 @@ import time
 
 import pytest
 
-import fixtures
+from gatecheck import fixtures
 
-from .client import probe, random_bytes, value_of
-from .http1 import Connection, read_raw
-from .markers import interfaces, needs, spec
-from .private import private_server
-from .scripted import new_token, script_request, step, wait_steps
-from .scriptrun import outcome, send
-from .wire import REPLY_TIMEOUT, describe
+from gatecheck.conformance.client import probe, random_bytes, value_of
+from gatecheck.conformance.http1 import Connection, read_raw
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.private import private_server
+from gatecheck.conformance.scripted import new_token, script_request, step, wait_steps
+from gatecheck.conformance.scriptrun import outcome, send
+from gatecheck.conformance.wire import REPLY_TIMEOUT, describe
 
 pytestmark = [interfaces("rsgi"), needs("http1")]
 

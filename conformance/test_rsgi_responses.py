@@ -14,13 +14,13 @@ import socket
 
 import pytest
 
-import fixtures
+from gatecheck import fixtures
 
-from .http1 import read_raw
-from .markers import interfaces, needs, spec
-from .scripted import new_token, script_request, step, wait_steps
-from .scriptrun import events_until, ping, send
-from .wire import REPLY_TIMEOUT, assert_answered_in_order, describe
+from gatecheck.conformance.http1 import read_raw
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.scripted import new_token, script_request, step, wait_steps
+from gatecheck.conformance.scriptrun import events_until, ping, send
+from gatecheck.conformance.wire import REPLY_TIMEOUT, assert_answered_in_order, describe
 
 pytestmark = [interfaces("rsgi"), needs("http1")]
 

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from .client import probe, value_of
-from .markers import interfaces, spec
+from gatecheck.conformance.client import probe, value_of
+from gatecheck.conformance.markers import interfaces, spec
 
 pytestmark = interfaces("rsgi")
 

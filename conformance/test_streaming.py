@@ -14,13 +14,13 @@ import time
 
 import pytest
 
-from fixtures import payload_bytes
+from gatecheck.fixtures import payload_bytes
 
-from .client import random_bytes
-from .bounded import RESET
-from .http1 import ParseError, parse_responses, read_raw
-from .markers import interfaces, needs, spec
-from .wire import REPLY_TIMEOUT, request, response_script, script_target
+from gatecheck.conformance.client import random_bytes
+from gatecheck.conformance.bounded import RESET
+from gatecheck.conformance.http1 import ParseError, parse_responses, read_raw
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.wire import REPLY_TIMEOUT, request, response_script, script_target
 
 pytestmark = needs("http1")
 

@@ -20,11 +20,11 @@ import ssl
 
 import pytest
 
-from .client import decode_probe
-from .h2probe import asgi_scope, rsgi_attrs, wsgi_environ
-from .http1 import build_request
-from .markers import interfaces, needs, spec
-from .tlsclient import (TLS_VERSIONS, TlsH2Client, client_can_offer_old_tls, handshake,
+from gatecheck.conformance.client import decode_probe
+from gatecheck.conformance.h2probe import asgi_scope, rsgi_attrs, wsgi_environ
+from gatecheck.conformance.http1 import build_request
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.tlsclient import (TLS_VERSIONS, TlsH2Client, client_can_offer_old_tls, handshake,
                         tls_exchange)
 
 pytestmark = needs("tls")

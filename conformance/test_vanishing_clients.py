@@ -15,11 +15,11 @@ from __future__ import annotations
 import socket
 import time
 
-from .http1 import build_request, read_raw
-from .markers import interfaces, spec
-from .scripted import script_target
-from .usage import abort
-from .wire import assert_serves, request
+from gatecheck.conformance.http1 import build_request, read_raw
+from gatecheck.conformance.markers import interfaces, spec
+from gatecheck.conformance.scripted import script_target
+from gatecheck.conformance.usage import abort
+from gatecheck.conformance.wire import assert_serves, request
 
 
 def _vanish_after(server, steps: list, *, prefix: bytes = b"", read_first: int = 0, method="GET") -> str:

@@ -15,14 +15,14 @@ import json
 
 import pytest
 
-from fixtures import typed
+from gatecheck.fixtures import typed
 
-from .client import value_of
-from .http1 import parse_responses
-from .markers import interfaces, needs, spec
-from .results import UNSUPPORTED_PREFIX
-from .scripted import script_target
-from .ws import EOF, OP_CONT, OP_PING, OP_PONG, OP_TEXT, connect
+from gatecheck.conformance.client import value_of
+from gatecheck.conformance.http1 import parse_responses
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.results import UNSUPPORTED_PREFIX
+from gatecheck.conformance.scripted import script_target
+from gatecheck.conformance.ws import EOF, OP_CONT, OP_PING, OP_PONG, OP_TEXT, connect
 
 pytestmark = [interfaces("asgi"), needs("websockets")]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from .markers import interfaces, needs, spec
-from .ws import EOF, OP_BINARY, OP_CLOSE, OP_TEXT, close_payload, connect, encode_frame
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.ws import EOF, OP_BINARY, OP_CLOSE, OP_TEXT, close_payload, connect, encode_frame
 
 pytestmark = [interfaces("asgi", "rsgi"), needs("websockets")]
 

@@ -14,10 +14,10 @@ import json
 
 import pytest
 
-from .client import value_of
-from .markers import interfaces, needs, spec
-from .scripted import script_target
-from .ws import EOF, OP_BINARY, OP_TEXT, accept_for, connect
+from gatecheck.conformance.client import value_of
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.scripted import script_target
+from gatecheck.conformance.ws import EOF, OP_BINARY, OP_TEXT, accept_for, connect
 
 pytestmark = [interfaces("rsgi"), needs("websockets")]
 

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-import fixtures
+from gatecheck import fixtures
 
-from .client import probe, value_of
-from .http1 import Connection
-from .markers import interfaces, needs, spec
-from .scripted import new_token, script_request
+from gatecheck.conformance.client import probe, value_of
+from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.scripted import new_token, script_request
 
 pytestmark = interfaces("wsgi")
 

@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from .http1 import Connection
-from .markers import interfaces, needs, spec
-from .scripted import script_request, step, wait_steps
-from .scriptrun import outcome, ping, send
-from .wire import REPLY_TIMEOUT, describe
+from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.scripted import script_request, step, wait_steps
+from gatecheck.conformance.scriptrun import outcome, ping, send
+from gatecheck.conformance.wire import REPLY_TIMEOUT, describe
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
 

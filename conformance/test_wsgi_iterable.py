@@ -17,13 +17,13 @@ import time
 
 import pytest
 
-import fixtures
+from gatecheck import fixtures
 
-from .http1 import Connection, parse_head, read_raw
-from .markers import interfaces, needs, spec
-from .scripted import new_token, script_request, step, wait_steps
-from .scriptrun import events_until, named, ping, send
-from .wire import REPLY_TIMEOUT, describe
+from gatecheck.conformance.http1 import Connection, parse_head, read_raw
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.scripted import new_token, script_request, step, wait_steps
+from gatecheck.conformance.scriptrun import events_until, named, ping, send
+from gatecheck.conformance.wire import REPLY_TIMEOUT, describe
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
 

@@ -17,11 +17,11 @@ import time
 
 import pytest
 
-from .http1 import read_raw
-from .markers import interfaces, needs, spec
-from .scripted import script_request, step, wait_steps
-from .scriptrun import events_until, named, send
-from .wire import describe
+from gatecheck.conformance.http1 import read_raw
+from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.scripted import script_request, step, wait_steps
+from gatecheck.conformance.scriptrun import events_until, named, send
+from gatecheck.conformance.wire import describe
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
 

@@ -21,7 +21,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import fixtures
+from gatecheck import fixtures
 
 from .h2client import H2Client
 from . import bounded

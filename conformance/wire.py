@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from fixtures import TOKEN_HEADER, typed
+from gatecheck.fixtures import TOKEN_HEADER, typed
 
 from .http1 import Connection, Exchange, build_request
 from .results import UNSUPPORTED_PREFIX

@@ -3,7 +3,7 @@
 Modules, one noun each: ``oha`` (the load generator), ``routes`` (what to request and what a correct answer
 is), ``pinning`` (CPU sets), ``measure`` (one run against a started server: the seam the gate reuses),
 ``profile`` (profiles as data), ``runner`` (a whole profile), ``results`` (JSON lines), ``report`` and
-``plot`` (Markdown and SVG). ``python -m load`` is the command line.
+``plot`` (Markdown and SVG). ``python -m gatecheck.load`` is the command line.
 
 Importing ``load`` is cheap and starts nothing; the names below are the public API.
 """

@@ -1,4 +1,4 @@
-"""``python -m load``: run load profiles, render reports, list profiles, gate pull requests.
+"""``python -m gatecheck.load``: run load profiles, render reports, list profiles, gate pull requests.
 
 Rules of this module:
 - Subcommands map to ``cmd_<name>`` functions through ``COMMANDS``; ``main(argv=None) -> int`` so tests call
@@ -50,7 +50,7 @@ def profile_arg(text: str):
 
 def server_or_target(text: str):
     """A server name (``granian``) or a full target (``granian:asgi?loop=uvloop``)."""
-    from servers import Target, TargetError
+    from gatecheck.servers import Target, TargetError
 
     try:
         return Target.parse(text)
@@ -183,7 +183,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
     """The CLI. ``with_gate_options`` (only when ``gate`` is the command) adds the gate's own options."""
-    parser = argparse.ArgumentParser(prog="python -m load", description="gatecheck load: profiles, reports, regression gate")
+    parser = argparse.ArgumentParser(prog="python -m gatecheck.load", description="gatecheck load: profiles, reports, regression gate")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="run a load profile against a server and record the results")

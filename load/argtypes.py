@@ -1,5 +1,5 @@
-"""Parse-time validators for the command lines (argparse ``type=`` callables) of ``python -m load``,
-``python -m load gate`` and the experiments.
+"""Parse-time validators for the command lines (argparse ``type=`` callables) of ``python -m gatecheck.load``,
+``python -m gatecheck.load gate`` and the experiments.
 
 Rules of this module: each takes the text as typed and returns the value, or raises
 ``argparse.ArgumentTypeError`` with a message that quotes the text and names an accepted form.

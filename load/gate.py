@@ -1,6 +1,6 @@
 """The regression gate: BASE and HEAD installs of one server, run interleaved, judged with an interval.
 
-    python -m load gate --base granian==2.8.6 --head ./dist/granian-2.9.0-...whl [--threshold 5%]
+    python -m gatecheck.load gate --base granian==2.8.6 --head ./dist/granian-2.9.0-...whl [--threshold 5%]
 
 Rules of this module:
 
@@ -321,7 +321,7 @@ def app_for(case: GateCase) -> str:
     if case.app:
         return case.app
     interface = case.target.split("?", 1)[0].split(":")[1] if ":" in case.target else "rsgi"
-    return f"fixtures.apps.{interface}:app"
+    return f"gatecheck.fixtures.apps.{interface}:app"
 
 
 def start_case(start: Start, case: GateCase, *, python: str, cost_us: float, log_dir: Path,
@@ -404,7 +404,7 @@ def run_gate(
     """Run the pairs and return the result (rules 1-4). ``start``/``measure_fn``/``route_fn``/``check_fn``
     default to ``servers.start_server`` and ``load.measure``; tests pass fakes."""
     if start is None:
-        from servers import start_server as start
+        from gatecheck.servers import start_server as start
     if measure_fn is None or check_fn is None:
         from .measure import check_route, measure
         measure_fn = measure_fn or measure
@@ -517,8 +517,8 @@ def run_gate(
     return result
 
 
-if __name__ == "__main__":  # ``python -m load.gate ...`` keeps working; the command line lives in gate_cli,
+if __name__ == "__main__":  # ``python -m gatecheck.load.gate ...`` keeps working; the command line lives in gate_cli,
     # which imports this module: run it by name, so that this module never imports upwards (no import cycle).
     import runpy
 
-    runpy.run_module("load.gate_cli", run_name="__main__", alter_sys=True)
+    runpy.run_module("gatecheck.load.gate_cli", run_name="__main__", alter_sys=True)

@@ -1,4 +1,4 @@
-"""The gate's command line: ``python -m load gate ...`` and ``python -m load.gate ...``.
+"""The gate's command line: ``python -m gatecheck.load gate ...`` and ``python -m gatecheck.load.gate ...``.
 
 Rules of this module: options are validated when parsed (one clear message, exit status 2); every
 failure the gate can meet while running is turned into ``error: ...`` on stderr and exit status 2;
@@ -41,7 +41,7 @@ def _confidence(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The gate's options (``python -m load gate ...`` and ``python -m load.gate ...``)."""
+    """The gate's options (``python -m gatecheck.load gate ...`` and ``python -m gatecheck.load.gate ...``)."""
     from .stats import STATISTICS
 
     parser.add_argument("--base", required=True, metavar="INSTALL",
@@ -101,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
     """The cases to gate: the profile's (each at its highest concurrency) or ``--route`` × ``--concurrency``."""
-    from servers import resolve
+    from gatecheck.servers import resolve
 
     def build(target: str, route_name: str, concurrency: int, app=None, env=()) -> GateCase:
         _adapter, resolved = resolve(target)
@@ -152,7 +152,7 @@ def _pinning(args: argparse.Namespace) -> Tuple[Optional[Tuple[int, ...]], Optio
 
 def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[GateOptions, Any, Any]:
     """Everything before the first measurement: outputs, cases, pinning, options, both environments."""
-    from servers import resolve
+    from gatecheck.servers import resolve
 
     from .envs import ensure_pair
 
@@ -175,7 +175,7 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
 
 def main_from_args(args: argparse.Namespace) -> int:
     """Run the gate from parsed options; returns the exit status (rule 5; 130 when interrupted)."""
-    from servers import ServerError
+    from gatecheck.servers import ServerError
 
     from .envs import EnvError
     from .measure import RouteCheckError
@@ -213,8 +213,8 @@ def main_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m load.gate ...``: the same gate without the ``load`` CLI around it."""
-    parser = argparse.ArgumentParser(prog="python -m load.gate", description="gatecheck regression gate")
+    """``python -m gatecheck.load.gate ...``: the same gate without the ``load`` CLI around it."""
+    parser = argparse.ArgumentParser(prog="python -m gatecheck.load.gate", description="gatecheck regression gate")
     add_arguments(parser)
     return main_from_args(parser.parse_args(argv))
 

@@ -93,7 +93,7 @@ def find_oha(*, build: bool = True, log: Callable[[str], None] | None = None) ->
         return Path(on_path)
     if not build:
         raise OhaNotFound(
-            f"oha not found on PATH nor at {cached}; run 'python -m load run ...' once to build it, "
+            f"oha not found on PATH nor at {cached}; run 'python -m gatecheck.load run ...' once to build it, "
             f"or install it with 'cargo install oha --version {OHA_VERSION} --locked'"
         )
     return build_oha(cache_dir(), log=log)

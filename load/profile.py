@@ -17,7 +17,7 @@ Case keys (TOML)::
     concurrency = [128]             one or more; the report shows the best (highest 2xx RPS)
     group = "Workers"               sub-table heading (optional)
     cells = ["RSGI", "1"]           values for the profile's ``columns`` (instead of the label)
-    app = "fixtures.apps.asgi:app"  default: fixtures.apps.<interface>:app
+    app = "gatecheck.fixtures.apps.asgi:app"  default: gatecheck.fixtures.apps.<interface>:app
     env = {GATECHECK_COST_US = "50"}
     requests = 1000000              fixed request count instead of a duration (quick_requests in --quick)
     h2_parallel = 1                 oha -p for HTTP/2 targets

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gatecheck import fixtures
+
 __all__ = ["RouteSpec", "ROUTES", "route", "static_dir", "RouteError"]
 
 
@@ -75,7 +77,7 @@ class RouteSpec:
 
 def static_dir() -> Path:
     """``fixtures/static`` of this checkout."""
-    return Path(__file__).resolve().parent.parent / "fixtures" / "static"
+    return Path(fixtures.__file__).resolve().parent / "static"
 
 
 def _sizes() -> list[RouteSpec]:

@@ -153,7 +153,7 @@ def _customise(target: str, options: Sequence[tuple[str, str]], http: str | None
     """Apply a command-line target's options (and HTTP mode) to a case's target."""
     if not options and not http:
         return target
-    from servers import Target
+    from gatecheck.servers import Target
 
     parsed = Target.parse(target)
     if http:
@@ -177,7 +177,7 @@ def _resolve_groups(groups, log: Callable[[str], None], error: Callable[[Planned
 
     A target that does not resolve (``granian:asgi?workers=abc``) skips its cases *for an error*: one
     line per case through ``log``, a record through ``error``, and the run's exit status is non-zero."""
-    from servers import ServerError, resolve
+    from gatecheck.servers import ServerError, resolve
 
     ready = []
     for key, items in groups:
@@ -208,7 +208,7 @@ def _costs(groups, opts: RunOptions, method: Method) -> list:
 
 def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSummary:
     """Run every planned case of ``opts.profile``; append records to ``opts.out_dir/results.jsonl``."""
-    from servers import ServerError, start_server  # lazy: the harness's tests need no servers
+    from gatecheck.servers import ServerError, start_server  # lazy: the harness's tests need no servers
 
     profile = opts.profile
     method = opts.effective_method()
@@ -253,7 +253,7 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
     for repeat in range(opts.repeat):
         for (target, app, env_items), items, adapter, resolved in groups:
             # a framework adapter (robyn) has no interface and runs its own app unless the case names one
-            app_spec = app or getattr(adapter, "own_app", "") or f"fixtures.apps.{resolved.interface}:app"
+            app_spec = app or getattr(adapter, "own_app", "") or f"gatecheck.fixtures.apps.{resolved.interface}:app"
             try:
                 srv = start_server(resolved, app=app_spec, log_dir=out_dir / "logs", env=dict(env_items),
                                    cpus=list(pin.server) if pin.server else None, python=opts.python)
@@ -338,7 +338,7 @@ def _run_case(item, srv, opts, method, pin, oha, target_h2, out_dir, versions, r
 
 def _needed_versions(case: Case, python: str) -> dict:
     """Installed versions of the packages a case ``needs`` (e.g. fastapi), as the server's interpreter sees them."""
-    from servers.adapters._base import _distribution_version
+    from gatecheck.servers.adapters._base import _distribution_version
 
     found = {}
     for module in case.needs:

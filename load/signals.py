@@ -14,7 +14,7 @@ import signal
 
 __all__ = ["stop_on_signals", "INTERRUPTED"]
 
-#: Exit status of an interrupted ``python -m load run`` or gate (128 + SIGINT, as a shell reports it).
+#: Exit status of an interrupted ``python -m gatecheck.load run`` or gate (128 + SIGINT, as a shell reports it).
 INTERRUPTED = 130
 
 

@@ -1,9 +1,9 @@
-"""python -m servers: list adapters, or serve a fixture app in the foreground for manual poking.
+"""python -m gatecheck.servers: list adapters, or serve a fixture app in the foreground for manual poking.
 
-    python -m servers                  # adapters, capabilities, installed versions, options
-    python -m servers list
-    python -m servers run granian:asgi [--port 8000]
-    python -m servers run "granian:asgi?tls=on" [--cert CERT --key KEY]   # default: the suite's test certificate
+    python -m gatecheck.servers                  # adapters, capabilities, installed versions, options
+    python -m gatecheck.servers list
+    python -m gatecheck.servers run granian:asgi [--port 8000]
+    python -m gatecheck.servers run "granian:asgi?tls=on" [--cert CERT --key KEY]   # default: the suite's test certificate
 """
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from .registry import adapters
 from .target import Target
 
 _FIXTURE_APPS = {
-    "asgi": "fixtures.apps.asgi:app",
-    "rsgi": "fixtures.apps.rsgi:app",
-    "wsgi": "fixtures.apps.wsgi:app",
+    "asgi": "gatecheck.fixtures.apps.asgi:app",
+    "rsgi": "gatecheck.fixtures.apps.rsgi:app",
+    "wsgi": "gatecheck.fixtures.apps.wsgi:app",
 }
 
 
@@ -57,7 +57,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     tls = (args.cert, args.key) if args.cert else None
     if tls is None and adapter.target_capabilities(target).tls:
-        import fixtures  # the same test certificate the conformance suite serves (fixtures/tls/README.md)
+        from gatecheck import fixtures  # the same test certificate the conformance suite serves (fixtures/tls/README.md)
 
         tls = (fixtures.TLS_CERT, fixtures.TLS_KEY)
     # The handlers go in before the server starts and before the "press Ctrl-C" line: a signal that
@@ -88,7 +88,7 @@ def _interrupt(signum, frame):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m servers", description="gatecheck server adapters")
+    parser = argparse.ArgumentParser(prog="python -m gatecheck.servers", description="gatecheck server adapters")
     sub = parser.add_subparsers(dest="command")
     p_list = sub.add_parser("list", help="list adapters, their capabilities and installed versions")
     p_list.add_argument("-v", "--verbose", action="store_true", help="also list each adapter's options")

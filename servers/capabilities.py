@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 
 __all__ = ["Capabilities", "FEATURES"]
 
-# Feature names a check may require, with their meaning (shown by ``python -m servers``).
+# Feature names a check may require, with their meaning (shown by ``python -m gatecheck.servers``).
 FEATURES = {
     "http1": "serves HTTP/1.1 on the plain listener",
     "h2c": "serves HTTP/2 over cleartext with prior knowledge",

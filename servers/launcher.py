@@ -1,6 +1,6 @@
 """Starting a target: resolve it, pick a loopback port, launch, wait until ready, hand back a handle.
 
-    with start_server(Target.parse("granian:asgi"), app="fixtures.apps.asgi:app", log_dir=tmp) as srv:
+    with start_server(Target.parse("granian:asgi"), app="gatecheck.fixtures.apps.asgi:app", log_dir=tmp) as srv:
         httpx.get(srv.url + "/ping")
 
 Rules: loopback only unless ``allow_remote=True`` (checked on what the server's processes actually listen
@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
+from gatecheck import IMPORT_ROOT
+
 from .capabilities import Capabilities
 from .errors import PortInUse, ServerExited, ServerError, TargetError
 from .probe import probe_for
@@ -27,7 +29,7 @@ from .target import Target
 
 __all__ = ["start_server", "ServerHandle", "resolve", "python_for", "REPO_ROOT"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(IMPORT_ROOT)  # what holds the gatecheck package: the child's PYTHONPATH and working directory
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 

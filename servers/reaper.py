@@ -37,7 +37,7 @@ from .tree import kill_if_ours, token_bearers, wait_gone
 
 __all__ = ["watch", "forget"]
 
-_ENTRY = "import sys; from servers.reaper import main; sys.exit(main(sys.argv[1:]))"
+_ENTRY = "import sys; from gatecheck.servers.reaper import main; sys.exit(main(sys.argv[1:]))"
 _lock = threading.Lock()
 _pipe: dict = {}  # harness pid -> (write fd, reaper Popen): a forked harness starts its own
 
@@ -48,7 +48,8 @@ def _writer() -> int | None:
     if me in _pipe:
         return _pipe[me][0]
     read_fd, write_fd = os.pipe()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from gatecheck import IMPORT_ROOT as root
+
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     try:
         proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(read_fd), str(me)],

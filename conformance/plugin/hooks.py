@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from _pytest.reports import TestReport
 
-from servers import ServerError, TargetError, stop_all
+from gatecheck.servers import ServerError, TargetError, stop_all
 
 from ..markers import MARKERS, applicable_interfaces, row_of, validate_item
 from .expectations import ExpectationError, load_expectation_file, load_expectations

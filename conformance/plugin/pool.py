@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from servers import Target
+from gatecheck.servers import Target
 
 from .started import StartedServer
 from .targets import SessionTarget

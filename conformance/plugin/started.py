@@ -12,8 +12,8 @@ import secrets
 import time
 from pathlib import Path
 
-import fixtures
-from servers import ServerError, ServerHandle, ServerStartError, Target, start_server
+from gatecheck import fixtures
+from gatecheck.servers import ServerError, ServerHandle, ServerStartError, Target, start_server
 
 __all__ = ["StartedServer", "TLS", "read_log"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from servers import Capabilities, Target, TargetError, resolve
+from gatecheck.servers import Capabilities, Target, TargetError, resolve
 
 __all__ = ["SessionTarget", "targets_from_options", "DEFAULT_TARGETS"]
 

@@ -1,9 +1,9 @@
 """Measure the gate's false-alarm rate and power on this machine, then analyse the stored gates.
 
-    python -m load.experiments.gate_rates calibrate --base granian==2.8.7
-    python -m load.experiments.gate_rates run --out results/gate-rates --base granian==2.8.7 \\
+    python -m gatecheck.load.experiments.gate_rates calibrate --base granian==2.8.7
+    python -m gatecheck.load.experiments.gate_rates run --out results/gate-rates --base granian==2.8.7 \\
         --cost 5%=1.7 --cost 10%=3.6 --rounds 20
-    python -m load.experiments.gate_rates analyse results/gate-rates
+    python -m gatecheck.load.experiments.gate_rates analyse results/gate-rates
 
 Rules of this module:
 
@@ -272,7 +272,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Measure the --head-cost for each asked slowdown on BASE's install (load/calibration.py), as the
     gate's --head-slowdown does but with more rounds; one JSON line per slowdown."""
-    from servers import start_server
+    from gatecheck.servers import start_server
 
     from ..calibration import calibrate_cost
     from ..envs import ensure_env
@@ -313,7 +313,7 @@ def _pairs(text: str) -> Tuple[int, int]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m load.experiments.gate_rates", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m gatecheck.load.experiments.gate_rates", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run rounds of A/A and injected-cost gates, interleaved")
     run.add_argument("--out", required=True, help="experiment directory (resumes if it exists)")

@@ -10,12 +10,12 @@ Why this adapter looks different from the others:
   its validation is unchanged. A target with an interface (``robyn:asgi``) is refused with the reason.
 - What it serves is a *program*: a module that builds a Robyn app and calls ``app.start(host=, port=)``
   when run as ``python -m MODULE --host H --port P``, leaving every other flag to Robyn (which parses
-  ``sys.argv`` itself). Its own is ``fixtures.apps.robyn_app`` (``own_app``), the JSON hello world. The
+  ``sys.argv`` itself). Its own is ``gatecheck.fixtures.apps.robyn_app`` (``own_app``), the JSON hello world. The
   ``app`` argument every adapter gets names that module (``module`` or ``module:attribute``); the
   attribute part is not used, since Robyn has no loader for an app object.
 - Its capabilities list no interface and no feature beyond HTTP/1.1: conformance never selects it
   (``conformance/targets.py`` refuses a target without an interface, naming the reason), and
-  ``python -m servers list`` shows what it runs instead.
+  ``python -m gatecheck.servers list`` shows what it runs instead.
 
 Options map to Robyn 0.88's own flags. Unset, Robyn keeps its defaults: 1 process, 1 worker, log level
 INFO (it logs at start-up, not per request), its OpenAPI routes on.
@@ -34,7 +34,7 @@ from ._base import COMMON_OPTIONS, Adapter, Launch, Option, flag
 class RobynAdapter(Adapter):
     name = "robyn"
     package = "robyn"
-    own_app = "fixtures.apps.robyn_app"  # the program it runs unless told another (see the module docstring)
+    own_app = "gatecheck.fixtures.apps.robyn_app"  # the program it runs unless told another (see the module docstring)
     module = own_app
     tox_env = "load-json"
     description = "Robyn: its own framework and Rust HTTP/1.1 server (no gateway interface); runs its own app, for load profiles"

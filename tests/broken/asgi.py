@@ -18,7 +18,7 @@ import asyncio
 import os
 from urllib.parse import unquote_to_bytes
 
-from fixtures.apps.asgi import app as fixture_app
+from gatecheck.fixtures.apps.asgi import app as fixture_app
 
 from .chunks import reordered
 

@@ -20,7 +20,7 @@ from collections import Counter
 
 import pytest
 
-from conformance.results import check_id_of
+from gatecheck.conformance.results import check_id_of
 
 ENV = "GATECHECK_PICK"
 PROFILE = "gatecheck-can-fail"

@@ -9,7 +9,7 @@ so the harness can still watch the app.
 """
 from __future__ import annotations
 
-from fixtures.apps.rsgi import app as fixture_app
+from gatecheck.fixtures.apps.rsgi import app as fixture_app
 
 from .chunks import reordered
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-from servers import Target
+from gatecheck.servers import Target
 
 from .pick import ENV as PICK_ENV
 from .pick import PROFILE

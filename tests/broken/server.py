@@ -471,7 +471,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.broken.server", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
     parser.add_argument("--port", type=int, required=True, help="port to listen on")
-    parser.add_argument("--app", default="fixtures.apps.wsgi:app", help="the WSGI app, module:attribute")
+    parser.add_argument("--app", default="gatecheck.fixtures.apps.wsgi:app", help="the WSGI app, module:attribute")
     parser.add_argument("--break", dest="breaks", action="append", default=[], choices=["none"] + sorted(BREAKS),
                         metavar="NAME", help="violate one wire rule ('none': break nothing): "
                         + ", ".join(sorted(BREAKS)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from urllib.parse import unquote
 
-from fixtures.apps.wsgi import app as fixture_app
+from gatecheck.fixtures.apps.wsgi import app as fixture_app
 
 __all__ = ["BREAKS", "control"]
 

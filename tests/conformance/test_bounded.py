@@ -3,7 +3,7 @@ import socket
 import threading
 import time
 
-from conformance.bounded import CLOSED, DONE, OVERFLOW, RESET, TIMEOUT, read_until
+from gatecheck.conformance.bounded import CLOSED, DONE, OVERFLOW, RESET, TIMEOUT, read_until
 
 
 def _pair():

@@ -58,11 +58,11 @@ VIAS = {
                     features="tls"),
     # a relay in front of a real server, corrupting what the server's own protocol layer sends
     "ws-proxy": Via("asgi", "{python} -m tests.broken.proxy --port {port} --break {break} -- "
-                            "{python} -m uvicorn --port @PORT@ fixtures.apps.asgi:app", features="websockets",
+                            "{python} -m uvicorn --port @PORT@ gatecheck.fixtures.apps.asgi:app", features="websockets",
                     control="none"),
     # HTTP/1 readiness (http auto): the harness's h2 readiness probe refuses a server whose SETTINGS are invalid
     "h2-proxy": Via("asgi", "{python} -m tests.broken.proxy --port {port} --break {break} -- "
-                            "{python} -m granian --interface asgi --port @PORT@ fixtures.apps.asgi:app",
+                            "{python} -m granian --interface asgi --port @PORT@ gatecheck.fixtures.apps.asgi:app",
                     http="auto", features="h2c", control="none"),
 }
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from conformance.plugin.expectations import EXPECTATIONS_DIR, ExpectationError, load_expectations
+from gatecheck.conformance.plugin.expectations import EXPECTATIONS_DIR, ExpectationError, load_expectations
 
 
 def write(tmp_path, text):

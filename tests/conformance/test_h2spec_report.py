@@ -7,8 +7,8 @@ import h2.config
 import h2.connection
 import h2.events
 
-from conformance import h2spec
-from conformance.h2client import GOAWAY, PING, H2Client, StreamState
+from gatecheck.conformance import h2spec
+from gatecheck.conformance.h2client import GOAWAY, PING, H2Client, StreamState
 
 DRYRUN = """Generic tests for HTTP/2 server
   1. Starting HTTP/2

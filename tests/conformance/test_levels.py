@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.levels import (LEVELS_DIR, PER_PARAMETER, LevelsError, keyword_in_sentence, load_table, row_for,
+from gatecheck.conformance.levels import (LEVELS_DIR, PER_PARAMETER, LevelsError, keyword_in_sentence, load_table, row_for,
                                 row_for_check)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ level = "POLICY"
 
 
 def test_parameter_keys_match_whole_parts_of_a_check_id():
-    from conformance.levels import _param_matches
+    from gatecheck.conformance.levels import _param_matches
 
     assert _param_matches("unsupported-major", "unsupported-major")
     assert _param_matches("unsupported-major", "x-unsupported-major-chunked")

@@ -59,9 +59,9 @@ def test_pipelined_requests_never_answered_are_not_supported():
     """``assert_answered_in_order``: one response, then neither more nor a close (the read timed out) is a
     server that does not serve pipelined requests: *not supported*, not a failure. A server that says close
     and closes still passes; one that answers out of order still fails."""
-    from conformance.http1 import Exchange, parse_responses
-    from conformance.results import UNSUPPORTED_PREFIX
-    from conformance.wire import assert_answered_in_order
+    from gatecheck.conformance.http1 import Exchange, parse_responses
+    from gatecheck.conformance.results import UNSUPPORTED_PREFIX
+    from gatecheck.conformance.wire import assert_answered_in_order
 
     ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
     responses, _ = parse_responses(ok, closed=False)

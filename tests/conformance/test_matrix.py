@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conformance.matrix import Matrix, load_results, main, render_html, render_markdown
+from gatecheck.conformance.matrix import Matrix, load_results, main, render_html, render_markdown
 
 SAMPLE = Path(__file__).parent / "data" / "results-sample.json"
 
@@ -38,7 +38,7 @@ def test_cli_writes_both_files_and_refuses_unknown_schema(tmp_path, capsys):
 
 
 def test_sentence_comes_from_the_record_or_else_the_levels_table(tmp_path):
-    from conformance.levels import LEVELS_DIR, load_table, row_for_check
+    from gatecheck.conformance.levels import LEVELS_DIR, load_table, row_for_check
 
     stem = sorted(LEVELS_DIR.glob("test_*.toml"))[0].stem
     function = next(iter(load_table(stem)))

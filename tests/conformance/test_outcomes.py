@@ -1,7 +1,7 @@
 """conformance/plugin/outcomes.py: the verdict of a phase, from recorded report fields."""
 from types import SimpleNamespace
 
-from conformance.plugin.outcomes import FAILING, decide
+from gatecheck.conformance.plugin.outcomes import FAILING, decide
 
 
 def _failed_call():

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from conformance.ws import (EOF, OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, TIMEOUT, WSConnection, accept_for,
+from gatecheck.conformance.ws import (EOF, OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, TIMEOUT, WSConnection, accept_for,
                             close_payload, encode_frame, handshake_request, parse_close)
 
 
@@ -138,8 +138,8 @@ def test_wss_speaks_the_same_protocol_over_tls():
     """connect(..., tls=True): the handshake and frames go over TLS with the suite's test certificate."""
     import ssl
 
-    import fixtures
-    from conformance.ws import connect
+    from gatecheck import fixtures
+    from gatecheck.conformance.ws import connect
 
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(fixtures.TLS_CERT, fixtures.TLS_KEY)

@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from load import argtypes
+from gatecheck.load import argtypes
 
 
 @pytest.mark.parametrize("fn, text, value", [

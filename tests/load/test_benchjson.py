@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from load import benchjson
+from gatecheck.load import benchjson
 
 
 @pytest.mark.parametrize("data", [

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from load import calibration
+from gatecheck.load import calibration
 
 
 def test_target_ratio_and_nominal_cost_follow_the_cpu_bound_model():

@@ -1,4 +1,4 @@
-"""``python -m load run`` and ``python -m load gate`` as real processes: exit statuses, one-line errors, signals.
+"""``python -m gatecheck.load run`` and ``python -m gatecheck.load gate`` as real processes: exit statuses, one-line errors, signals.
 
 Each test starts the command as a subprocess, as a user or a CI script would. The bad-input tests
 (a target that does not resolve, an unwritable output path, a CPU this host lacks) fail before any
@@ -25,7 +25,7 @@ MISSING_CPU = str((os.cpu_count() or 1) + 3)
 
 
 def load_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "load", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "gatecheck.load", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
@@ -73,7 +73,7 @@ def test_a_cpu_this_host_lacks_is_one_line_not_a_traceback(command, tmp_path):
 
 
 def _cpus() -> str:
-    from load.pinning import available_cpus, format_cpu_list
+    from gatecheck.load.pinning import available_cpus, format_cpu_list
 
     return format_cpu_list(available_cpus())
 
@@ -81,7 +81,7 @@ def _cpus() -> str:
 # ---- signals: started with SIGINT ignored, then interrupted while measuring ----------------------------
 
 def _real_load_or_skip():
-    from load.oha import OhaNotFound, find_oha
+    from gatecheck.load.oha import OhaNotFound, find_oha
 
     if importlib.util.find_spec("granian") is None:
         pytest.skip("granian is not installed")
@@ -95,7 +95,7 @@ def _start_with_sigint_ignored(args, log_path: Path) -> subprocess.Popen:
     def ignore_sigint():  # as a shell starts a script's background job
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    return subprocess.Popen([sys.executable, "-m", "load", *args], cwd=ROOT, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "gatecheck.load", *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=open(log_path, "w"), text=True, stdin=subprocess.DEVNULL, preexec_fn=ignore_sigint)
 
 

@@ -11,8 +11,8 @@ import zipfile
 
 import pytest
 
-from load import envs
-from load.envs import EnvError
+from gatecheck.load import envs
+from gatecheck.load.envs import EnvError
 
 
 def make_wheel(directory, name="gcfake", version="0.1", body="VALUE = 1\n"):

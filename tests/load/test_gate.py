@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from load import gate, gate_cli, gate_report
-from load.gate import GateCase, GateError, GateOptions, run_gate
-from load.stats import Verdict
+from gatecheck.load import gate, gate_cli, gate_report
+from gatecheck.load.gate import GateCase, GateError, GateOptions, run_gate
+from gatecheck.load.stats import Verdict
 
 CASE = GateCase("granian:rsgi:auto", "json", 64)
 
@@ -267,7 +267,7 @@ def test_cli_unknown_route_lists_the_known_ones(tmp_path, capsys):
 
 def test_experiment_replay_reproduces_the_gate_and_its_stopping_rule(tmp_path):
     """load/experiments/gate_rates.py recomputes stored gates for other pair counts and thresholds."""
-    from load.experiments import gate_rates
+    from gatecheck.load.experiments import gate_rates
 
     result = FakeLab(head_factor=0.90, noise=0.02).gate(tmp_path, pairs=8, max_pairs=16, budget=1e9)
     doc = json.loads(json.dumps(result.to_dict()))
@@ -318,7 +318,7 @@ def test_profile_and_route_together_are_refused():
 
 
 def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
-    from load.experiments import gate_rates
+    from gatecheck.load.experiments import gate_rates
 
     exp = tmp_path / "exp"
     result = FakeLab(head_factor=0.9).gate(tmp_path / "g", pairs=8, max_pairs=8)
@@ -331,7 +331,7 @@ def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
 
 
 def test_experiment_analysis_says_how_quiet_the_server_cpus_were():
-    from load.experiments import gate_rates
+    from gatecheck.load.experiments import gate_rates
 
     runs = [{"wall": 2.0, "foreign_cpu_seconds": f, "steal_seconds": 0.0} for f in (0.0, 0.01, 0.02, 0.5)]
     (line,) = [x for x in gate_rates.machine_lines({"aa": [{"runs": runs}]}) if x]
@@ -353,7 +353,7 @@ def test_every_interval_of_a_multi_case_gate_is_at_the_family_wise_level(tmp_pat
 
 
 def test_experiment_slowdown_kinds_calibrate_per_gate_and_gates_record_the_load_average():
-    from load.experiments import gate_rates
+    from gatecheck.load.experiments import gate_rates
 
     assert gate_rates._slowdown("10%=10%") == ("10%", pytest.approx(0.10))
     argv = gate_rates._gate_argv("granian==2.8.7", "granian==2.8.7", gate_rates.Path("o"), 0.0, 7, ["--profile", "smoke"], 0.1)
@@ -362,8 +362,8 @@ def test_experiment_slowdown_kinds_calibrate_per_gate_and_gates_record_the_load_
 
 
 def test_experiment_replay_without_the_correction_judges_each_interval_at_the_stored_level(tmp_path, monkeypatch):
-    from load import stats
-    from load.experiments import gate_rates
+    from gatecheck.load import stats
+    from gatecheck.load.experiments import gate_rates
 
     cases = tuple(GateCase("granian:rsgi:auto", r, 64) for r in ("json", "b1k", "echo1k", "b10k"))
     doc = json.loads(json.dumps(FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8).to_dict()))

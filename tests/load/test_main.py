@@ -1,4 +1,4 @@
-"""``python -m load``: subcommands in-process, bad values rejected at parse time."""
+"""``python -m gatecheck.load``: subcommands in-process, bad values rejected at parse time."""
 from __future__ import annotations
 
 import shutil
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import load.__main__ as cli
+import gatecheck.load.__main__ as cli
 
 DATA = Path(__file__).parent / "data"
 
@@ -84,10 +84,10 @@ def test_report_of_an_unreadable_file_is_a_clear_error(tmp_path, capsys):
 
 
 def test_gate_hands_its_options_to_the_gate_command_line(monkeypatch):
-    import load.gate_cli
+    from gatecheck.load import gate_cli
 
     seen = {}
-    monkeypatch.setattr(load.gate_cli, "main_from_args", lambda args: seen.update(base=args.base, pairs=args.pairs) or 0)
+    monkeypatch.setattr(gate_cli, "main_from_args", lambda args: seen.update(base=args.base, pairs=args.pairs) or 0)
     assert cli.main(["gate", "--base", "granian==2.8.6", "--head", "granian==2.8.7", "--pairs", "12"]) == 0
     assert seen == {"base": "granian==2.8.6", "pairs": 12}
 

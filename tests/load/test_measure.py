@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from load.measure import LoadRun, is_generator_bound
-from load.oha import parse_json
+from gatecheck.load.measure import LoadRun, is_generator_bound
+from gatecheck.load.oha import parse_json
 
 DATA = Path(__file__).parent / "data"
 
@@ -62,7 +62,7 @@ def test_the_load_generator_is_killed_at_its_deadline():
 
     import pytest
 
-    from load.measure import OhaError, _run_oha
+    from gatecheck.load.measure import OhaError, _run_oha
 
     before = _children()
     with pytest.raises(OhaError, match="deadline"):
@@ -78,7 +78,7 @@ def test_the_load_generator_is_killed_when_interrupted():
 
     import pytest
 
-    from load.measure import _run_oha
+    from gatecheck.load.measure import _run_oha
 
     before = _children()
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))

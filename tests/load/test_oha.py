@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from load.oha import DEADLINE_ERROR, OhaError, build_argv, error_kind, parse_json
+from gatecheck.load.oha import DEADLINE_ERROR, OhaError, build_argv, error_kind, parse_json
 
 DATA = Path(__file__).parent / "data"
 
@@ -117,7 +117,7 @@ def _fake_oha(path: Path) -> Path:
 
 
 def test_an_explicit_oha_path_wins_and_a_bad_one_is_refused(tmp_path, monkeypatch):
-    from load.oha import OhaNotFound, find_oha
+    from gatecheck.load.oha import OhaNotFound, find_oha
 
     fake = _fake_oha(tmp_path / "my-oha")
     monkeypatch.setenv("GATECHECK_OHA", str(fake))
@@ -128,7 +128,7 @@ def test_an_explicit_oha_path_wins_and_a_bad_one_is_refused(tmp_path, monkeypatc
 
 
 def test_the_pinned_build_in_the_cache_is_found_and_its_version_read(tmp_path, monkeypatch):
-    from load.oha import OHA_VERSION, find_oha, oha_version
+    from gatecheck.load.oha import OHA_VERSION, find_oha, oha_version
 
     monkeypatch.delenv("GATECHECK_OHA", raising=False)
     monkeypatch.setenv("GATECHECK_CACHE", str(tmp_path))
@@ -138,7 +138,7 @@ def test_the_pinned_build_in_the_cache_is_found_and_its_version_read(tmp_path, m
 
 
 def test_without_oha_and_without_cargo_the_error_says_what_to_install(tmp_path, monkeypatch):
-    import load.oha as oha_mod
+    import gatecheck.load.oha as oha_mod
 
     monkeypatch.delenv("GATECHECK_OHA", raising=False)
     monkeypatch.setenv("GATECHECK_CACHE", str(tmp_path / "cache"))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from load.pinning import Pinning, format_cpu_list, parse_cpu_list, split_cpus
+from gatecheck.load.pinning import Pinning, format_cpu_list, parse_cpu_list, split_cpus
 
 
 @pytest.mark.parametrize(
@@ -61,7 +61,7 @@ intr 12345
 
 
 def test_proc_stat_busy_is_user_nice_system_irq_softirq_and_steal_apart():
-    from load.pinning import CpuTimes, parse_proc_stat
+    from gatecheck.load.pinning import CpuTimes, parse_proc_stat
 
     assert parse_proc_stat(PROC_STAT, [0], 100) == CpuTimes(busy=7.03, steal=0.04)
     both = parse_proc_stat(PROC_STAT, [0, 1], 100)
@@ -71,7 +71,7 @@ def test_proc_stat_busy_is_user_nice_system_irq_softirq_and_steal_apart():
 
 
 def test_cpu_times_reads_this_machine():
-    from load.pinning import available_cpus, cpu_times
+    from gatecheck.load.pinning import available_cpus, cpu_times
 
     t = cpu_times(available_cpus()[:1])
     assert t is None or (t.busy > 0 and t.steal >= 0)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from load.profile import ProfileError, cores_needed, list_profiles, load_profile, plan
-from load.routes import ROUTES
+from gatecheck.load.profile import ProfileError, cores_needed, list_profiles, load_profile, plan
+from gatecheck.load.routes import ROUTES
 
 SEED_PROFILES = {"rsgi_types", "interfaces", "http2", "files", "concurrency", "event_loops", "task_impl", "pyver", "vs", "json"}
 
@@ -83,9 +83,9 @@ def test_python_version_and_missing_modules_skip_with_reasons():
 def test_json_profile_runs_the_framework_apps_on_their_servers():
     items = {p.case.label: p for p in plan(load_profile("json"), None, host_cores=2, importable=lambda m: True)}
     assert not any(p.skip for p in items.values())
-    assert (items["Robyn"].target, items["Robyn"].case.app) == ("robyn", "fixtures.apps.robyn_app")
+    assert (items["Robyn"].target, items["Robyn"].case.app) == ("robyn", "gatecheck.fixtures.apps.robyn_app")
     for label, loop in (("FastAPI on uvicorn", "asyncio"), ("FastAPI on uvicorn + uvloop", "uvloop")):
         assert items[label].target == f"uvicorn:asgi?loop={loop}"
-        assert items[label].case.app == "fixtures.apps.fastapi_app:app"
+        assert items[label].case.app == "gatecheck.fixtures.apps.fastapi_app:app"
     assert {p.case.requests for p in items.values()} == {1_000_000}
     assert {p.case.concurrency for p in items.values()} == {(100,)}

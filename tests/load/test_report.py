@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from load.plot import latency_svg, rps_svg
-from load.profile import load_profile
-from load.report import render, render_vs, select_rows, write_report
-from load.results import ResultsError, load_records
+from gatecheck.load.plot import latency_svg, rps_svg
+from gatecheck.load.profile import load_profile
+from gatecheck.load.report import render, render_vs, select_rows, write_report
+from gatecheck.load.results import ResultsError, load_records
 
 DATA = Path(__file__).parent / "data"
 

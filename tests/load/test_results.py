@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from load.results import (
+from gatecheck.load.results import (
     RESULTS_FILE,
     SCHEMA_VERSION,
     ResultsError,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from load.report import render
-from load.results import load_records
-from load.rows import select_rows, version_key
+from gatecheck.load.report import render
+from gatecheck.load.results import load_records
+from gatecheck.load.rows import select_rows, version_key
 
 DATA = Path(__file__).parent / "data"
 

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from load.profile import Case, PlannedCase, load_profile
-from load.runner import Method, RunOptions, _group, _interpreter, _requests_for
+from gatecheck.load.profile import Case, PlannedCase, load_profile
+from gatecheck.load.runner import Method, RunOptions, _group, _interpreter, _requests_for
 
 
 def test_quick_scales_every_duration_but_not_the_primer_concurrency():
@@ -48,7 +48,7 @@ def test_a_full_target_customises_every_case():
 
 
 def test_versions_of_the_packages_a_case_needs_are_recorded():
-    from load.runner import _needed_versions
+    from gatecheck.load.runner import _needed_versions
 
     case = Case(label="x", target="uvicorn:asgi", route="json", concurrency=(100,), needs=("pytest", "no_such_dist_gatecheck"))
     found = _needed_versions(case, sys.executable)

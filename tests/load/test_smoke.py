@@ -1,6 +1,6 @@
 """End to end, for real: a Granian server, real oha, the smoke profile in quick mode, then the report.
 
-Skips (saying why) when oha or granian is not installed; ``python -m load run ...`` builds oha once.
+Skips (saying why) when oha or granian is not installed; ``python -m gatecheck.load run ...`` builds oha once.
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from load.oha import OhaNotFound, find_oha
+from gatecheck.load.oha import OhaNotFound, find_oha
 
 
 def _oha_or_skip():
@@ -22,13 +22,13 @@ def _oha_or_skip():
 def test_the_smoke_profile_runs_for_real_and_renders(tmp_path):
     """Every case is measured with 2xx responses only, recorded, pinned, and rendered; no server outlives it."""
     oha = _oha_or_skip()
-    from servers import live_pids
+    from gatecheck.servers import live_pids
 
-    from load.pinning import available_cpus, split_cpus
-    from load.profile import load_profile
-    from load.report import write_report
-    from load.results import load_records
-    from load.runner import RunOptions, run_profile
+    from gatecheck.load.pinning import available_cpus, split_cpus
+    from gatecheck.load.profile import load_profile
+    from gatecheck.load.report import write_report
+    from gatecheck.load.results import load_records
+    from gatecheck.load.runner import RunOptions, run_profile
 
     lines = []
     opts = RunOptions(profile=load_profile("smoke"), server="granian", out_dir=tmp_path, quick=0.1, oha=oha,

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from load import stats
-from load.stats import Verdict
+from gatecheck.load import stats
+from gatecheck.load.stats import Verdict
 
 
 def paired_samples(n, ratio, cv, seed, level=20_000.0, drift=0.0):

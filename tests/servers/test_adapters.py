@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from servers import Target, TargetError, adapters, resolve
+from gatecheck.servers import Target, TargetError, adapters, resolve
 
-APP = "fixtures.apps.asgi:app"
+APP = "gatecheck.fixtures.apps.asgi:app"
 
 
 def argv_of(text: str, app: str = APP) -> list:
@@ -23,7 +23,7 @@ def test_granian_argv_has_interface_http_mode_and_options():
 
 
 def test_granian_default_http_is_auto():
-    assert _has_pair(argv_of("granian:wsgi", "fixtures.apps.wsgi:app"), ["--http", "auto"])
+    assert _has_pair(argv_of("granian:wsgi", "gatecheck.fixtures.apps.wsgi:app"), ["--http", "auto"])
 
 
 def test_uvicorn_argv_maps_impl_and_loop_and_keeps_its_lifespan_default():
@@ -35,15 +35,15 @@ def test_uvicorn_argv_maps_impl_and_loop_and_keeps_its_lifespan_default():
 
 
 def test_hypercorn_argv_prefixes_the_interface():
-    argv = argv_of("hypercorn:wsgi?workers=2", "fixtures.apps.wsgi:app")
-    assert argv[-3:] == ["wsgi:fixtures.apps.wsgi:app", "--workers", "2"] or "wsgi:fixtures.apps.wsgi:app" in argv
+    argv = argv_of("hypercorn:wsgi?workers=2", "gatecheck.fixtures.apps.wsgi:app")
+    assert argv[-3:] == ["wsgi:gatecheck.fixtures.apps.wsgi:app", "--workers", "2"] or "wsgi:gatecheck.fixtures.apps.wsgi:app" in argv
     assert _has_pair(argv, ["--bind", "127.0.0.1:8123"])
 
 
 def test_gunicorn_asgi_uses_its_asgi_worker():
     argv = argv_of("gunicorn:asgi")
     assert _has_pair(argv, ["--worker-class", "asgi"])
-    argv = argv_of("gunicorn:wsgi?worker=gthread&threads=4", "fixtures.apps.wsgi:app")
+    argv = argv_of("gunicorn:wsgi?worker=gthread&threads=4", "gatecheck.fixtures.apps.wsgi:app")
     assert _has_pair(argv, ["--worker-class", "gthread"]) and _has_pair(argv, ["--threads", "4"])
 
 
@@ -112,10 +112,10 @@ def test_every_adapter_declares_what_the_listing_needs():
 
 
 def test_robyn_runs_its_own_app_module_with_host_port_and_robyn_flags():
-    assert argv_of("robyn", "fixtures.apps.robyn_app") == [
-        "/py", "-m", "fixtures.apps.robyn_app", "--host", "127.0.0.1", "--port", "8123"]
-    argv = argv_of("robyn?processes=2&workers=3&log-level=WARN&openapi=off", "fixtures.apps.robyn_app:app")
-    assert argv[:3] == ["/py", "-m", "fixtures.apps.robyn_app"]
+    assert argv_of("robyn", "gatecheck.fixtures.apps.robyn_app") == [
+        "/py", "-m", "gatecheck.fixtures.apps.robyn_app", "--host", "127.0.0.1", "--port", "8123"]
+    argv = argv_of("robyn?processes=2&workers=3&log-level=WARN&openapi=off", "gatecheck.fixtures.apps.robyn_app:app")
+    assert argv[:3] == ["/py", "-m", "gatecheck.fixtures.apps.robyn_app"]
     for pair in (["--processes", "2"], ["--workers", "3"], ["--log-level", "WARN"]):
         assert _has_pair(argv, pair), (pair, argv)
     assert "--disable-openapi" in argv
@@ -123,7 +123,7 @@ def test_robyn_runs_its_own_app_module_with_host_port_and_robyn_flags():
 
 def test_robyn_has_no_interface_and_refuses_one():
     adapter, target = resolve("robyn")
-    assert target.interface is None and adapter.own_app == "fixtures.apps.robyn_app"
+    assert target.interface is None and adapter.own_app == "gatecheck.fixtures.apps.robyn_app"
     assert not adapter.target_capabilities(target).interfaces
     for text, fragment in (("robyn:asgi", "its own server"), ("robyn?loop=uvloop", "no option"),
                            ("robyn?processes=0", ">= 1")):
@@ -133,7 +133,7 @@ def test_robyn_has_no_interface_and_refuses_one():
 
 
 def test_conformance_refuses_a_target_without_an_interface():
-    from conformance.plugin.targets import targets_from_options
+    from gatecheck.conformance.plugin.targets import targets_from_options
 
     with pytest.raises(TargetError) as info:
         targets_from_options(["robyn"], None, None, None, None)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from servers import ServerError, Target, TargetError, python_for, resolve, start_server
+from gatecheck.servers import ServerError, Target, TargetError, python_for, resolve, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +60,7 @@ def test_a_port_out_of_range_is_a_target_error(tmp_path, port):
     (["--ready-timeout", "-5"], "'-5' is not a number of seconds greater than 0"),
 ])
 def test_the_run_command_refuses_bad_numbers_in_one_line(argv, message):
-    out = subprocess.run([sys.executable, "-m", "servers", "run", "granian:asgi", *argv], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "gatecheck.servers", "run", "granian:asgi", *argv], cwd=ROOT,
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 2
     assert message in out.stderr and "Traceback" not in out.stderr

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from servers import ServerStartError, Target, live_pids, start_server
+from gatecheck.servers import ServerStartError, Target, live_pids, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "GATECHECK_TEST_MARK"
@@ -113,7 +113,7 @@ def test_a_double_forked_server_leaves_nothing_and_a_stranger_on_its_port_is_unt
 
 HARNESS = textwrap.dedent("""
     import sys
-    from servers import Target, start_server
+    from gatecheck.servers import Target, start_server
     cmd = "{python} -m tests.hostile.server --port {port} " + sys.argv[1]
     srv = start_server(Target("command", "asgi", "h1", (("cmd", cmd),)), app="x:y", log_dir=sys.argv[2])
     print("ready", srv.pid, flush=True)
@@ -176,7 +176,7 @@ def test_an_option_moving_the_listener_to_another_loopback_address_is_one_clear_
     started = time.monotonic()
     with pytest.raises(ServerStartError) as info:
         start_server(Target.parse("granian:asgi").with_options(args="--host 127.0.0.2"),
-                     app="fixtures.apps.asgi:app", log_dir=tmp_path, env={MARK: mark}, ready_timeout=120)
+                     app="gatecheck.fixtures.apps.asgi:app", log_dir=tmp_path, env={MARK: mark}, ready_timeout=120)
     assert "listens on 127.0.0.2" in str(info.value) and "not on 127.0.0.1" in str(info.value)
     assert time.monotonic() - started < 110  # not the ready deadline: the cause is seen, not waited out
     assert wait_none_marked(mark, timeout=5.0) == []

@@ -9,9 +9,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from servers import (PortInUse, ServerExited, ServerNotInstalled, ServerNotReady, Target, live_pids,
+from gatecheck.servers import (PortInUse, ServerExited, ServerNotInstalled, ServerNotReady, Target, live_pids,
                      start_server)
-from servers.adapters import Adapter
+from gatecheck.servers.adapters import Adapter
 
 FAKE = Path(__file__).parent / "fake"
 
@@ -101,7 +101,7 @@ def test_a_taken_port_is_refused_with_a_clear_message(tmp_path):
 
 
 def test_non_loopback_hosts_are_refused(tmp_path):
-    from servers import TargetError
+    from gatecheck.servers import TargetError
 
     with pytest.raises(TargetError) as info:
         start_server(command("http_server.py"), app="x:y", log_dir=tmp_path, host="0.0.0.0")
@@ -136,14 +136,14 @@ def test_peak_tracker_sees_memory_and_cpu(tmp_path):
 
 def test_a_server_runs_from_another_environment_given_as_a_venv_dir(tmp_path):
     """python=<venv dir> runs the server with that environment's interpreter (used by the gate)."""
-    from servers import python_for
+    from gatecheck.servers import python_for
 
     venv = Path(sys.prefix)
     if not (venv / "bin" / "python").exists():
         pytest.skip("the test interpreter is not inside a virtualenv")
     target = command("http_server.py").with_options(python=str(venv))
     assert python_for(target) == str(venv / "bin" / "python")
-    with start_server(Target.parse("granian:asgi").with_options(python=str(venv)), app="fixtures.apps.asgi:app",
+    with start_server(Target.parse("granian:asgi").with_options(python=str(venv)), app="gatecheck.fixtures.apps.asgi:app",
                       log_dir=tmp_path) as srv:
         assert srv.python == str(venv / "bin" / "python")
         assert srv.process.argv[0] == str(venv / "bin" / "python")
@@ -151,7 +151,7 @@ def test_a_server_runs_from_another_environment_given_as_a_venv_dir(tmp_path):
 
 
 def test_a_missing_interpreter_is_a_clear_target_error():
-    from servers import TargetError, python_for
+    from gatecheck.servers import TargetError, python_for
 
     with pytest.raises(TargetError) as info:
         python_for(Target.parse("granian:asgi?python=/no/such/python"))
@@ -171,7 +171,7 @@ def test_the_h2_probe_reads_raw_frames_so_a_rule_breaking_server_still_counts_as
     """A server whose SETTINGS the h2 library would reject (ENABLE_PUSH=1 from a server) is still ready."""
     import threading
 
-    from servers.probe import h2_probe
+    from gatecheck.servers.probe import h2_probe
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

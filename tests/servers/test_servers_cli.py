@@ -1,4 +1,4 @@
-"""python -m servers: the list and run commands, in-process and as a real foreground server."""
+"""python -m gatecheck.servers: the list and run commands, in-process and as a real foreground server."""
 
 import os
 import select
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from servers import __main__ as cli
+from gatecheck.servers import __main__ as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def test_run_serves_a_tls_target_with_the_test_certificate_and_stops_on_a_signal
     pytest.importorskip("granian")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as under tox: stdout is a pipe
     ignore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a parent that ignores it would leave it
-    proc = subprocess.Popen([sys.executable, "-m", "servers", "run", "granian:rsgi?tls=on", "--log-dir", str(tmp_path)],
+    proc = subprocess.Popen([sys.executable, "-m", "gatecheck.servers", "run", "granian:rsgi?tls=on", "--log-dir", str(tmp_path)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
                             preexec_fn=ignore_sigint)
     try:
@@ -71,7 +71,7 @@ def test_run_serves_a_tls_target_with_the_test_certificate_and_stops_on_a_signal
 
 SIGINT_AT_THE_SERVING_LINE = """
 import os, signal, sys
-from servers import __main__ as cli
+from gatecheck.servers import __main__ as cli
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a parent that ignores it (a script's background job) leaves it
 
 class Out:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from servers import Target, TargetError, UnknownServer, resolve
+from gatecheck.servers import Target, TargetError, UnknownServer, resolve
 
 
 @pytest.mark.parametrize("text", [

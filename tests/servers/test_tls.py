@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from servers import TargetError, resolve
-from servers.launcher import ServerHandle
-from servers.probe import probe_for
+from gatecheck.servers import TargetError, resolve
+from gatecheck.servers.launcher import ServerHandle
+from gatecheck.servers.probe import probe_for
 
 REPO = Path(__file__).resolve().parents[2]
 CERT = str(REPO / "fixtures" / "tls" / "cert.pem")
 KEY = str(REPO / "fixtures" / "tls" / "key.pem")
-APPS = {"asgi": "fixtures.apps.asgi:app", "rsgi": "fixtures.apps.rsgi:app", "wsgi": "fixtures.apps.wsgi:app"}
+APPS = {"asgi": "gatecheck.fixtures.apps.asgi:app", "rsgi": "gatecheck.fixtures.apps.rsgi:app", "wsgi": "gatecheck.fixtures.apps.wsgi:app"}
 
 
 def launch_of(text: str, tls=(CERT, KEY)):

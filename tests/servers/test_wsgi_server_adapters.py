@@ -9,10 +9,10 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from servers import TargetError, resolve, start_server
-from servers.adapters.uwsgi import uwsgi_executable
+from gatecheck.servers import TargetError, resolve, start_server
+from gatecheck.servers.adapters.uwsgi import uwsgi_executable
 
-WSGI_APP = "fixtures.apps.wsgi:app"
+WSGI_APP = "gatecheck.fixtures.apps.wsgi:app"
 
 
 def argv_of(text: str, python: str = "/venv/bin/python") -> list:
