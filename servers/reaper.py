@@ -8,12 +8,15 @@ and any double-forked daemon, would live on. The reaper kills them.
 How: the first server a harness process starts also starts one reaper (``servers.reaper.main`` in a new Python,
 in its own session so the terminal's Ctrl-C does not reach it). The harness keeps the write end of a
 pipe and tells the reaper, one line per event, ``+ TOKEN`` (a server is starting; its processes
-carry ``GATECHECK_SERVER_TOKEN=TOKEN``) and ``- TOKEN`` (it was stopped normally). When the pipe reaches end of file (the harness exited, however it died) or the
+carry ``GATECHECK_SERVER_TOKEN=TOKEN``) and ``- TOKEN`` (it was stopped normally); ``! ID {json}`` asks for a
+command to run once the harness is gone unless ``~ ID`` cancels it first (the conformance session uses this to
+finish its results files when it is killed before it can: :func:`after_death`). When the pipe reaches end of file (the harness exited, however it died) or the
 reaper's parent changes, the reaper SIGKILLs every process that carries a token still open and was
 created after the harness, checking each one's create time just before the signal, and exits. (Create
 times are only compared with others read by the same process: psutil derives them from a boot time that
 moves with the wall clock, so ``time.time()`` is not comparable with them.) A harness that exits normally has no open
-token, so its reaper just exits.
+token, so its reaper just exits. After the kills, the reaper runs the commands still registered (each with
+a deadline), then exits.
 
 Limits: a server process that clears its environment is invisible to the reaper (the harness itself
 also finds such a process by its recorded PID and create time, or as the listener on the server's
@@ -24,6 +27,7 @@ until it exits too; the parent check covers that case.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import select
 import signal
@@ -35,7 +39,7 @@ import psutil
 
 from .tree import kill_if_ours, token_bearers, wait_gone
 
-__all__ = ["watch", "forget"]
+__all__ = ["watch", "forget", "after_death", "cancel"]
 
 _ENTRY = "import sys; from gatecheck.servers.reaper import main; sys.exit(main(sys.argv[1:]))"
 _lock = threading.Lock()
@@ -85,6 +89,17 @@ def forget(token: str) -> None:
     _send(f"- {token}")
 
 
+def after_death(job: str, argv: list, env: dict | None = None, cwd: str | None = None) -> None:
+    """Run ``argv`` (with ``env`` added to the reaper's environment) after this process dies, unless
+    :func:`cancel` withdraws ``job`` first. ``job`` is one word; the command gets 60 s."""
+    _send(f"! {job} " + json.dumps({"argv": list(argv), "env": dict(env or {}), "cwd": cwd}))
+
+
+def cancel(job: str) -> None:
+    """Withdraw a command registered with :func:`after_death` (its work was done normally)."""
+    _send(f"~ {job}")
+
+
 def _close() -> None:
     """At a normal exit (after ``stop_all``): close our end; the reaper sees end of file and exits."""
     entry = _pipe.pop(os.getpid(), None)
@@ -103,9 +118,11 @@ atexit.register(_close)  # registered before process.py registers stop_all, so i
 
 # -- the reaper process ----------------------------------------------------------------------------
 
-def _read_until_orphaned(read_fd: int, harness: int) -> set:
-    """Follow the harness's lines until its end of the pipe closes; return the tokens still open."""
+def _read_until_orphaned(read_fd: int, harness: int) -> tuple:
+    """Follow the harness's lines until its end of the pipe closes; return the tokens still open and the
+    commands still registered (id -> command)."""
     open_tokens: set = set()
+    jobs: dict = {}
     pending = b""
     while True:  # what the harness wrote is read to its end even if it died before we got here
         ready, _, _ = select.select([read_fd], [], [], 0.5)
@@ -119,12 +136,34 @@ def _read_until_orphaned(read_fd: int, harness: int) -> set:
         pending += chunk
         *lines, pending = pending.split(b"\n")
         for line in lines:
-            parts = line.decode("ascii", "replace").split()
-            if len(parts) == 2 and parts[0] == "+":
-                open_tokens.add(parts[1])
-            elif len(parts) == 2 and parts[0] == "-":
-                open_tokens.discard(parts[1])
-    return open_tokens
+            _follow(line.decode("utf-8", "replace"), open_tokens, jobs)
+    return open_tokens, jobs
+
+
+def _follow(line: str, open_tokens: set, jobs: dict) -> None:
+    parts = line.split(" ", 2)
+    if len(parts) == 2 and parts[0] == "+":
+        open_tokens.add(parts[1])
+    elif len(parts) == 2 and parts[0] == "-":
+        open_tokens.discard(parts[1])
+    elif len(parts) == 3 and parts[0] == "!":
+        try:
+            jobs[parts[1]] = json.loads(parts[2])
+        except ValueError:
+            pass
+    elif len(parts) == 2 and parts[0] == "~":
+        jobs.pop(parts[1], None)
+
+
+def run_jobs(jobs: dict, timeout: float = 60.0) -> None:
+    """Run each registered command in turn; a failing or hanging one does not stop the others."""
+    for job in jobs.values():
+        try:
+            subprocess.run(job["argv"], env={**os.environ, **job.get("env", {})}, cwd=job.get("cwd"),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=timeout, check=False)
+        except (OSError, subprocess.SubprocessError, KeyError, TypeError):
+            continue
 
 
 def reap(open_tokens: set, since: float, rounds: int = 5) -> None:
@@ -148,7 +187,9 @@ def main(argv: list) -> int:
         since = psutil.Process(harness).create_time()
     except psutil.Error:
         since = 0.0
-    reap(_read_until_orphaned(read_fd, harness), since)
+    open_tokens, jobs = _read_until_orphaned(read_fd, harness)
+    reap(open_tokens, since)
+    run_jobs(jobs)
     return 0
 
 

@@ -8,6 +8,7 @@
     outcomes.py      what each phase of a check says, as data (passed, failed, known, error, timeout ...)
     interrupts.py    per-check and session deadlines (SIGALRM), Ctrl-C and SIGTERM
     resultsfile.py   the records: appended while running, one JSON document at the end
+    finish.py        a killed session's results finished from its partial file (run by the server reaper)
     session.py       the session's state in one object
     hooks.py         the pytest hooks and fixtures that tie these together
     profiles.py      the hypothesis profiles of the property checks

@@ -9,12 +9,15 @@ decided → the results document at the end.
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from _pytest.reports import TestReport
 
+from gatecheck import IMPORT_ROOT
 from gatecheck.servers import ServerError, TargetError, stop_all
+from gatecheck.servers.reaper import after_death, cancel
 
 from ..markers import MARKERS, applicable_interfaces, row_of, validate_item
 from .expectations import ExpectationError, load_expectation_file, load_expectations
@@ -38,6 +41,7 @@ __all__ = [
 _SESSION = pytest.StashKey[GatecheckSession]()
 _DEVIATION = pytest.StashKey[object]()
 _CALLED = pytest.StashKey[bool]()
+_FINISH_JOB = "finish-results"
 _LOG = pytest.StashKey[tuple]()
 
 
@@ -60,6 +64,7 @@ def pytest_configure(config):
     check_output_paths(config)
     results = Results(opt("--results-json"))
     results.open()
+    _finish_if_killed(config, results)
     pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"))
     pool.on_start = lambda started: results.add_target(started.session_target, started.versions)
     for st in targets:
@@ -69,6 +74,15 @@ def pytest_configure(config):
                           Interrupts(on_first=lambda: setattr(pool, "stopping", True)))
     gs.interrupts.install()
     config.stash[_SESSION] = gs
+
+
+def _finish_if_killed(config, results: Results) -> None:
+    """Ask the server reaper to finish the results files if this process dies before sessionfinish."""
+    argv = [sys.executable, "-m", "gatecheck.conformance.plugin.finish", str(results.partial), str(results.path)]
+    junit = getattr(config.option, "xmlpath", None)
+    if junit:
+        argv += ["--junit", str(Path(junit).resolve())]
+    after_death(_FINISH_JOB, argv, env={"PYTHONPATH": IMPORT_ROOT}, cwd=str(Path.cwd()))
 
 
 def _expectations(config, targets) -> dict:
@@ -317,6 +331,7 @@ def pytest_sessionfinish(session, exitstatus):
         except OSError as exc:
             gs.write_error = f"could not write {gs.results.path}: {exc.strerror or exc}"
             session.exitstatus = session.exitstatus or 1
+        cancel(_FINISH_JOB)
         gs.pool.cleanup()
 
 

@@ -2,7 +2,9 @@
 
 While the session runs, ``<results>.partial.jsonl`` (next to ``--results-json``) gets one JSON line per
 target started and per check decided, so a run killed by SIGKILL or the OOM killer leaves what it decided.
-At the end the JSON document is written (atomically) and the partial file removed.
+At the end the JSON document is written (atomically) and the partial file removed. A session killed before
+its end is finished by ``finish.py``, run by the server reaper once the session's process is gone: the same
+document from the partial file, marked ``"incomplete"``, and the JUnit XML from the same records.
 
 Schema history (``schema_version``):
   1 — first version: {"schema_version", "created", "targets": [...], "checks": [...]}; each check record has
@@ -10,7 +12,8 @@ Schema history (``schema_version``):
   2 — outcomes "timeout", "interrupted" and "noted" (a failed INFO check) (``outcomes.py``); an outcome is
       never null; "known" only for a listed check that failed its assertion (an error on a listed check is
       "error"); each check record also has ``sentence`` and ``accepts`` (its row of the levels table,
-      ``conformance/levels/``), and ``level`` may be INFO.
+      ``conformance/levels/``), and ``level`` may be INFO; a document finished after the session was killed
+      has ``"incomplete"`` (why).
 
 Partial lines: {"record": "target", ...target fields} and {"record": "check", ...check fields}.
 """
@@ -25,7 +28,8 @@ import pytest
 
 from .outcomes import OUTCOMES, Verdict, level_group, worse
 
-__all__ = ["Results", "check_id_of", "partial_path", "SCHEMA_VERSION", "set_meta", "meta_of"]
+__all__ = ["Results", "check_id_of", "partial_path", "SCHEMA_VERSION", "set_meta", "meta_of", "document",
+           "write_document"]
 
 SCHEMA_VERSION = 2
 _META_KEY = pytest.StashKey[dict]()
@@ -114,16 +118,7 @@ class Results:
         if not self.records:
             self._drop_partial()
             return False
-        data = {
-            "schema_version": SCHEMA_VERSION,
-            "created": _now(),
-            "targets": sorted(self.targets.values(), key=lambda t: t["target"]),
-            "checks": sorted(self.records.values(), key=lambda r: (r["check"], r["target"])),
-        }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_document(self.path, document(self.targets.values(), self.records.values()))
         self._drop_partial()
         return True
 
@@ -155,6 +150,27 @@ class Results:
                 fh.write(json.dumps(line, sort_keys=True) + "\n")
         except OSError:
             pass
+
+
+def document(targets, records, incomplete: str | None = None) -> dict:
+    """The results document of a session (``incomplete``: why it was not finished by the session itself)."""
+    data = {
+        "schema_version": SCHEMA_VERSION,
+        "created": _now(),
+        "targets": sorted(targets, key=lambda t: t["target"]),
+        "checks": sorted(records, key=lambda r: (r["check"], r["target"])),
+    }
+    if incomplete:
+        data["incomplete"] = incomplete
+    return data
+
+
+def write_document(path: Path, data: dict) -> None:
+    """Write ``data`` to ``path`` atomically (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _now() -> str:

@@ -156,14 +156,17 @@ def _text(path):
     return path.read_text() if path.exists() else ""
 
 
-def test_records_decided_before_a_sigkill_stay_on_disk(tmp_path):
-    proc = _start_pytest(tmp_path, ENVIRON_FILE, *hostile("silent"), "-k", ENVIRON, "--check-timeout", "1")
+def test_records_decided_before_a_sigkill_stay_on_disk_and_are_finished_with_junit(tmp_path):
+    junit = tmp_path / "j.xml"
+    proc = _start_pytest(tmp_path, ENVIRON_FILE, *hostile("silent"), "-k", ENVIRON, "--check-timeout", "1",
+                         "--junitxml", str(junit))
     partial = tmp_path / "r.json.partial.jsonl"
     try:
         servers = _wait_for_server(proc)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and '"record": "check"' not in _text(partial):
             time.sleep(0.1)
+        decided = [json.loads(line) for line in _text(partial).splitlines() if '"record": "check"' in line]
         proc.kill()
         proc.wait(timeout=30)
     finally:
@@ -174,10 +177,23 @@ def test_records_decided_before_a_sigkill_stay_on_disk(tmp_path):
                 server.kill()
             except psutil.Error:
                 pass
-    lines = [json.loads(line) for line in partial.read_text().splitlines()]
-    decided = [r for r in lines if r["record"] == "check"]
     assert decided and decided[0]["outcome"] == "timeout" and decided[0]["check"].startswith("test_wsgi_environ.py::")
-    assert not (tmp_path / "r.json").exists()
+    deadline = time.monotonic() + 60  # the reaper finishes the files once the killed session is gone
+    while time.monotonic() < deadline and (not junit.exists() or partial.exists()):
+        time.sleep(0.2)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert "killed" in doc["incomplete"] and not partial.exists()
+    assert len(doc["checks"]) >= len(decided) and all(c["outcome"] for c in doc["checks"])
+    cases = list(ET.parse(junit).getroot().iter("testcase"))
+    assert len(cases) == len(doc["checks"])
+
+
+def test_a_session_that_ends_normally_leaves_no_finishing_to_the_reaper(tmp_path):
+    out = run(tmp_path, ENVIRON_FILE, *hostile("ok"), "-k", ENVIRON, "--junitxml", str(tmp_path / "j.xml"))
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert "incomplete" not in doc, out.stdout[-2000:]
+    time.sleep(2)  # a reaper that wrongly ran the finisher would have rewritten the file by now
+    assert "incomplete" not in json.loads((tmp_path / "r.json").read_text())
 
 
 def test_json_and_junit_count_the_same_checks_when_the_server_keeps_dying(tmp_path):
