@@ -81,9 +81,15 @@ def test_the_load_generator_is_killed_when_interrupted():
     from gatecheck.load.measure import _run_oha
 
     before = _children()
-    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        _run_oha(["sleep", "30"], None, time.monotonic() + 60)
-    timer.join()
+    # Python leaves SIGINT ignored when it starts with it ignored (a background job of a shell without job
+    # control, as `cmd &` in a script): give this process the default handler for the test's duration
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            _run_oha(["sleep", "30"], None, time.monotonic() + 60)
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert _children() == before
