@@ -98,7 +98,7 @@ _UNREAD = {
 
 
 @spec("RFC 9112 §9.5", "POLICY")
-def test_client_that_never_reads_keeps_server_memory_bounded(server, usage, record_property):
+def test_client_that_never_reads_keeps_server_memory_bounded(server, usage):
     """POLICY: an app streaming 256 MiB to a client that reads nothing does not make the server buffer it:
     the server's RSS stays within 128 MiB of where it started while the client stalls for 2 s."""
     data = request(server, "GET", script_target(_UNREAD[server.interface]))
@@ -112,7 +112,7 @@ def test_client_that_never_reads_keeps_server_memory_bounded(server, usage, reco
             time.sleep(0.1)
     finally:
         abort(sock)
-    record_property("stalled_peak_growth_mib", round((usage.peak - usage.rss0) / MiB, 1))
+    usage.record("stalled_peak_growth_mib", round((usage.peak - usage.rss0) / MiB, 1))
     assert usage.peak - usage.rss0 <= RSS_MARGIN, (
         f"server RSS rose by {(usage.peak - usage.rss0) / MiB:.0f} MiB while one client read nothing")
     assert_serves(server)
