@@ -118,11 +118,18 @@ def _start_pytest(tmp_path, *args, ignore_sigint=False):
                             stderr=subprocess.STDOUT, text=True, preexec_fn=preexec)
 
 
+def _cmdline(process) -> str:
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:  # a child that exited (or became a zombie) between the listing and the read
+        return ""
+
+
 def _wait_for_server(proc, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = [p for p in psutil.Process(proc.pid).children(recursive=True)
-                 if "tests.hostile.server" in " ".join(p.cmdline())]
+                 if "tests.hostile.server" in _cmdline(p)]
         if found:
             return found
         time.sleep(0.1)
