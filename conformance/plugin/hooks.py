@@ -27,7 +27,7 @@ from .outcomes import SPEC_GROUP, Verdict, decide
 from .pool import ServerPool, StartFailed
 from .resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
 from .session import GatecheckSession, item_meta
-from .stale import Collected, judge
+from .stale import judge_session, write_summary
 from .started import read_log
 from .targets import targets_from_options
 
@@ -354,7 +354,7 @@ def pytest_sessionfinish(session, exitstatus):
         gs.pool.stop_all()
         stop_all()
     finally:
-        gs.results.extra["expectations"] = gs.expectation_report = _expectation_report(gs)
+        gs.results.extra["expectations"] = gs.expectation_report = judge_session(gs)
         try:
             gs.written = gs.results.write()
         except OSError as exc:
@@ -362,24 +362,6 @@ def pytest_sessionfinish(session, exitstatus):
             session.exitstatus = session.exitstatus or 1
         cancel(_FINISH_JOB)
         gs.pool.cleanup()
-
-
-def _expectation_report(gs) -> dict:
-    targets = [(st.target.server, str(st.target)) for st in gs.targets]
-    versions = {name: server_version(t.get("versions", {})) for name, t in gs.results.targets.items()}
-    return judge(gs.expectations, targets, versions, set(gs.results.records), gs.collected)
-
-
-def _write_expectations(tr, report: dict) -> None:
-    if not report or not report["entries"]:
-        return
-    stale = report["stale"]
-    tr.write_line(f"expectations: {report['entries']} entries for these targets, {report['matched']} matched a "
-                  f"check that ran, {report['out_of_range']} outside their version range, {len(stale)} stale"
-                  + (":" if stale else ""), yellow=bool(stale))
-    for entry in stale:
-        where = f"{entry['file']}:{entry['line']}" if entry["line"] else entry["file"]
-        tr.write_line(f"  stale {where} {entry['check']}: {entry['why']}", yellow=True)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -396,7 +378,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         parts = [f"{group} {failures.get(group, 0)}" for group in order]
         tr.write_line("failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
                       "not spec requirements)")
-    _write_expectations(tr, gs.expectation_report)
+    write_summary(tr, gs.expectation_report)
     if gs.write_error:
         tr.write_line(f"results: {gs.write_error}; the records decided are in {gs.results.partial}", red=True)
     elif gs.written:

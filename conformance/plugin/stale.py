@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .expectations import Expectations
+from .expectations import Expectations, server_version
 
-__all__ = ["judge", "Collected"]
+__all__ = ["judge", "judge_session", "write_summary", "Collected"]
 
 
 class Collected:
@@ -36,6 +36,26 @@ class Collected:
         self.pairs.add((check, target))
         self.files.add(path.name)
         self.check_dir = self.check_dir or path.parent
+
+
+def judge_session(gs) -> dict:
+    """The report of a session (``session.GatecheckSession``) at its end."""
+    targets = [(st.target.server, str(st.target)) for st in gs.targets]
+    versions = {name: server_version(t.get("versions", {})) for name, t in gs.results.targets.items()}
+    return judge(gs.expectations, targets, versions, set(gs.results.records), gs.collected)
+
+
+def write_summary(tr, report: dict) -> None:
+    """The report's lines in the terminal summary: the counts, then each stale entry with its file and line."""
+    if not report or not report["entries"]:
+        return
+    stale = report["stale"]
+    tr.write_line(f"expectations: {report['entries']} entries for these targets, {report['matched']} matched a "
+                  f"check that ran, {report['out_of_range']} outside their version range, {len(stale)} stale"
+                  + (":" if stale else ""), yellow=bool(stale))
+    for entry in stale:
+        where = f"{entry['file']}:{entry['line']}" if entry["line"] else entry["file"]
+        tr.write_line(f"  stale {where} {entry['check']}: {entry['why']}", yellow=True)
 
 
 def judge(expectations: Expectations, targets: list, versions: dict, ran: set, collected: Collected) -> dict:
