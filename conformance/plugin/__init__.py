@@ -4,7 +4,8 @@
     targets.py       the session's targets, resolved from --server / --server-cmd
     started.py       StartedServer: one started target (the session's or a check's private one)
     pool.py          the session's servers: started once, restarted when they die, stopped and cleaned up
-    expectations.py  known deviations per server (conformance/expectations/*.toml)
+    expectations.py  known deviations: the built-in files (conformance/expectations/*.toml) and --expectations
+    stale.py         the end-of-run report of expectation entries that matched no check
     outcomes.py      what each phase of a check says, as data (passed, failed, known, error, timeout ...)
     interrupts.py    per-check and session deadlines (SIGALRM), Ctrl-C and SIGTERM
     resultsfile.py   the records: appended while running, one JSON document at the end

@@ -1,23 +1,44 @@
-"""Known deviations: ``conformance/expectations/<server>.toml`` (or one ``--expectations FILE``).
+"""Known deviations: the built-in ``conformance/expectations/<server>.toml`` and a server's own files
+(``--expectations FILE``, repeatable).
 
+    server = "granian"                   # optional, own files only: the server whose targets the file is for
+                                         # (default: every target of the session; a built-in file: its stem)
     [[deviation]]
-    check = "test_http1_framing.py::test_cl_te_conflict_closes_connection"   # "*" matches any params: "test_x[*]"
+    check = "test_http1_framing.py::test_cl_te_conflict_closes_connection"   # the check id; "*": "test_x[*]"
     targets = ["granian:wsgi*"]          # optional fnmatch patterns on the resolved target; default: all
-    clause = "RFC 9112 §6.1"
+    versions = ">=2.8,<2.9"              # optional PEP 440 specifiers on the server's version; default: all
     evidence = "sent CL:6 + TE:chunked with body '0\\r\\n\\r\\nX'; got 200 and the connection stayed open"
     link = "https://github.com/..."      # optional
+
+The key is the **check id** the results file records: ``<file>.py::<function>[<parameters>]``, the
+parameters being the check's own parameter id without the target's part (``resultsfile.check_id_of``; the
+levels table keys its rows the same way). ``*`` matches anything; every other character is literal.
+
+The clause is the check's (its ``@spec`` and levels-table row): an entry does not repeat it. A ``clause``
+key, from files written before, is ignored with a warning.
+
+``versions`` is matched against the server version recorded for the started target, pre-releases and dev
+builds included (``>=2.8,<2.10`` holds for ``2.9.0.dev3``; PEP 440 orders ``2.9.0.dev3`` before ``2.9``, so
+``>=2.9`` does not); an entry whose range excludes it, or whose target's version is unknown (a
+``--server-cmd``), does not apply there and is not stale.
+
+Combining: the built-in file of each target's server is read first (unless ``--no-builtin-expectations``),
+then each ``--expectations FILE`` in the order given; when several entries match a check on a target, the
+last one read wins, so a server's own file overrides the built-in entry for the same check.
+``--no-expectations`` reads none at all.
 
 Each entry must have been confirmed by hand (a raw request and what came back) before it is added: the
 evidence line says what was sent and what came back. A listed check that fails its assertion is *known*;
 one that passes is *fixed*, which fails the run so the file is kept honest; an error is never known
-(``outcomes.py`` decides).
+(``outcomes.py`` decides). Entries that matched no check of a run are reported as stale (``stale.py``).
 """
 from __future__ import annotations
 
 import fnmatch
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -25,10 +46,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Deviation", "load_expectations", "load_expectation_file", "EXPECTATIONS_DIR", "ExpectationError"]
+__all__ = ["Deviation", "Applied", "Expectations", "load_expectations", "load_expectation_file",
+           "EXPECTATIONS_DIR", "ExpectationError", "server_version", "CHECK_ID"]
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "expectations"
-_REQUIRED = ("check", "clause", "evidence")
+ANY_SERVER = "*"
+_REQUIRED = ("check", "evidence")
+_KEYS = {"check", "evidence", "targets", "versions", "link"}
+_IGNORED = {"clause"}   # the check's own clause is used
+#: a check id: ``file.py::function`` with optional ``[parameters]`` (``*`` allowed anywhere)
+CHECK_ID = re.compile(r"[\w*.-]+\.py::[\w*]+(\[.*\])?")
+_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*deviation[ \t]*\]\]", re.MULTILINE)
 
 
 class ExpectationError(ValueError):
@@ -37,56 +65,175 @@ class ExpectationError(ValueError):
 
 @dataclass(frozen=True)
 class Deviation:
-    server: str
+    server: str                       # the server whose targets it is for, or "*" (an own file without server)
     check: str
-    clause: str
     evidence: str
     targets: tuple = ()
     link: str = ""
+    versions: str = ""
+    source: str = ""                  # the file it was read from
+    line: int | None = None           # the line of its [[deviation]] header
 
-    def applies(self, check_id: str, target: str) -> bool:
-        if not _glob(self.check).fullmatch(check_id):
+    def names(self, check_id: str) -> bool:
+        """Whether its check pattern matches ``check_id``."""
+        return _glob(self.check).fullmatch(check_id) is not None
+
+    def on_target(self, server: str, target: str) -> bool:
+        """Whether it is for ``target`` (of ``server``), whatever the version."""
+        if self.server not in (ANY_SERVER, server):
             return False
         return not self.targets or any(fnmatch.fnmatchcase(target, pattern) for pattern in self.targets)
 
-    def reason(self) -> str:
-        text = f"known deviation [{self.clause}]: {self.evidence}"
+    def in_range(self, version: str | None) -> bool:
+        """Whether the server's ``version`` is in its range (no range: always; unknown version: never)."""
+        if not self.versions:
+            return True
+        return version is not None and _specifiers(self.versions).contains(version, prereleases=True)
+
+    def applies(self, check_id: str, target: str, version: str | None = None, server: str | None = None) -> bool:
+        server = server if server is not None else target.split(":", 1)[0]
+        return self.names(check_id) and self.on_target(server, target) and self.in_range(version)
+
+    @property
+    def where(self) -> str:
+        """``file:line`` (or the file and the check, when the line is not known)."""
+        if self.line is not None:
+            return f"{self.source}:{self.line}"
+        return f"{self.source} ({self.check})" if self.source else self.check
+
+    def reason(self, clause: str = "") -> str:
+        text = f"known deviation [{clause}]: {self.evidence}" if clause else f"known deviation: {self.evidence}"
         return f"{text} ({self.link})" if self.link else text
 
 
-def _glob(pattern: str) -> "re.Pattern":
-    """``*`` matches anything; every other character (``[`` included) is literal, as in check ids."""
-    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")))
+@dataclass(frozen=True)
+class Applied:
+    """A deviation matched to a check: the clause comes from the check, the evidence from the entry."""
+
+    deviation: Deviation
+    clause: str
+
+    check = property(lambda self: self.deviation.check)
+    where = property(lambda self: self.deviation.where)
+
+    def reason(self) -> str:
+        return self.deviation.reason(self.clause)
+
+
+@dataclass
+class Expectations:
+    """The session's deviations, in the order read (built-in files first, then each own file)."""
+
+    entries: list = field(default_factory=list)
+    files: list = field(default_factory=list)       # every file read, as given
+    warnings: list = field(default_factory=list)
+
+    def candidates(self, check_id: str, server: str, target: str) -> list:
+        """The entries naming ``check_id`` on ``target``, whatever the version (decided once it is known)."""
+        return [d for d in self.entries if d.names(check_id) and d.on_target(server, target)]
+
+    @staticmethod
+    def chosen(candidates: list, version: str | None) -> Deviation | None:
+        """The last entry read among ``candidates`` whose range holds ``version``."""
+        return next((d for d in reversed(candidates) if d.in_range(version)), None)
+
+
+def server_version(versions: dict) -> str | None:
+    """The server's own version among a target's recorded versions ({package: version, "python": ...})."""
+    for key, value in (versions or {}).items():
+        if key != "python" and value and value != "unknown":
+            return str(value)
+    return None
+
+
+def read_expectations(servers, files, builtin: bool = True, directory: Path = EXPECTATIONS_DIR) -> Expectations:
+    """The built-in files of ``servers`` (unless ``builtin`` is false), then ``files`` in order."""
+    result = Expectations()
+    paths = [(directory / f"{server}.toml", server) for server in dict.fromkeys(servers)] if builtin else []
+    paths = [(path, server) for path, server in paths if path.exists()]
+    paths += [(Path(path), None) for path in files]
+    for path, server in paths:
+        entries, warnings = _read(path, server)
+        result.entries += entries
+        result.warnings += warnings
+        result.files.append(str(path))
+    return result
 
 
 def load_expectations(server: str, directory: Path = EXPECTATIONS_DIR) -> list:
-    """``server``'s committed deviations (none when it has no file)."""
+    """``server``'s built-in deviations (none when it has no file)."""
     path = directory / f"{server}.toml"
-    if not path.exists():
-        return []
-    return load_expectation_file(path, server)
+    return load_expectation_file(path, server) if path.exists() else []
 
 
-def load_expectation_file(path: Path, server: str = "*") -> list:
-    """The deviations of one file (``--expectations FILE``: for every target its patterns match)."""
+def load_expectation_file(path: Path, server: str | None = None) -> list:
+    """The deviations of one file (``server``: a built-in file's; None: the file's own ``server`` or any)."""
+    return _read(Path(path), server)[0]
+
+
+def _read(path: Path, server: str | None) -> tuple:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ExpectationError(f"{path}: not valid TOML: {exc}") from None
     except OSError as exc:
         raise ExpectationError(f"expectations file {path}: {exc.strerror}") from None
-    entries = data.get("deviation", [])
-    unknown = set(data) - {"deviation"}
+    allowed = {"deviation"} if server is not None else {"deviation", "server"}
+    unknown = set(data) - allowed
     if unknown:
-        raise ExpectationError(f"{path}: unknown top-level keys {sorted(unknown)}; use [[deviation]] tables")
-    result = []
-    for n, entry in enumerate(entries, 1):
-        missing = [k for k in _REQUIRED if not str(entry.get(k, "")).strip()]
-        if missing:
-            raise ExpectationError(f"{path}: deviation #{n} lacks {', '.join(missing)}")
-        extra = set(entry) - {"check", "clause", "evidence", "targets", "link"}
-        if extra:
-            raise ExpectationError(f"{path}: deviation #{n} has unknown keys {sorted(extra)}")
-        result.append(Deviation(server, entry["check"], entry["clause"], entry["evidence"],
-                                tuple(entry.get("targets", ())), entry.get("link", "")))
-    return result
+        raise ExpectationError(f"{path}: unknown top-level keys {sorted(unknown)}; use [[deviation]] tables"
+                               + ("" if server is not None else " and an optional server = \"NAME\""))
+    owner = server if server is not None else str(data.get("server", ANY_SERVER) or ANY_SERVER)
+    entries = data.get("deviation", [])
+    lines = [text.count("\n", 0, m.start()) + 1 for m in _HEADER.finditer(text)]
+    lines = lines if len(lines) == len(entries) else [None] * len(entries)
+    result, warnings = [], []
+    for n, (entry, line) in enumerate(zip(entries, lines), 1):
+        where = f"{path}:{line}" if line else f"{path}: deviation #{n}"
+        result.append(_entry(entry, where, owner, str(path), line))
+        if _IGNORED & set(entry):
+            warnings.append(f"{where}: 'clause' is ignored (the check's own clause is used); remove it")
+    return result, warnings
+
+
+def _entry(entry: dict, where: str, owner: str, source: str, line: int | None) -> Deviation:
+    missing = [k for k in _REQUIRED if not str(entry.get(k, "")).strip()]
+    if missing:
+        raise ExpectationError(f"{where}: the deviation lacks {', '.join(missing)}")
+    extra = set(entry) - _KEYS - _IGNORED
+    if extra:
+        raise ExpectationError(f"{where}: unknown keys {sorted(extra)} (known: {', '.join(sorted(_KEYS))})")
+    check = str(entry["check"])
+    if not CHECK_ID.fullmatch(check):
+        raise ExpectationError(f"{where}: check {check!r} is not a check id: write <file>.py::<function>"
+                               "[<parameters>] as the results file's 'check' field spells it (no target part)")
+    versions = str(entry.get("versions", "")).strip()
+    if versions:
+        try:
+            _specifiers(versions)
+        except ValueError as exc:
+            raise ExpectationError(f"{where}: versions {versions!r}: {exc}") from None
+    targets = entry.get("targets", ())
+    if isinstance(targets, str) or not all(isinstance(t, str) for t in targets):
+        raise ExpectationError(f"{where}: targets must be a list of patterns, e.g. [\"granian:asgi*\"]")
+    return Deviation(owner, check, str(entry["evidence"]), tuple(targets), str(entry.get("link", "")),
+                     versions, source, line)
+
+
+@lru_cache(maxsize=None)
+def _specifiers(text: str):
+    try:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    except ImportError:  # pragma: no cover
+        raise ValueError("version ranges need the 'packaging' package (pip install packaging)") from None
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        raise ValueError("not PEP 440 version specifiers, e.g. \">=2.8,<2.9\"") from None
+
+
+@lru_cache(maxsize=None)
+def _glob(pattern: str) -> "re.Pattern":
+    """``*`` matches anything; every other character (``[`` included) is literal, as in check ids."""
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")))

@@ -20,19 +20,21 @@ from gatecheck.servers import ServerError, TargetError, stop_all
 from gatecheck.servers.reaper import after_death, cancel
 
 from ..markers import MARKERS, applicable_interfaces, row_of, validate_item
-from .expectations import ExpectationError, load_expectation_file, load_expectations
+from .expectations import Applied, ExpectationError, Expectations, read_expectations, server_version
 from .interrupts import Deadlines, Interrupts
 from .options import add_options, check_output_paths, session_timeout
 from .outcomes import SPEC_GROUP, Verdict, decide
 from .pool import ServerPool, StartFailed
-from .resultsfile import Results, check_id_of, meta_of, set_meta
+from .resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
 from .session import GatecheckSession, item_meta
+from .stale import judge_session, write_summary
 from .started import read_log
 from .targets import targets_from_options
 
 __all__ = [
     "pytest_addoption", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
-    "pytest_generate_tests", "pytest_collection_modifyitems", "pytest_runtest_protocol",
+    "pytest_generate_tests", "pytest_collection_modifyitems", "pytest_collection_everything",
+    "pytest_runtest_protocol",
     "pytest_runtest_protocol_records",
     "pytest_runtest_call", "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary",
     "pytest_keyboard_interrupt", "pytest_internalerror", "server", "usage", "_server_watch", "server_pool",
@@ -74,6 +76,8 @@ def pytest_configure(config):
                           Interrupts(on_first=lambda: setattr(pool, "stopping", True)))
     gs.interrupts.install()
     config.stash[_SESSION] = gs
+    for warning in expectations.warnings:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
 
 
 def _finish_if_killed(config, results: Results) -> None:
@@ -85,14 +89,17 @@ def _finish_if_killed(config, results: Results) -> None:
     after_death(_FINISH_JOB, argv, env={"PYTHONPATH": IMPORT_ROOT}, cwd=str(Path.cwd()))
 
 
-def _expectations(config, targets) -> dict:
+def _expectations(config, targets) -> Expectations:
+    """The built-in file of each target's server (unless --no-builtin-expectations), then each
+    --expectations FILE; none with --no-expectations."""
+    files = config.getoption("--expectations")
     if config.getoption("--no-expectations"):
-        return {}
-    path = config.getoption("--expectations")
-    if path:
-        shared = load_expectation_file(Path(path))
-        return {st.target.server: shared for st in targets}
-    return {st.target.server: load_expectations(st.target.server) for st in targets}
+        if files or config.getoption("--no-builtin-expectations"):
+            raise ExpectationError("--no-expectations reads no expectation file: leave out --expectations "
+                                   "and --no-builtin-expectations, or --no-expectations")
+        return Expectations()
+    return read_expectations([st.target.server for st in targets], files,
+                             builtin=not config.getoption("--no-builtin-expectations"))
 
 
 def pytest_unconfigure(config):
@@ -133,8 +140,19 @@ def pytest_generate_tests(metafunc):
             marks = [pytest.mark.gatecheck_unsupported(reason), pytest.mark.skip(reason=reason)]
         params.append(pytest.param(st, id=st.id, marks=marks))
     if not params:
-        params = [pytest.param(None, id="no-target", marks=pytest.mark.gatecheck_not_applicable)]
+        params = [pytest.param(None, id=NO_TARGET, marks=pytest.mark.gatecheck_not_applicable)]
     metafunc.parametrize("server", params, indirect=True, scope="session")
+
+
+@pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")
+def pytest_collection_everything(session, config, items):
+    """Before anything is deselected (-k, --deselect): every (check, target) collected, for the stale report."""
+    gs = config.stash.get(_SESSION, None)
+    if gs is None:
+        return
+    for item in items:
+        st = item.callspec.params.get("server") if hasattr(item, "callspec") else None
+        gs.collected.add(check_id_of(item), str(st.target) if st is not None else None, Path(str(item.path)))
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -152,11 +170,10 @@ def pytest_collection_modifyitems(session, config, items):
         meta = item_meta(item, st, check_id_of(item), row_of(item))
         set_meta(item, meta)
         item.user_properties += [(k, meta[k]) for k in ("check", "target", "clause", "level")]
-        if st is not None:
-            deviation = next((d for d in gs.expectations.get(st.target.server, [])
-                              if d.applies(meta["check"], meta["target"])), None)
-            if deviation is not None:
-                item.stash[_DEVIATION] = deviation
+        if st is not None:  # the version range is decided once the server has started (_deviation)
+            candidates = gs.expectations.candidates(meta["check"], st.target.server, meta["target"])
+            if candidates:
+                item.stash[_DEVIATION] = candidates
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
@@ -272,7 +289,7 @@ def pytest_runtest_makereport(item, call):
     if call.when == "call":
         item.stash[_CALLED] = True
     unsupported = item.get_closest_marker("gatecheck_unsupported") is not None
-    verdict = decide(call.when, report, call.excinfo, item.stash.get(_DEVIATION, None), unsupported,
+    verdict = decide(call.when, report, call.excinfo, _deviation(item, gs), unsupported,
                      meta_of(item).get("level", ""))
     if call.when == "call" and verdict.outcome != "interrupted":
         # A server that died during the call makes the call an error (in the call's report, so JUnit keeps one
@@ -285,6 +302,17 @@ def pytest_runtest_makereport(item, call):
     if verdict is not None and verdict.outcome == "timeout" and gs.deadlines.session_over():
         item.session.shouldstop = gs.deadlines.session_message()
     return report
+
+
+def _deviation(item, gs) -> Applied | None:
+    """The item's entry whose version range holds its target's recorded version (the last one read)."""
+    candidates = item.stash.get(_DEVIATION, None)
+    if not candidates:
+        return None
+    meta = meta_of(item)
+    versions = gs.results.targets.get(meta["target"], {}).get("versions", {})
+    chosen = Expectations.chosen(candidates, server_version(versions))
+    return Applied(chosen, meta["clause"]) if chosen is not None else None
 
 
 def _shape(report, verdict) -> None:
@@ -328,6 +356,7 @@ def pytest_sessionfinish(session, exitstatus):
         gs.pool.stop_all()
         stop_all()
     finally:
+        gs.results.extra["expectations"] = gs.expectation_report = judge_session(gs)
         try:
             gs.written = gs.results.write()
         except OSError as exc:
@@ -351,6 +380,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         parts = [f"{group} {failures.get(group, 0)}" for group in order]
         tr.write_line("failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
                       "not spec requirements)")
+    write_summary(tr, gs.expectation_report)
     if gs.write_error:
         tr.write_line(f"results: {gs.write_error}; the records decided are in {gs.results.partial}", red=True)
     elif gs.written:

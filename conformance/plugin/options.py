@@ -54,9 +54,13 @@ def add_options(parser) -> None:
         help="the whole session stops after this (the running check times out, the rest do not run); "
              f"default {SESSION_TIMEOUT_PER_TARGET:.0f} s per target")
     add("--no-expectations", action="store_true",
-        help="ignore conformance/expectations/*.toml: known deviations fail like any other")
-    add("--expectations", default=None, metavar="FILE",
-        help="read the known deviations from FILE (same format) instead of conformance/expectations/<server>.toml")
+        help="read no expectation file at all (neither the built-in ones nor --expectations): known deviations "
+             "fail like any other")
+    add("--expectations", action="append", default=[], metavar="FILE",
+        help="also read known deviations from FILE (repeatable; a server keeps its own in its repository); "
+             "read after the built-in file, a later entry for the same check wins")
+    add("--no-builtin-expectations", action="store_true",
+        help="do not read gatecheck's conformance/expectations/<server>.toml: only the --expectations files")
 
 
 def session_timeout(config, targets: int) -> float:

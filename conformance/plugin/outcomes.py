@@ -103,7 +103,7 @@ def _where(excinfo) -> str:
 
 def _fixed_message(deviation) -> str:
     return (f"fixed: this check now passes, but it is listed as a known deviation; remove the entry "
-            f"'{deviation.check}' from the {deviation.server} expectations ({deviation.reason()})")
+            f"'{deviation.check}' at {deviation.where} ({deviation.reason()})")
 
 
 def _skip_reason(report) -> str:

@@ -14,6 +14,10 @@ Schema history (``schema_version``):
       "error"); each check record also has ``sentence`` and ``accepts`` (its row of the levels table,
       ``conformance/levels/``), and ``level`` may be INFO; a document finished after the session was killed
       has ``"incomplete"`` (why).
+      Added later, without a version change (readers of 2 ignore it): a top-level ``expectations``
+      section, the expectation files read and the entries that matched no check (``stale.py``): {"files",
+      "entries", "matched", "out_of_range", "stale": [{"file", "line", "check", "server", "targets",
+      "versions", "why"}]}.
 
 Partial lines: {"record": "target", ...target fields} and {"record": "check", ...check fields}.
 """
@@ -29,26 +33,36 @@ import pytest
 from .outcomes import OUTCOMES, Verdict, level_group, worse
 
 __all__ = ["Results", "check_id_of", "partial_path", "SCHEMA_VERSION", "set_meta", "meta_of", "document",
-           "write_document"]
+           "write_document", "NO_TARGET"]
 
 SCHEMA_VERSION = 2
+NO_TARGET = "no-target"     # the server parameter's id on a check that applies to none of the targets
 _META_KEY = pytest.StashKey[dict]()
 
 
 def check_id_of(item) -> str:
-    """``file.py::function[params]`` without the target: the same check on several targets shares an id."""
+    """The check id, ``file.py::function[params]``: the check's own parameter id without the target's part,
+    so the same check on several targets (or on none) shares one id. It keys the results' records, the
+    levels table's rows and the expectation entries.
+
+    The target's part is taken out as the one id pytest got from the ``server`` parametrization (pytest
+    joins one id per parametrization with "-"), never by searching the joined string."""
     base = f"{Path(str(item.path)).name}::{getattr(item, 'originalname', item.name)}"
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return base
     ids = callspec.id
-    server = callspec.params.get("server")
-    server_id = getattr(server, "id", None)
-    if server_id:
-        for form in (f"{server_id}-", f"-{server_id}", server_id):
-            if form in ids:
-                ids = ids.replace(form, "", 1)
-                break
+    if "server" in callspec.params:
+        server_id = getattr(callspec.params["server"], "id", None) or NO_TARGET
+        parts = list(getattr(callspec, "_idlist", ()))
+        if server_id in parts:
+            parts.remove(server_id)
+            ids = "-".join(parts)
+        else:  # pragma: no cover  (a pytest without CallSpec._idlist)
+            for form in (f"{server_id}-", f"-{server_id}", server_id):
+                if form in ids:
+                    ids = ids.replace(form, "", 1)
+                    break
     return f"{base}[{ids}]" if ids else base
 
 
@@ -73,6 +87,7 @@ class Results:
         self.records: dict = {}
         self.targets: dict = {}
         self._written: set = set()
+        self.extra: dict = {}        # further top-level sections of the document ("expectations")
 
     def open(self) -> None:
         """Create the partial file now (so a bad path fails before any work)."""
@@ -118,7 +133,7 @@ class Results:
         if not self.records:
             self._drop_partial()
             return False
-        write_document(self.path, document(self.targets.values(), self.records.values()))
+        write_document(self.path, {**document(self.targets.values(), self.records.values()), **self.extra})
         self._drop_partial()
         return True
 

@@ -1,12 +1,14 @@
 """The session's state in one object (kept in ``config.stash``), and each check's record fields."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .interrupts import Deadlines, Interrupts
 from .pool import ServerPool
+from .expectations import Expectations
 from .resultsfile import Results
+from .stale import Collected
 
 __all__ = ["GatecheckSession", "item_meta"]
 
@@ -14,13 +16,15 @@ __all__ = ["GatecheckSession", "item_meta"]
 @dataclass
 class GatecheckSession:
     targets: list                 # SessionTarget, in the order given
-    expectations: dict            # server name -> [Deviation]
+    expectations: Expectations    # the deviations read (built-in and --expectations files)
     results: Results
     pool: ServerPool
     deadlines: Deadlines
     interrupts: Interrupts
     written: bool = False         # the results document was written
     write_error: str = ""
+    collected: Collected = field(default_factory=Collected)   # before deselection, for the stale report
+    expectation_report: dict = field(default_factory=dict)    # stale.judge's, at the end
 
 
 def item_meta(item, st, check: str, row: tuple) -> dict:

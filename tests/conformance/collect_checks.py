@@ -12,15 +12,10 @@ import pytest
 
 def _params(item) -> str:
     """The item's parameter id without its target (as in results check ids; "no-target" counts as one)."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return ""
-    ids = callspec.id
-    server_id = getattr(callspec.params.get("server"), "id", None) or "no-target"
-    for form in (f"{server_id}-", f"-{server_id}", server_id):
-        if form in ids:
-            return ids.replace(form, "", 1)
-    return ids
+    from gatecheck.conformance.plugin.resultsfile import check_id_of
+
+    check = check_id_of(item)
+    return check[check.index("[") + 1:-1] if check.endswith("]") else ""
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -48,7 +48,7 @@ def outcomes(tmp_path):
 
 def expectations(tmp_path, check):
     path = tmp_path / "expect.toml"
-    path.write_text(f'[[deviation]]\ncheck = "{check}"\nclause = "test"\nevidence = "sent a, got b"\n')
+    path.write_text(f'[[deviation]]\ncheck = "{check}"\nevidence = "sent a, got b"\n')
     return ["--expectations", str(path)]
 
 
