@@ -27,7 +27,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-__all__ = ["nominal_cost", "target_ratio", "fit_cost", "calibrate_cost"]
+__all__ = ["nominal_cost", "target_ratio", "fit_cost", "calibrate_cost", "DELAY_WAIT_US", "nominal_every",
+           "calibrate_delay"]
 
 
 def target_ratio(slowdown: float) -> float:
@@ -119,4 +120,70 @@ def calibrate_cost(cpu_per_request: Callable[[float], float], slowdown: float, r
         "points": [[round(c, 4), round(r, 5)] for c, rs in ratios.items() for r in rs],
         "median_ratios": [[round(c, 4), round(statistics.median(rs), 5)] for c, rs in ratios.items()],
         "source": "measured: trial costs against BASE, a line and a secant step (load/calibration.py)",
+    }
+
+
+#: The wait a calibrated ``--head-delay PCT`` injects on every N-th request, in µs. An event loop wakes
+#: timers at millisecond resolution (measured here: ``asyncio.sleep`` of 20 µs added 1.2 ms at one
+#: connection), and a thread's wake-up from a sleep costs 50-150 µs on this VM, so a wait of a few
+#: microseconds on every request cannot be injected; a 2 ms wait on every N-th request can, and its
+#: mean over requests is what :func:`calibrate_delay` sizes.
+DELAY_WAIT_US = 2000.0
+
+
+def nominal_every(mean_latency_us: float, increase: float, wait_us: float = DELAY_WAIT_US) -> int:
+    """Every how many requests a wait of ``wait_us`` raises a mean latency of ``mean_latency_us`` by
+    ``increase`` if the wait added exactly itself: ``wait / (increase × T)``, at least 1."""
+    if not increase > 0 or not mean_latency_us > 0:
+        raise ValueError(f"need a positive increase and latency, got {increase!r}, {mean_latency_us!r}")
+    return max(1, round(wait_us / (increase * mean_latency_us)))
+
+
+def _every_for(every: int, ratio: float, increase: float, fallback: int) -> int:
+    """The period that gives ``1 + increase`` under the model ``ratio - 1 = e / every`` fitted to one
+    measured point; ``fallback`` when the point shows no increase (noise swamped it)."""
+    if ratio <= 1.0:
+        return fallback
+    return max(1, round(every * (ratio - 1.0) / increase))
+
+
+def calibrate_delay(mean_latency: Callable[[int], float], increase: float, wait_us: float = DELAY_WAIT_US,
+                    rounds: int = 3, log: Callable[[str], None] = lambda s: None) -> Tuple[int, Dict[str, Any]]:
+    """Measure and return ``(every, details)``: the period N such that waiting ``wait_us`` on every N-th
+    request raises BASE's mean latency at low concurrency by ``increase`` (e.g. 0.10 for x1.10).
+
+    ``mean_latency(every)`` runs one measurement on a fresh server (``every`` 0 = BASE, no wait) and
+    returns its mean latency in µs. Like :func:`calibrate_cost`, two stages of ``rounds`` rounds, each
+    trial period measured right after its round's BASE: the nominal period (:func:`nominal_every`), a
+    correction from its median ratio under the model ``ratio - 1 = e / N`` (a wait adds what it
+    really lasts, once per N requests), then that answer measured and corrected once more. The answer
+    is kept within [1/4, 4] times the nominal period.
+    """
+    if rounds < 1:
+        raise ValueError(f"need at least one round, got {rounds!r}")
+    bases = [mean_latency(0)]
+    ratios: Dict[int, List[float]] = {}
+
+    def measure_round(every: int, label: str) -> float:
+        base = mean_latency(0)
+        bases.append(base)
+        ratios.setdefault(every, []).append(mean_latency(every) / base)
+        log(f"delay calibration {label}: BASE {base:.1f} µs mean latency; {wait_us:.0f} µs wait every {every} "
+            f"request(s) -> x{ratios[every][-1]:.3f}")
+        return statistics.median(ratios[every])
+
+    nominal = nominal_every(bases[0], increase, wait_us)
+    clamp = lambda n: min(max(n, max(1, nominal // 4)), nominal * 4)
+    for i in range(rounds):
+        first = measure_round(nominal, f"round {i + 1}/{2 * rounds}")
+    guess = clamp(_every_for(nominal, first, increase, nominal))
+    for i in range(rounds):
+        second = measure_round(guess, f"round {rounds + i + 1}/{2 * rounds}")
+    every = clamp(_every_for(guess, second, increase, guess))
+    return every, {
+        "increase": increase, "target_ratio": 1.0 + increase, "mean_latency_us": statistics.median(bases),
+        "wait_us": wait_us, "nominal_every": nominal, "first_every": guess, "every": every, "rounds": rounds,
+        "points": [[n, round(r, 5)] for n, rs in ratios.items() for r in rs],
+        "median_ratios": [[n, round(statistics.median(rs), 5)] for n, rs in ratios.items()],
+        "source": "measured: trial periods against BASE, corrected twice (load/calibration.py)",
     }

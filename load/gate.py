@@ -40,17 +40,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .calibration import calibrate_cost
+from .calibration import calibrate_cost, calibrate_delay
 from .pinning import cpu_times
 from .stats import Decision, Verdict, decide, estimate_ratio, family_confidence, stability_warnings
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
-           "run_gate", "analyse", "app_for", "start_case", "measure_cpu", "burn_probe", "tree_cpu_ns", "SCHEMA_VERSION", "COST_ENV"]
+           "run_gate", "analyse", "app_for", "start_case", "measure_cpu", "burn_probe", "latency_probe", "tree_cpu_ns",
+           "SCHEMA_VERSION", "COST_ENV", "DELAY_ENV", "DELAY_EVERY_ENV", "LATENCY_METRICS"]
 
 #: Version of pairs.json. History: 1 - first layout (gate, options, cases, runs, results).
 SCHEMA_VERSION = 1
 
 COST_ENV = "GATECHECK_COST_US"  # the fixture apps burn this many µs of CPU per payload/json/echo request
+DELAY_ENV = "GATECHECK_DELAY_US"  # ... and wait this many µs without CPU (asyncio.sleep / time.sleep) ...
+DELAY_EVERY_ENV = "GATECHECK_DELAY_EVERY"  # ... on every N-th such request (fixtures/payloads.py)
 
 # Metric name -> (record field, higher is better, label). "cpu" is the server tree's CPU time per 2xx
 # response: unlike RPS it does not drop when another process takes the server's CPU away, so it stays
@@ -59,7 +62,16 @@ METRICS: Dict[str, Tuple[str, bool, str]] = {
     "rps": ("rps", True, "RPS"),
     "p99": ("p99_ms", False, "p99 latency"),
     "cpu": ("cpu_us_per_request", False, "server CPU per request"),
+    # The low-concurrency run (``--latency-concurrency``, default 1 connection): the server is not
+    # saturated, so every microsecond a request waits (a sleep, a lost TCP_NODELAY, a lock held across an
+    # await) is in its latency, whether or not it costs CPU. The mean counts a wait that only some
+    # requests make; the median does not (docs/gate.md, fourth experiment).
+    "lat": ("low_latency.avg_ms", False, "mean latency at low concurrency"),
+    "lat50": ("low_latency.p50_ms", False, "median latency at low concurrency"),
 }
+
+#: The metrics measured by the low-concurrency run.
+LATENCY_METRICS = ("lat", "lat50")
 
 
 #: How the summary names each statistic of :data:`load.stats.STATISTICS`.
@@ -99,16 +111,20 @@ class GateCase:
 class GateOptions:
     cases: Tuple[GateCase, ...]
     threshold: float = 0.05
-    pairs: int = 10
+    pairs: int = 8
     max_pairs: int = 24
-    budget: float = 240.0
-    duration: float = 2.0
+    budget: float = 90.0
+    duration: float = 1.5
     warmup: float = 0.5
     confidence: float = 0.95
     statistic: str = "pair-median"
     seed: int = 0
     head_cost_us: float = 0.0
-    fail_on: Tuple[str, ...] = ("cpu",)
+    head_delay_us: float = 0.0  # HEAD's app waits this long (off CPU) ...
+    head_delay_every: int = 1  # ... on every N-th request
+    fail_on: Tuple[str, ...] = ("cpu", "lat")
+    latency_concurrency: int = 1  # connections of the low-concurrency run (0: no such run)
+    latency_duration: float = 1.0  # seconds of the low-concurrency run, after each side's main run
     restart_every: int = 1
     server_cpus: Optional[Tuple[int, ...]] = None
     oha_cpus: Optional[Tuple[int, ...]] = None
@@ -124,6 +140,10 @@ class GateOptions:
             raise ValueError(f"unknown --fail-on metric(s) {sorted(unknown)}; choose from {sorted(METRICS)}")
         if not self.cases:
             raise ValueError("nothing to measure: no cases")
+        if self.latency_concurrency < 1 and set(self.fail_on) & set(LATENCY_METRICS):
+            raise ValueError("--fail-on lat/lat50 needs the low-concurrency run (--latency-concurrency 1 or more)")
+        if self.head_delay_every < 1:
+            raise ValueError(f"the delay's period must be at least 1 request, got {self.head_delay_every}")
 
     @property
     def comparisons(self) -> int:
@@ -208,6 +228,9 @@ def _case_result_dict(r: CaseResult) -> Dict[str, Any]:
 # ---- analysis (pure: from run records to verdicts) -----------------------------------------------------
 
 def _clean(run: Dict[str, Any]) -> bool:
+    low = run.get("low_latency")
+    if low is not None and (low.get("errors") or low.get("non_2xx") or not low.get("ok")):
+        return False
     return not run.get("errors") and not run.get("non_2xx") and run.get("rps", 0) > 0
 
 
@@ -218,6 +241,8 @@ def _metric_value(run: Dict[str, Any], metric: str) -> Optional[float]:
         ok = run.get("ok")
         cpu = run["server_cpu_ns"] / 1e9 if run.get("server_cpu_ns") else (run.get("server") or {}).get("cpu_seconds")
         return cpu / ok * 1e6 if cpu and ok else None
+    if metric in LATENCY_METRICS:
+        return (run.get("low_latency") or {}).get("avg_ms" if metric == "lat" else "p50_ms")
     return (run.get("latency_ms") or {}).get("p99")
 
 
@@ -325,11 +350,15 @@ def app_for(case: GateCase) -> str:
 
 
 def start_case(start: Start, case: GateCase, *, python: str, cost_us: float, log_dir: Path,
-               cpus: Optional[Sequence[int]]) -> Any:
-    """Start ``case``'s server from ``python``'s install, its app burning ``cost_us`` per request (0: none)."""
+               cpus: Optional[Sequence[int]], delay: Tuple[float, int] = (0.0, 1)) -> Any:
+    """Start ``case``'s server from ``python``'s install, its app burning ``cost_us`` per request (0: none)
+    and waiting ``delay[0]`` µs without CPU on every ``delay[1]``-th request (0: none)."""
     env = dict(case.env)
     if cost_us > 0:
         env[COST_ENV] = f"{cost_us:.3f}"
+    if delay[0] > 0:
+        env[DELAY_ENV] = f"{delay[0]:.3f}"
+        env[DELAY_EVERY_ENV] = str(int(delay[1]))
     return start(case.target, app=app_for(case), log_dir=log_dir, env=env, cpus=list(cpus) if cpus else None,
                  python=python)
 
@@ -364,6 +393,33 @@ def burn_probe(case: GateCase, route: Any, *, python: str, start: Start, measure
     return cpu_per_request
 
 
+def low_latency_record(run: Any) -> Dict[str, Any]:
+    """What the gate keeps of a low-concurrency run (latencies in ms, as oha reports them)."""
+    r = run.result
+    ms = lambda v: round(v * 1000, 5) if v is not None else None
+    return {"concurrency": run.concurrency, "ok": r.ok, "errors": dict(r.errors), "non_2xx": dict(r.non_2xx),
+            "rps": round(r.rps, 3), "avg_ms": ms(r.latency_avg), "p50_ms": ms(r.latency_p50),
+            "p99_ms": ms(r.latency_p99)}
+
+
+def latency_probe(case: GateCase, route: Any, *, python: str, start: Start, measure_fn: Measure, log_dir: Path,
+                  cpus: Optional[Sequence[int]], concurrency: int, warmup: float, duration: float, wait_us: float,
+                  measure_kwargs: Dict[str, Any]) -> Callable[[int], float]:
+    """``every -> mean latency in µs at low concurrency`` of ``python``'s install waiting ``wait_us`` on every
+    ``every``-th request (0: no wait), one warm run on a fresh process each call: what
+    :func:`load.calibration.calibrate_delay` measures with."""
+    def mean_latency(every: int) -> float:
+        delay = (wait_us, every) if every else (0.0, 1)
+        with start_case(start, case, python=python, cost_us=0.0, log_dir=log_dir, cpus=cpus, delay=delay) as srv:
+            if warmup > 0:
+                measure_fn(srv, route, concurrency, warmup, http2=case.http2, **measure_kwargs)
+            run = measure_fn(srv, route, concurrency, duration, http2=case.http2, **measure_kwargs)
+        if run.result.all_failed or not run.result.ok or not run.result.latency_avg:
+            raise GateError(f"calibration: no 2xx answer on {case.name} at c{concurrency}")
+        return run.result.latency_avg * 1e6
+    return mean_latency
+
+
 def _stop_all(handles: Sequence[Any]) -> None:
     """Stop servers concurrently (each stop waits out its own grace period)."""
     import threading
@@ -385,6 +441,38 @@ def _run_record(run: Any, case: GateCase, pair: int, side: str, position: int) -
     return rec
 
 
+def _low_latency_run(measure_fn: Measure, srv: Any, route: Any, case: GateCase, opts: GateOptions,
+                    kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The low-concurrency run of one side in one pair (the ``lat`` metrics); a side that answers nothing
+    at low concurrency stops the gate like one that answers nothing under load."""
+    run = measure_fn(srv, route, opts.latency_concurrency, opts.latency_duration, http2=case.http2, **kwargs)
+    if run.result.all_failed:
+        raise GateError(f"no 2xx answer at c{opts.latency_concurrency} on {case.name}; server log tail:\n"
+                        f"{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
+    return low_latency_record(run)
+
+
+def _calibrate_delay(opts: GateOptions, result: GateResult, increase: float, routes: Dict[str, Any], *,
+                     base_python: str, start: Start, measure_fn: Measure, log_dir: Path,
+                     cpus: Optional[Sequence[int]], kwargs: Dict[str, Any],
+                     log: Callable[[str], None]) -> Tuple[float, int]:
+    """HEAD's (wait µs, every N) for a mean latency ``1 + increase`` times BASE's, measured on BASE's
+    install on the first case (:func:`load.calibration.calibrate_delay`); stored in ``result.calibration``."""
+    from .calibration import DELAY_WAIT_US
+
+    case = opts.cases[0]
+    probe = latency_probe(case, routes[case.route], python=base_python, start=start, measure_fn=measure_fn,
+                          log_dir=log_dir, cpus=cpus, concurrency=max(1, opts.latency_concurrency),
+                          warmup=min(opts.warmup, 0.5), duration=opts.latency_duration, wait_us=DELAY_WAIT_US,
+                          measure_kwargs=kwargs)
+    log(f"calibrating the injected wait for a {increase:.0%} latency increase on {case.name} (BASE's install)")
+    every, calib = calibrate_delay(probe, increase, DELAY_WAIT_US, rounds=3, log=log)
+    result.calibration = dict(result.calibration or {}, delay=dict(calib, case=case.name))
+    log(f"calibration: BASE {calib['mean_latency_us']:.0f} µs mean latency at c{max(1, opts.latency_concurrency)} -> "
+        f"HEAD waits {DELAY_WAIT_US:.0f} µs on every {every} request(s) (nominal {calib['nominal_every']})")
+    return DELAY_WAIT_US, every
+
+
 def run_gate(
     opts: GateOptions,
     *,
@@ -398,11 +486,13 @@ def run_gate(
     route_fn: Optional[Callable[[str], Any]] = None,
     check_fn: Optional[Callable[..., None]] = None,
     head_slowdown: Optional[float] = None,
+    head_delay_increase: Optional[float] = None,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
     clock: Callable[[], float] = time.monotonic,
 ) -> GateResult:
     """Run the pairs and return the result (rules 1-4). ``start``/``measure_fn``/``route_fn``/``check_fn``
-    default to ``servers.start_server`` and ``load.measure``; tests pass fakes."""
+    default to ``servers.start_server`` and ``load.measure``; tests pass fakes. ``head_slowdown`` and
+    ``head_delay_increase`` calibrate HEAD's injected CPU cost and off-CPU wait on BASE's install first."""
     if start is None:
         from gatecheck.servers import start_server as start
     if measure_fn is None or check_fn is None:
@@ -427,7 +517,8 @@ def run_gate(
 
     def launch(case: GateCase, side: str, cost_us: float):
         return start_case(start, case, python=base_python if side == "base" else head_python,
-                          cost_us=cost_us if side == "head" else 0.0, log_dir=logs, cpus=server_cpus)
+                          cost_us=cost_us if side == "head" else 0.0, log_dir=logs, cpus=server_cpus,
+                          delay=delay if side == "head" else (0.0, 1))
 
     routes = {c.route: route_fn(c.route) for c in opts.cases}
     cost_us = opts.head_cost_us
@@ -443,6 +534,12 @@ def run_gate(
             f"per request on HEAD (x{calib['target_ratio']:.3f}; the additive model said {calib['nominal_cost_us']:.2f})")
     if cost_us:
         result.head["cost_us"] = cost_us
+    delay = (opts.head_delay_us, opts.head_delay_every)
+    if head_delay_increase:
+        delay = _calibrate_delay(opts, result, head_delay_increase, routes, base_python=base_python, start=start,
+                                 measure_fn=measure_fn, log_dir=logs, cpus=server_cpus, kwargs=kwargs, log=log)
+    if delay[0]:
+        result.head["delay_us"], result.head["delay_every"] = delay
 
     # Check every route on both sides before any measurement: a benchmark of a broken route is worthless.
     for case in opts.cases:
@@ -459,6 +556,7 @@ def run_gate(
             p0 = clock()
             for case in opts.cases:
                 order = ["base", "head"]
+                records: Dict[str, Dict[str, Any]] = {}
                 rng.shuffle(order)
                 restart = opts.restart_every > 0 and pair % opts.restart_every == 0
                 for side in order:
@@ -477,6 +575,7 @@ def run_gate(
                         raise GateError(f"{side.upper()} answered no request with 2xx on {case.name} in pair {pair + 1}; "
                                         f"server log tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
                     rec = _run_record(run, case, pair, side, position)
+                    records[side] = rec
                     if cpu_ns:
                         rec["server_cpu_ns"] = cpu_ns
                     if used is not None:
@@ -485,10 +584,15 @@ def run_gate(
                         rec["server_cpus_busy_seconds"] = round(used.busy, 3)
                         rec["foreign_cpu_seconds"] = round(max(0.0, used.busy - own), 3)
                         rec["steal_seconds"] = round(used.steal, 3)
-                    rec["gate_seconds"] = round(clock() - t0, 3)  # when this run ended, from the gate's start
-                    result.runs.append(rec)
+                if opts.latency_concurrency:
+                    for side in order:  # both sides' low-concurrency runs, back to back, in the pair's order
+                        records[side]["low_latency"] = _low_latency_run(measure_fn, servers[(case.name, side)],
+                                                                       routes[case.route], case, opts, kwargs)
+                for side in order:
+                    records[side]["gate_seconds"] = round(clock() - t0, 3)  # when this side's runs ended
+                    result.runs.append(records[side])
                     with open(stream, "a", encoding="utf-8") as f:  # a crash keeps every finished run
-                        f.write(json.dumps(rec, sort_keys=True) + "\n")
+                        f.write(json.dumps(records[side], sort_keys=True) + "\n")
                 if opts.restart_every == 1:
                     _stop_all([servers.pop((case.name, side)) for side in order])
             result.pairs = pair + 1

@@ -18,11 +18,36 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Tuple
 
 from .argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int
-from .gate import COST_ENV, METRICS, GateCase, GateError, GateOptions, run_gate
+from .gate import COST_ENV, DELAY_ENV, METRICS, GateCase, GateError, GateOptions, run_gate
 from .gate_report import render_markdown, write_outputs
 from .signals import INTERRUPTED, stop_on_signals
 
-__all__ = ["percent", "add_arguments", "cases_from_args", "main_from_args", "main"]
+__all__ = ["percent", "delay_spec", "add_arguments", "cases_from_args", "main_from_args", "main"]
+
+_TIME_UNITS = {"us": 1.0, "µs": 1.0, "ms": 1000.0, "s": 1e6}
+
+
+def delay_spec(text: str) -> Tuple[str, Any]:
+    """``--head-delay``: ``('increase', 0.10)`` for ``10%`` (calibrated against BASE's mean latency at low
+    concurrency), or ``('wait', (µs, every))`` for ``200us`` (every request) or ``2ms/30`` (every 30th)."""
+    value = text.strip()
+    if value.endswith("%"):
+        increase = percent(value)
+        if not 0 < increase <= 10:
+            raise argparse.ArgumentTypeError(f"a latency increase must be above 0%% and at most 1000%%, got {text!r}")
+        return "increase", increase
+    wait, _, every_text = value.partition("/")
+    unit = next((u for u in sorted(_TIME_UNITS, key=len, reverse=True) if wait.endswith(u)), None)
+    try:
+        micros = float(wait[: -len(unit)]) * _TIME_UNITS[unit] if unit else float("nan")
+        every = int(every_text) if every_text else 1
+    except ValueError:
+        micros, every = float("nan"), 0
+    if not (micros > 0 and micros < 60e6 and every >= 1):
+        raise argparse.ArgumentTypeError(
+            f"invalid delay {text!r}: give a percentage of BASE's latency ('10%%'), a time with its unit "
+            "('200us', '2ms'), or a time on every N-th request ('2ms/30')")
+    return "wait", (micros, every)
 
 
 def _metric_list(text: str) -> Tuple[str, ...]:
@@ -56,14 +81,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=positive_int, default=64, help="connections for --route cases (default 64)")
     parser.add_argument("--threshold", type=percent, default=0.05,
                         help="smallest slowdown that fails the gate, e.g. '5%%' (default 5%%)")
-    parser.add_argument("--pairs", type=at_least(8, "--pairs"), default=10,
-                        help="pairs before the gate may stop (at least 8; default 10)")
+    parser.add_argument("--pairs", type=at_least(8, "--pairs"), default=8,
+                        help="pairs before the gate may stop (at least 8; default 8)")
     parser.add_argument("--max-pairs", type=at_least(8, "--max-pairs"), default=24,
-                        help="stop after this many pairs even if an interval is still wide (default 24, about 2.5 min "
-                             "here; more pairs narrow the intervals as 1/sqrt(n) on a noisy machine)")
-    parser.add_argument("--budget", type=positive_float, default=240.0,
-                        help="seconds of measuring after which no new pair starts (default 240)")
-    parser.add_argument("--duration", type=positive_float, default=2.0, help="seconds per measured run (default 2)")
+                        help="stop after this many pairs even if an interval is still wide (default 24; --budget "
+                             "usually stops the gate first; more pairs narrow the intervals as 1/sqrt(n))")
+    parser.add_argument("--budget", type=positive_float, default=90.0,
+                        help="seconds from the gate's start after which no new pair starts (default 90; the first "
+                             "--pairs pairs always run)")
+    parser.add_argument("--duration", type=positive_float, default=1.5,
+                        help="seconds per measured run at the case's concurrency (default 1.5)")
     parser.add_argument("--warmup", type=non_negative_float, default=0.5,
                         help="seconds of unrecorded load after each server start (default 0.5)")
     parser.add_argument("--confidence", type=_confidence, default=0.95, help="interval coverage (default 95%%)")
@@ -78,10 +105,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help=f"fake a regression: HEAD's app burns this much CPU per request ({COST_ENV})")
     knob.add_argument("--head-slowdown", type=percent, default=None, metavar="PERCENT",
                       help="fake a regression of this size: measure BASE first and set --head-cost from its RPS")
-    parser.add_argument("--fail-on", type=_metric_list, default=("cpu",),
-                        help="metrics whose regression fails the gate: any of rps, p99, cpu (default cpu: server CPU per "
-                             "request stays precise on a shared machine where RPS does not; add rps on a dedicated "
-                             "runner, e.g. 'rps,cpu'; see docs/gate.md)")
+    parser.add_argument("--head-delay", type=delay_spec, default=None, metavar="PERCENT|TIME[/N]",
+                        help=f"fake a regression that costs no CPU: HEAD's app waits ({DELAY_ENV}; asyncio.sleep, "
+                             "time.sleep for WSGI): '10%%' = calibrated to raise BASE's mean latency at low concurrency "
+                             "by 10%%; '200us' = on every request; '2ms/30' = on every 30th request")
+    parser.add_argument("--fail-on", type=_metric_list, default=("cpu", "lat"),
+                        help="metrics whose regression fails the gate: any of rps, p99, cpu, lat, lat50 (default cpu,lat: "
+                             "server CPU per request and the mean latency of a low-concurrency run, both precise "
+                             "on a shared machine where RPS is not; see docs/gate.md)")
+    parser.add_argument("--latency-concurrency", type=at_least(0, "--latency-concurrency"), default=1,
+                        help="connections of the low-concurrency run after each main run, for the lat metrics "
+                             "(default 1; 0 = no such run)")
+    parser.add_argument("--latency-duration", type=positive_float, default=1.0,
+                        help="seconds of the low-concurrency run (default 1)")
     parser.add_argument("--restart-every", type=at_least(0, "--restart-every"), default=1,
                         help="start fresh server processes every N pairs (default 1; 0 = start once)")
     parser.add_argument("--server-cpus", type=cpu_list, help="CPUs for both servers, e.g. '0' (default: first half)")
@@ -150,6 +186,13 @@ def _pinning(args: argparse.Namespace) -> Tuple[Optional[Tuple[int, ...]], Optio
     return pin.server, pin.oha
 
 
+def _delay_options(spec: Optional[Tuple[str, Any]]) -> dict:
+    """GateOptions fields of an absolute ``--head-delay`` (a percentage is calibrated by run_gate)."""
+    if spec is None or spec[0] != "wait":
+        return {}
+    return {"head_delay_us": spec[1][0], "head_delay_every": spec[1][1]}
+
+
 def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[GateOptions, Any, Any]:
     """Everything before the first measurement: outputs, cases, pinning, options, both environments."""
     from gatecheck.servers import resolve
@@ -163,7 +206,9 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
     opts = GateOptions(cases=cases, threshold=args.threshold, pairs=args.pairs, max_pairs=args.max_pairs,
                        budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,
                        statistic=args.statistic, seed=seed, head_cost_us=args.head_cost, fail_on=args.fail_on,
-                       restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus)
+                       restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus,
+                       latency_concurrency=args.latency_concurrency, latency_duration=args.latency_duration,
+                       **_delay_options(args.head_delay))
     base_env, head_env = ensure_pair(args.base, args.head, package=adapter.package, module=adapter.module,
                                      extras=args.extras, python=args.python, rebuild=args.rebuild_envs,
                                      timeout=args.env_timeout, log=log)
@@ -192,7 +237,9 @@ def main_from_args(args: argparse.Namespace) -> int:
     try:
         opts, base_env, head_env = _prepare(args, out_dir, seed, log)
         result = run_gate(opts, base_python=base_env.python, head_python=head_env.python, base_info=info(base_env),
-                          head_info=info(head_env), out_dir=out_dir, head_slowdown=args.head_slowdown, log=log)
+                          head_info=info(head_env), out_dir=out_dir, head_slowdown=args.head_slowdown,
+                          head_delay_increase=args.head_delay[1] if args.head_delay and args.head_delay[0] == "increase"
+                          else None, log=log)
         paths = write_outputs(result, out_dir, args.benchmark_storage)
     except (GateError, EnvError, ServerError, OhaError, RouteError, RouteCheckError, ProfileError, ResultsError,
             ValueError) as exc:
