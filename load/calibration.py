@@ -147,29 +147,30 @@ def _every_for(every: int, ratio: float, increase: float, fallback: int) -> int:
     return max(1, round(every * (ratio - 1.0) / increase))
 
 
-def calibrate_delay(mean_latency: Callable[[int], float], increase: float, wait_us: float = DELAY_WAIT_US,
+def calibrate_delay(measure: Callable[[int], Tuple[float, float]], increase: float, wait_us: float = DELAY_WAIT_US,
                     rounds: int = 3, log: Callable[[str], None] = lambda s: None) -> Tuple[int, Dict[str, Any]]:
     """Measure and return ``(every, details)``: the period N such that waiting ``wait_us`` on every N-th
     request raises BASE's mean latency at low concurrency by ``increase`` (e.g. 0.10 for x1.10).
 
-    ``mean_latency(every)`` runs one measurement on a fresh server (``every`` 0 = BASE, no wait) and
-    returns its mean latency in µs. Like :func:`calibrate_cost`, two stages of ``rounds`` rounds, each
-    trial period measured right after its round's BASE: the nominal period (:func:`nominal_every`), a
-    correction from its median ratio under the model ``ratio - 1 = e / N`` (a wait adds what it
-    really lasts, once per N requests), then that answer measured and corrected once more. The answer
-    is kept within [1/4, 4] times the nominal period.
+    ``measure(every)`` starts two fresh servers of BASE's install, one waiting on every ``every``-th
+    request (``every`` 0: no wait), measures them interleaved (:mod:`load.latency`) and returns
+    ``(BASE's mean latency in µs, trial/BASE ratio of the means)``. One call with no wait fixes the
+    nominal period (:func:`nominal_every`); ``rounds`` measurements of it give a median ratio, corrected
+    under the model ``ratio - 1 = e / N`` (a wait adds what it really lasts, once per N requests); then
+    that answer is measured ``rounds`` times and corrected once more. The answer is kept within
+    [1/4, 4] times the nominal period.
     """
     if rounds < 1:
         raise ValueError(f"need at least one round, got {rounds!r}")
-    bases = [mean_latency(0)]
+    bases = [measure(0)[0]]
     ratios: Dict[int, List[float]] = {}
 
     def measure_round(every: int, label: str) -> float:
-        base = mean_latency(0)
+        base, ratio = measure(every)
         bases.append(base)
-        ratios.setdefault(every, []).append(mean_latency(every) / base)
+        ratios.setdefault(every, []).append(ratio)
         log(f"delay calibration {label}: BASE {base:.1f} µs mean latency; {wait_us:.0f} µs wait every {every} "
-            f"request(s) -> x{ratios[every][-1]:.3f}")
+            f"request(s) -> x{ratio:.3f}")
         return statistics.median(ratios[every])
 
     nominal = nominal_every(bases[0], increase, wait_us)
@@ -185,5 +186,5 @@ def calibrate_delay(mean_latency: Callable[[int], float], increase: float, wait_
         "wait_us": wait_us, "nominal_every": nominal, "first_every": guess, "every": every, "rounds": rounds,
         "points": [[n, round(r, 5)] for n, rs in ratios.items() for r in rs],
         "median_ratios": [[n, round(statistics.median(rs), 5)] for n, rs in ratios.items()],
-        "source": "measured: trial periods against BASE, corrected twice (load/calibration.py)",
+        "source": "measured: trial periods against BASE, interleaved, corrected twice (load/calibration.py)",
     }

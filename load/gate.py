@@ -45,7 +45,7 @@ from .pinning import cpu_times
 from .stats import Decision, Verdict, decide, estimate_ratio, family_confidence, stability_warnings
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
-           "run_gate", "analyse", "app_for", "start_case", "measure_cpu", "burn_probe", "latency_probe", "tree_cpu_ns",
+           "run_gate", "analyse", "app_for", "start_case", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns",
            "SCHEMA_VERSION", "COST_ENV", "DELAY_ENV", "DELAY_EVERY_ENV", "LATENCY_METRICS"]
 
 #: Version of pairs.json. History: 1 - first layout (gate, options, cases, runs, results).
@@ -62,8 +62,8 @@ METRICS: Dict[str, Tuple[str, bool, str]] = {
     "rps": ("rps", True, "RPS"),
     "p99": ("p99_ms", False, "p99 latency"),
     "cpu": ("cpu_us_per_request", False, "server CPU per request"),
-    # The low-concurrency run (``--latency-concurrency``, default 1 connection): the server is not
-    # saturated, so every microsecond a request waits (a sleep, a lost TCP_NODELAY, a lock held across an
+    # The low-concurrency run (one request at a time, BASE and HEAD interleaved: load/latency.py): the server
+    # is not saturated, so every microsecond a request waits (a sleep, a lost TCP_NODELAY, a lock held across an
     # await) is in its latency, whether or not it costs CPU. The mean counts a wait that only some
     # requests make; the median does not (docs/gate.md, fourth experiment).
     "lat": ("low_latency.avg_ms", False, "mean latency at low concurrency"),
@@ -123,8 +123,7 @@ class GateOptions:
     head_delay_us: float = 0.0  # HEAD's app waits this long (off CPU) ...
     head_delay_every: int = 1  # ... on every N-th request
     fail_on: Tuple[str, ...] = ("cpu", "lat")
-    latency_concurrency: int = 1  # connections of the low-concurrency run (0: no such run)
-    latency_duration: float = 1.0  # seconds of the low-concurrency run, after each side's main run
+    latency_duration: float = 1.0  # seconds of the interleaved one-connection run after the main runs (0: none)
     restart_every: int = 1
     server_cpus: Optional[Tuple[int, ...]] = None
     oha_cpus: Optional[Tuple[int, ...]] = None
@@ -140,8 +139,8 @@ class GateOptions:
             raise ValueError(f"unknown --fail-on metric(s) {sorted(unknown)}; choose from {sorted(METRICS)}")
         if not self.cases:
             raise ValueError("nothing to measure: no cases")
-        if self.latency_concurrency < 1 and set(self.fail_on) & set(LATENCY_METRICS):
-            raise ValueError("--fail-on lat/lat50 needs the low-concurrency run (--latency-concurrency 1 or more)")
+        if not self.latency_duration > 0 and set(self.fail_on) & set(LATENCY_METRICS):
+            raise ValueError("--fail-on lat/lat50 needs the low-concurrency run (--latency-duration above 0)")
         if self.head_delay_every < 1:
             raise ValueError(f"the delay's period must be at least 1 request, got {self.head_delay_every}")
 
@@ -393,31 +392,33 @@ def burn_probe(case: GateCase, route: Any, *, python: str, start: Start, measure
     return cpu_per_request
 
 
-def low_latency_record(run: Any) -> Dict[str, Any]:
-    """What the gate keeps of a low-concurrency run (latencies in ms, as oha reports them)."""
-    r = run.result
-    ms = lambda v: round(v * 1000, 5) if v is not None else None
-    return {"concurrency": run.concurrency, "ok": r.ok, "errors": dict(r.errors), "non_2xx": dict(r.non_2xx),
-            "rps": round(r.rps, 3), "avg_ms": ms(r.latency_avg), "p50_ms": ms(r.latency_p50),
-            "p99_ms": ms(r.latency_p99)}
+LatencyFn = Callable[..., Dict[str, Dict[str, Any]]]
 
 
-def latency_probe(case: GateCase, route: Any, *, python: str, start: Start, measure_fn: Measure, log_dir: Path,
-                  cpus: Optional[Sequence[int]], concurrency: int, warmup: float, duration: float, wait_us: float,
-                  measure_kwargs: Dict[str, Any]) -> Callable[[int], float]:
-    """``every -> mean latency in µs at low concurrency`` of ``python``'s install waiting ``wait_us`` on every
-    ``every``-th request (0: no wait), one warm run on a fresh process each call: what
-    :func:`load.calibration.calibrate_delay` measures with."""
-    def mean_latency(every: int) -> float:
-        delay = (wait_us, every) if every else (0.0, 1)
-        with start_case(start, case, python=python, cost_us=0.0, log_dir=log_dir, cpus=cpus, delay=delay) as srv:
-            if warmup > 0:
-                measure_fn(srv, route, concurrency, warmup, http2=case.http2, **measure_kwargs)
-            run = measure_fn(srv, route, concurrency, duration, http2=case.http2, **measure_kwargs)
-        if run.result.all_failed or not run.result.ok or not run.result.latency_avg:
-            raise GateError(f"calibration: no 2xx answer on {case.name} at c{concurrency}")
-        return run.result.latency_avg * 1e6
-    return mean_latency
+def _interleaved(handles: Dict[str, Any], route: Any, duration: float,
+                 cpus: Optional[Sequence[int]] = None) -> Dict[str, Dict[str, Any]]:
+    """The default low-concurrency run: :func:`load.latency.interleaved_latency` over the handles' URLs."""
+    from .latency import interleaved_latency
+
+    return interleaved_latency({side: h.url for side, h in handles.items()}, route, duration, cpus)
+
+
+def delay_probe(case: GateCase, route: Any, *, python: str, start: Start, latency_fn: LatencyFn, log_dir: Path,
+                cpus: Optional[Sequence[int]], oha_cpus: Optional[Sequence[int]], duration: float,
+                wait_us: float) -> Callable[[int], Tuple[float, float]]:
+    """``every -> (BASE mean latency µs, trial/BASE ratio)``: two fresh servers of ``python``'s install,
+    the trial one waiting ``wait_us`` on every ``every``-th request (0: never), measured interleaved:
+    what :func:`load.calibration.calibrate_delay` measures with."""
+    def measure(every: int) -> Tuple[float, float]:
+        trial = (wait_us, every) if every else (0.0, 1)
+        with start_case(start, case, python=python, cost_us=0.0, log_dir=log_dir, cpus=cpus) as base, \
+                start_case(start, case, python=python, cost_us=0.0, log_dir=log_dir, cpus=cpus, delay=trial) as head:
+            latency_fn({"base": base, "head": head}, route, min(duration, 0.5), oha_cpus)  # warm both
+            res = latency_fn({"base": base, "head": head}, route, duration, oha_cpus)
+        if not res["base"].get("ok") or not res["head"].get("ok"):
+            raise GateError(f"calibration: no 2xx answer at one connection on {case.name}")
+        return res["base"]["avg_ms"] * 1000, res["head"]["avg_ms"] / res["base"]["avg_ms"]
+    return measure
 
 
 def _stop_all(handles: Sequence[Any]) -> None:
@@ -441,34 +442,34 @@ def _run_record(run: Any, case: GateCase, pair: int, side: str, position: int) -
     return rec
 
 
-def _low_latency_run(measure_fn: Measure, srv: Any, route: Any, case: GateCase, opts: GateOptions,
-                    kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """The low-concurrency run of one side in one pair (the ``lat`` metrics); a side that answers nothing
-    at low concurrency stops the gate like one that answers nothing under load."""
-    run = measure_fn(srv, route, opts.latency_concurrency, opts.latency_duration, http2=case.http2, **kwargs)
-    if run.result.all_failed:
-        raise GateError(f"no 2xx answer at c{opts.latency_concurrency} on {case.name}; server log tail:\n"
-                        f"{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
-    return low_latency_record(run)
+def _low_latency_run(latency_fn: LatencyFn, handles: Dict[str, Any], route: Any, case: GateCase,
+                     opts: GateOptions) -> Dict[str, Dict[str, Any]]:
+    """Both sides' low-concurrency latencies in one pair, interleaved request by request (the ``lat``
+    metrics); a side that answers nothing stops the gate like one that answers nothing under load."""
+    res = latency_fn(handles, route, opts.latency_duration, opts.oha_cpus)
+    for side, rec in res.items():
+        if not rec.get("ok"):
+            srv = handles[side]
+            raise GateError(f"{side.upper()} answered no request with 2xx at one connection on {case.name}; server log "
+                            f"tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
+    return res
 
 
 def _calibrate_delay(opts: GateOptions, result: GateResult, increase: float, routes: Dict[str, Any], *,
-                     base_python: str, start: Start, measure_fn: Measure, log_dir: Path,
-                     cpus: Optional[Sequence[int]], kwargs: Dict[str, Any],
-                     log: Callable[[str], None]) -> Tuple[float, int]:
+                     base_python: str, start: Start, latency_fn: LatencyFn, log_dir: Path,
+                     cpus: Optional[Sequence[int]], log: Callable[[str], None]) -> Tuple[float, int]:
     """HEAD's (wait µs, every N) for a mean latency ``1 + increase`` times BASE's, measured on BASE's
     install on the first case (:func:`load.calibration.calibrate_delay`); stored in ``result.calibration``."""
     from .calibration import DELAY_WAIT_US
 
     case = opts.cases[0]
-    probe = latency_probe(case, routes[case.route], python=base_python, start=start, measure_fn=measure_fn,
-                          log_dir=log_dir, cpus=cpus, concurrency=max(1, opts.latency_concurrency),
-                          warmup=min(opts.warmup, 0.5), duration=opts.latency_duration, wait_us=DELAY_WAIT_US,
-                          measure_kwargs=kwargs)
+    probe = delay_probe(case, routes[case.route], python=base_python, start=start, latency_fn=latency_fn,
+                        log_dir=log_dir, cpus=cpus, oha_cpus=opts.oha_cpus, duration=max(opts.latency_duration, 1.0),
+                        wait_us=DELAY_WAIT_US)
     log(f"calibrating the injected wait for a {increase:.0%} latency increase on {case.name} (BASE's install)")
     every, calib = calibrate_delay(probe, increase, DELAY_WAIT_US, rounds=3, log=log)
     result.calibration = dict(result.calibration or {}, delay=dict(calib, case=case.name))
-    log(f"calibration: BASE {calib['mean_latency_us']:.0f} µs mean latency at c{max(1, opts.latency_concurrency)} -> "
+    log(f"calibration: BASE {calib['mean_latency_us']:.0f} µs mean latency at one connection -> "
         f"HEAD waits {DELAY_WAIT_US:.0f} µs on every {every} request(s) (nominal {calib['nominal_every']})")
     return DELAY_WAIT_US, every
 
@@ -485,6 +486,7 @@ def run_gate(
     measure_fn: Optional[Measure] = None,
     route_fn: Optional[Callable[[str], Any]] = None,
     check_fn: Optional[Callable[..., None]] = None,
+    latency_fn: LatencyFn = _interleaved,
     head_slowdown: Optional[float] = None,
     head_delay_increase: Optional[float] = None,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
@@ -537,7 +539,7 @@ def run_gate(
     delay = (opts.head_delay_us, opts.head_delay_every)
     if head_delay_increase:
         delay = _calibrate_delay(opts, result, head_delay_increase, routes, base_python=base_python, start=start,
-                                 measure_fn=measure_fn, log_dir=logs, cpus=server_cpus, kwargs=kwargs, log=log)
+                                 latency_fn=latency_fn, log_dir=logs, cpus=server_cpus, log=log)
     if delay[0]:
         result.head["delay_us"], result.head["delay_every"] = delay
 
@@ -584,10 +586,11 @@ def run_gate(
                         rec["server_cpus_busy_seconds"] = round(used.busy, 3)
                         rec["foreign_cpu_seconds"] = round(max(0.0, used.busy - own), 3)
                         rec["steal_seconds"] = round(used.steal, 3)
-                if opts.latency_concurrency:
-                    for side in order:  # both sides' low-concurrency runs, back to back, in the pair's order
-                        records[side]["low_latency"] = _low_latency_run(measure_fn, servers[(case.name, side)],
-                                                                       routes[case.route], case, opts, kwargs)
+                if opts.latency_duration > 0 and not case.http2:  # the latency client speaks HTTP/1.1
+                    low = _low_latency_run(latency_fn, {side: servers[(case.name, side)] for side in order},
+                                           routes[case.route], case, opts)
+                    for side in order:
+                        records[side]["low_latency"] = low[side]
                 for side in order:
                     records[side]["gate_seconds"] = round(clock() - t0, 3)  # when this side's runs ended
                     result.runs.append(records[side])

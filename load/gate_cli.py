@@ -113,11 +113,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="metrics whose regression fails the gate: any of rps, p99, cpu, lat, lat50 (default cpu,lat: "
                              "server CPU per request and the mean latency of a low-concurrency run, both precise "
                              "on a shared machine where RPS is not; see docs/gate.md)")
-    parser.add_argument("--latency-concurrency", type=at_least(0, "--latency-concurrency"), default=1,
-                        help="connections of the low-concurrency run after each main run, for the lat metrics "
-                             "(default 1; 0 = no such run)")
-    parser.add_argument("--latency-duration", type=positive_float, default=1.0,
-                        help="seconds of the low-concurrency run (default 1)")
+    parser.add_argument("--latency-duration", type=non_negative_float, default=1.0,
+                        help="seconds of the low-concurrency run after each pair's main runs: one request at a time, "
+                             "BASE and HEAD interleaved request by request, for the lat metrics (default 1; 0 = none)")
     parser.add_argument("--restart-every", type=at_least(0, "--restart-every"), default=1,
                         help="start fresh server processes every N pairs (default 1; 0 = start once)")
     parser.add_argument("--server-cpus", type=cpu_list, help="CPUs for both servers, e.g. '0' (default: first half)")
@@ -207,7 +205,7 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
                        budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,
                        statistic=args.statistic, seed=seed, head_cost_us=args.head_cost, fail_on=args.fail_on,
                        restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus,
-                       latency_concurrency=args.latency_concurrency, latency_duration=args.latency_duration,
+                       latency_duration=args.latency_duration,
                        **_delay_options(args.head_delay))
     base_env, head_env = ensure_pair(args.base, args.head, package=adapter.package, module=adapter.module,
                                      extras=args.extras, python=args.python, rebuild=args.rebuild_envs,

@@ -56,7 +56,7 @@ def render_markdown(result: GateResult) -> str:
         lines += [f"### {r.case.name}", "", "| metric | base | head | head/base | interval | verdict |",
                   "| --- | ---: | ---: | ---: | :---: | --- |"]
         for metric, d in r.decisions.items():
-            label = METRICS[metric][2].replace("low concurrency", f"c{opts.latency_concurrency}")
+            label = METRICS[metric][2].replace("at low concurrency", "at c1")
             label += "" if metric in opts.fail_on else " (not gated)"
             if d is None:
                 lines.append(f"| {label} | - | - | - | - | no clean pairs |")
@@ -80,8 +80,8 @@ def render_markdown(result: GateResult) -> str:
               f"- {result.pairs} pairs; each pair runs BASE and HEAD back to back in random order (seed {opts.seed}), "
               f"{opts.duration:g} s per run after a {opts.warmup:g} s warm-up, fresh server processes "
               + ("every pair" if opts.restart_every == 1 else f"every {opts.restart_every} pairs" if opts.restart_every else "once"),
-              *([f"- after each side's main run at its concurrency, {opts.latency_duration:g} s at "
-                 f"{opts.latency_concurrency} connection(s) for the latency metrics"] if opts.latency_concurrency else []),
+              *([f"- after both main runs of a pair, {opts.latency_duration:g} s of single requests alternating between "
+                 "BASE and HEAD (one connection each, ABBA order) for the latency metrics"] if opts.latency_duration else []),
               f"- values are medians over the pairs; head/base is the {STATISTIC_LABELS.get(opts.statistic, opts.statistic)}; intervals are "
               f"percentile bootstraps over pairs ({opts.resamples:,} resamples), each at {100 * opts.interval_confidence:.4g}% "
               f"so that all {opts.comparisons} gated comparisons hold together at {opts.confidence:.0%} (Bonferroni)",

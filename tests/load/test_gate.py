@@ -80,11 +80,6 @@ class FakeLab:
         if duration < 1.0:  # warm-up: the machine's speed drifts between pairs
             self.machine = 1.0 + self.rng.gauss(0, 0.10)
             return FakeRun(1000.0, 5.0, 50.0, concurrency=concurrency)
-        if concurrency == 1:  # the low-concurrency run: 200 µs, slower by HEAD's factor; a wait adds exactly its mean
-            self.latency_runs.append(srv.side)
-            wait = float(srv.env.get(gate.DELAY_ENV, 0.0)) / int(srv.env.get(gate.DELAY_EVERY_ENV, 1))
-            mean = 200.0 / (self.head_factor if srv.side == "head" else 1.0) * (1 + self.rng.gauss(0, self.noise)) + wait
-            return FakeRun(1e6 / mean, 1.0, 50.0, duration=duration, concurrency=1, mean_us=mean)
         factor = self.head_factor if srv.side == "head" else 1.0
         rps = 20_000 * self.machine * factor * (1 + self.rng.gauss(0, self.noise))
         self.measured.append(srv.side)
@@ -92,6 +87,17 @@ class FakeLab:
         errors = 3 if srv.side == "head" and self.head_errors_in_pair == pair else 0
         burn = float(srv.env.get(gate.COST_ENV, 0.0))  # an injected cost adds exactly itself here
         return FakeRun(rps, 3.0 / factor, 50.0 / factor + burn, errors=errors, all_failed=self.head_dead and srv.side == "head")
+
+    def latency(self, handles, route, duration, cpus=None):
+        """The interleaved low-concurrency run: 200 µs, slower by HEAD's factor; a wait adds exactly its mean."""
+        out = {}
+        for side, srv in handles.items():
+            self.latency_runs.append(srv.side)
+            wait = float(srv.env.get(gate.DELAY_ENV, 0.0)) / int(srv.env.get(gate.DELAY_EVERY_ENV, 1))
+            mean = 200.0 / (self.head_factor if srv.side == "head" else 1.0) * (1 + self.rng.gauss(0, self.noise)) + wait
+            out[side] = {"concurrency": 1, "ok": 1000, "errors": {}, "non_2xx": {}, "avg_ms": mean / 1000,
+                         "p50_ms": mean * 0.9 / 1000, "p99_ms": mean * 3 / 1000}
+        return out
 
     def gate(self, tmp_path, **opts):
         o = dict(cases=(CASE,), seed=1, resamples=500)
@@ -101,7 +107,7 @@ class FakeLab:
         return run_gate(GateOptions(**o), base_python="/base/python", head_python="/head/python",
                         base_info={"spec": "granian==1.0"}, head_info={"spec": "granian==1.1"}, out_dir=tmp_path,
                         start=self.start, measure_fn=self.measure, route_fn=lambda name: name,
-                        check_fn=lambda *a, **k: None, head_slowdown=slowdown,
+                        check_fn=lambda *a, **k: None, latency_fn=self.latency, head_slowdown=slowdown,
                         head_delay_increase=increase, log=lambda s: None)
 
 
@@ -262,7 +268,7 @@ def test_cli_rejects_bad_values_at_parse_time(argv, message, capsys):
 def test_cli_defaults():
     args = parse(["--base", "granian==2.8.6", "--head", "granian==2.8.7"])
     assert (args.threshold, args.pairs, args.max_pairs, args.fail_on, args.restart_every) == (0.05, 8, 24, ("cpu", "lat"), 1)
-    assert (args.budget, args.duration, args.latency_concurrency, args.latency_duration, args.head_delay) == (90, 1.5, 1, 1, None)
+    assert (args.budget, args.duration, args.latency_duration, args.head_delay) == (90, 1.5, 1, None)
 
 
 def test_cli_unknown_install_spec_is_a_clear_error_with_status_2(tmp_path, capsys):
@@ -403,8 +409,8 @@ def test_by_default_both_cpu_and_low_concurrency_latency_are_gated_and_counted_i
     two = GateOptions(cases=(CASE, GateCase("granian:rsgi:auto", "b1k", 64)))
     assert two.comparisons == 4 and two.interval_confidence == pytest.approx(0.9875)
     with pytest.raises(ValueError, match="low-concurrency run"):
-        GateOptions(cases=(CASE,), latency_concurrency=0)
-    assert GateOptions(cases=(CASE,), latency_concurrency=0, fail_on=("cpu",)).comparisons == 1
+        GateOptions(cases=(CASE,), latency_duration=0)
+    assert GateOptions(cases=(CASE,), latency_duration=0, fail_on=("cpu",)).comparisons == 1
 
 
 def test_every_pair_measures_both_sides_at_low_concurrency_after_their_main_runs(tmp_path):
@@ -412,11 +418,13 @@ def test_every_pair_measures_both_sides_at_low_concurrency_after_their_main_runs
     result = lab.gate(tmp_path, pairs=8, max_pairs=8)
     assert len(lab.latency_runs) == 16 and sorted(lab.latency_runs) == ["base"] * 8 + ["head"] * 8
     assert all(r["low_latency"]["concurrency"] == 1 and r["low_latency"]["avg_ms"] > 0 for r in result.runs)
+    # each pair's latency run takes both servers at once, in the pair's order
+    assert lab.latency_runs == [r["side"] for r in result.runs]
     r = result.results[0]
     assert r.decisions["lat"].verdict is Verdict.NO_CHANGE and r.decisions["lat50"] is not None
     text = gate_report.render_markdown(result)
     assert "| mean latency at c1 |" in text and "| median latency at c1 (not gated) |" in text
-    assert "1 s at 1 connection(s) for the latency metrics" in text
+    assert "1 s of single requests alternating between BASE and HEAD" in text
 
 
 def test_a_wait_that_costs_no_cpu_fails_the_gate_on_latency_alone(tmp_path):
