@@ -20,6 +20,9 @@ Rules of this module:
    near the answer remove both.
    The measuring is a callable passed in (``cpu_per_request(cost_us) -> µs``), so the arithmetic is
    tested on known answers.
+4. **The off-CPU wait** (``--head-delay PCT``, :func:`calibrate_delay`) is sized the same way, against
+   the mean latency of single requests: a wait of :data:`DELAY_WAIT_US` on every N-th request, N found
+   by measurement (an event loop's timers and a woken thread both overshoot a short wait).
 """
 
 from __future__ import annotations
