@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import gate as gate_mod
-from .. import gate_cli
-from ..gate import GateCase, GateOptions, _decisive, analyse
+from ..gate import GateCase, GateOptions, analyse
+from ..gate import cli as gate_cli
+from ..gate.analysis import _decisive
 from ..stats import Verdict, percentile
 
 
@@ -296,7 +297,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         from ..calibration import DELAY_WAIT_US, calibrate_delay
 
         lat = gate_mod.delay_probe(case, route(args.route).resolve(), python=env.python, start=start_server,
-                                   latency_fn=gate_mod._interleaved, log_dir=Path("/tmp/gatecheck-calibrate"),
+                                   latency_fn=gate_mod.running._interleaved, log_dir=Path("/tmp/gatecheck-calibrate"),
                                    cpus=pin.server, oha_cpus=pin.oha, duration=1.0, wait_us=DELAY_WAIT_US)
         every, info = calibrate_delay(lat, increase, DELAY_WAIT_US, rounds=args.rounds, log=say)
         print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()}, sort_keys=True), flush=True)

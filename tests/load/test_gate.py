@@ -1,4 +1,4 @@
-"""Tests of load/gate.py: the pair loop, verdicts, stopping, outputs and CLI, with fake servers and runs.
+"""Tests of load/gate/: the pair loop, verdicts, stopping, outputs and CLI, with fake servers and runs.
 
 No server or oha is started here: ``run_gate`` takes ``start``/``measure_fn``/``check_fn`` seams.
 """
@@ -13,8 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from gatecheck.load import gate, gate_cli, gate_report
+from gatecheck.load import gate
 from gatecheck.load.gate import GateCase, GateError, GateOptions, run_gate
+from gatecheck.load.gate import analysis as gate_analysis
+from gatecheck.load.gate import cli as gate_cli
+from gatecheck.load.gate import report as gate_report
 from gatecheck.load.stats import Verdict
 
 CASE = GateCase("granian:rsgi:auto", "json", 64)
@@ -316,9 +319,9 @@ def test_tree_cpu_ns_counts_this_process_in_nanoseconds():
 
 def test_cpu_metric_prefers_nanosecond_counters():
     run = {"ok": 1000, "server": {"cpu_seconds": 0.05}, "server_cpu_ns": 31_000_000}
-    assert gate._metric_value(run, "cpu") == pytest.approx(31.0)
+    assert gate_analysis._metric_value(run, "cpu") == pytest.approx(31.0)
     del run["server_cpu_ns"]
-    assert gate._metric_value(run, "cpu") == pytest.approx(50.0)
+    assert gate_analysis._metric_value(run, "cpu") == pytest.approx(50.0)
 
 
 def test_cases_come_from_routes_with_the_target_resolved():
@@ -391,7 +394,7 @@ def test_experiment_replay_without_the_correction_judges_each_interval_at_the_st
         levels.append(confidence)
         return stats.estimate_ratio(base, head, statistic, confidence, *rest)
 
-    monkeypatch.setattr(gate, "estimate_ratio", spy)
+    monkeypatch.setattr(gate_analysis, "estimate_ratio", spy)
     gate_rates.replay(doc, threshold=0.05, fail_on=["cpu"], min_pairs=8, max_pairs=8, resamples=200)
     assert levels and all(v == pytest.approx(0.9875) for v in levels)
     levels.clear()
@@ -465,7 +468,7 @@ def test_a_low_concurrency_run_with_errors_leaves_its_pair_out():
     base = {"case": CASE.name, "pair": 0, "side": "base", "rps": 100.0, "ok": 200, "errors": {}, "non_2xx": {},
             "low_latency": {"ok": 50, "errors": {}, "non_2xx": {}, "avg_ms": 0.2, "p50_ms": 0.2}}
     head = dict(base, side="head", low_latency=dict(base["low_latency"], errors={"reset": 1}))
-    assert gate._clean(base) and not gate._clean(head)
+    assert gate_analysis._clean(base) and not gate_analysis._clean(head)
 
 
 @pytest.mark.parametrize("text, spec", [("10%", ("increase", 0.10)), ("200us", ("wait", (200.0, 1))),

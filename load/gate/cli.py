@@ -17,10 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional, Sequence, Tuple
 
-from .argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int
-from .gate import COST_ENV, DELAY_ENV, METRICS, GateCase, GateError, GateOptions, run_gate
-from .gate_report import render_markdown, write_outputs
-from .signals import INTERRUPTED, stop_on_signals
+from ..argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int
+from ..signals import INTERRUPTED
+from .model import COST_ENV, DELAY_ENV, METRICS, GateCase, GateError, GateOptions
+from .report import render_markdown, write_outputs
+from .running import run_gate
 
 __all__ = ["percent", "delay_spec", "add_arguments", "cases_from_args", "main_from_args", "main"]
 
@@ -65,9 +66,23 @@ def _confidence(text: str) -> float:
     return value
 
 
+def _add_injection_arguments(parser: argparse.ArgumentParser) -> None:
+    """The fake regressions HEAD can be given: a CPU cost (``--head-cost``/``--head-slowdown``) and an
+    off-CPU wait (``--head-delay``)."""
+    knob = parser.add_mutually_exclusive_group()
+    knob.add_argument("--head-cost", type=non_negative_float, default=0.0, metavar="MICROSECONDS",
+                      help=f"fake a regression: HEAD's app burns this much CPU per request ({COST_ENV})")
+    knob.add_argument("--head-slowdown", type=percent, default=None, metavar="PERCENT",
+                      help="fake a regression of this size: measure BASE first and set --head-cost from its RPS")
+    parser.add_argument("--head-delay", type=delay_spec, default=None, metavar="PERCENT|TIME[/N]",
+                        help=f"fake a regression that costs no CPU: HEAD's app waits ({DELAY_ENV}; asyncio.sleep, "
+                             "time.sleep for WSGI): '10%%' = calibrated to raise BASE's mean latency at low concurrency "
+                             "by 10%%; '200us' = on every request; '2ms/30' = on every 30th request")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The gate's options (``python -m gatecheck.load gate ...`` and ``python -m gatecheck.load.gate ...``)."""
-    from .stats import STATISTICS
+    from ..stats import STATISTICS
 
     parser.add_argument("--base", required=True, metavar="INSTALL",
                         help="the reference install: a requirement ('granian==2.8.6'), a wheel, sdist or source tree, "
@@ -100,15 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "see docs/gate.md)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for the run order and the bootstrap (default: random, recorded in pairs.json)")
-    knob = parser.add_mutually_exclusive_group()
-    knob.add_argument("--head-cost", type=non_negative_float, default=0.0, metavar="MICROSECONDS",
-                      help=f"fake a regression: HEAD's app burns this much CPU per request ({COST_ENV})")
-    knob.add_argument("--head-slowdown", type=percent, default=None, metavar="PERCENT",
-                      help="fake a regression of this size: measure BASE first and set --head-cost from its RPS")
-    parser.add_argument("--head-delay", type=delay_spec, default=None, metavar="PERCENT|TIME[/N]",
-                        help=f"fake a regression that costs no CPU: HEAD's app waits ({DELAY_ENV}; asyncio.sleep, "
-                             "time.sleep for WSGI): '10%%' = calibrated to raise BASE's mean latency at low concurrency "
-                             "by 10%%; '200us' = on every request; '2ms/30' = on every 30th request")
+    _add_injection_arguments(parser)
     parser.add_argument("--fail-on", type=_metric_list, default=("cpu", "lat"),
                         help="metrics whose regression fails the gate: any of rps, p99, cpu, lat, lat50 (default cpu,lat: "
                              "server CPU per request and the mean latency of a low-concurrency run, both precise "
@@ -143,7 +150,7 @@ def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
                         resolved.http == "h2")
 
     if args.profile:
-        from .profile import load_profile
+        from ..profile import load_profile
 
         if args.routes:
             raise GateError("give --profile or --route, not both")
@@ -151,7 +158,7 @@ def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
         server = args.target.split(":", 1)[0].split("?", 1)[0]
         return tuple(build(c.target_for(server, profile.default_server), c.route, max(c.concurrency), c.app, c.env)
                      for c in profile.cases)
-    from .routes import route
+    from ..routes import route
 
     names = args.routes or ["json"]
     for name in names:
@@ -161,7 +168,7 @@ def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
 
 def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
     """Refuse a used or unwritable output directory before any work (one line each)."""
-    from .results import writable_dir
+    from ..results import writable_dir
 
     if out_dir.exists() and out_dir.is_dir() and any(out_dir.iterdir()):
         raise GateError(f"output directory {out_dir} is not empty; choose another --out")
@@ -172,7 +179,7 @@ def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
 
 def _pinning(args: argparse.Namespace) -> Tuple[Optional[Tuple[int, ...]], Optional[Tuple[int, ...]]]:
     """(server CPUs, oha CPUs): both given and available here, or the default split."""
-    from .pinning import available_cpus, require_available, split_cpus
+    from ..pinning import available_cpus, require_available, split_cpus
 
     if args.server_cpus or args.oha_cpus:
         if not (args.server_cpus and args.oha_cpus):
@@ -195,7 +202,7 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
     """Everything before the first measurement: outputs, cases, pinning, options, both environments."""
     from gatecheck.servers import resolve
 
-    from .envs import ensure_pair
+    from ..envs import ensure_pair
 
     _check_outputs(args, out_dir)
     cases = cases_from_args(args)
@@ -220,12 +227,12 @@ def main_from_args(args: argparse.Namespace) -> int:
     """Run the gate from parsed options; returns the exit status (rule 5; 130 when interrupted)."""
     from gatecheck.servers import ServerError
 
-    from .envs import EnvError
-    from .measure import RouteCheckError
-    from .oha import OhaError
-    from .profile import ProfileError
-    from .results import ResultsError
-    from .routes import RouteError
+    from ..envs import EnvError
+    from ..measure import RouteCheckError
+    from ..oha import OhaError
+    from ..profile import ProfileError
+    from ..results import ResultsError
+    from ..routes import RouteError
 
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
@@ -262,8 +269,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gatecheck.load.gate", description="gatecheck regression gate")
     add_arguments(parser)
     return main_from_args(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    stop_on_signals()
-    sys.exit(main())

@@ -11,9 +11,9 @@ import statistics
 from pathlib import Path
 from typing import Dict, Optional
 
-from . import benchjson
-from .gate import COST_ENV, DELAY_ENV, METRICS, STATISTIC_LABELS, GateResult
-from .stats import Verdict
+from .. import benchjson
+from ..stats import Verdict
+from .model import COST_ENV, DELAY_ENV, METRICS, STATISTIC_LABELS, GateResult
 
 __all__ = ["render_markdown", "write_outputs"]
 
