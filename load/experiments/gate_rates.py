@@ -205,15 +205,26 @@ def machine_lines(by_kind: Dict[str, List[Dict[str, Any]]]) -> List[str]:
             f"{statistics.median(steal):.1%}, max {steal[-1]:.1%}."]
 
 
+def _kind_order(kind: str) -> Tuple[bool, str, float]:
+    """A/A first, then by label and size: 'cpu3%' < 'cpu5%' < 'lat10%' (older experiments: '5%' < '10%')."""
+    digits = "".join(c for c in kind if c.isdigit() or c == ".")
+    try:
+        size = float(digits)
+    except ValueError:
+        size = 0.0
+    return kind != "aa", kind.rstrip("0123456789.%"), size
+
+
 def cmd_analyse(args: argparse.Namespace) -> int:
     out = Path(args.out)
     by_kind = _load(out)
-    kinds = sorted(by_kind, key=lambda k: (k != "aa", float(k.rstrip("%")) if k != "aa" else 0))
+    kinds = sorted(by_kind, key=_kind_order)
     lines = ["Gates per kind: " + ", ".join(f"{k}: {len(by_kind[k])}" for k in kinds), ""]
     lines += ["True effect (all pairs of all gates of a kind pooled, HEAD/BASE geometric mean):", "",
-              "| kind | RPS | p99 | server CPU/request |", "| --- | ---: | ---: | ---: |"]
+              "| kind | RPS | p99 | server CPU/request | mean latency c1 | median latency c1 |",
+              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for k in kinds:
-        vals = [pooled_ratio(by_kind[k], m) for m in ("rps", "p99", "cpu")]
+        vals = [pooled_ratio(by_kind[k], m) for m in ("rps", "p99", "cpu", "lat", "lat50")]
         lines.append(f"| {k} | " + " | ".join(f"{v:.3f}" if v else "-" for v in vals) + " |")
     lines += ["", "Failed gates (exit status 1) per kind, with how many were inconclusive on a gated metric:", "",
               "| gated on | statistic | threshold | pairs (min..max) | " + " | ".join(
