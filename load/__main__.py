@@ -4,7 +4,7 @@ Rules of this module:
 - Subcommands map to ``cmd_<name>`` functions through ``COMMANDS``; ``main(argv=None) -> int`` so tests call
   it in-process. Every option has ``help=``; bad values are rejected at parse time by ``type=`` callables
   that quote the value.
-- ``gate``'s options and its run belong to ``load/gate_cli.py`` (the regression gate's command line),
+- ``gate``'s options and its run belong to ``load/gate/cli.py`` (the regression gate's command line),
   imported only when ``gate`` is the command, so the other commands do not pay for it.
 """
 from __future__ import annotations
@@ -166,7 +166,7 @@ def cmd_list_profiles(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from .gate_cli import main_from_args
+    from .gate.cli import main_from_args
 
     return int(main_from_args(args))
 
@@ -224,7 +224,7 @@ def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
 
     gate = sub.add_parser("gate", help="regression gate: interleaved A/B runs of two installs (docs/gate.md)")
     if with_gate_options:
-        from .gate_cli import add_arguments
+        from .gate.cli import add_arguments
 
         add_arguments(gate)
     return parser

@@ -20,6 +20,9 @@ Rules of this module:
    near the answer remove both.
    The measuring is a callable passed in (``cpu_per_request(cost_us) -> µs``), so the arithmetic is
    tested on known answers.
+4. **The off-CPU wait** (``--head-delay PCT``, :func:`calibrate_delay`) is sized the same way, against
+   the mean latency of single requests: a wait of :data:`DELAY_WAIT_US` on every N-th request, N found
+   by measurement (an event loop's timers and a woken thread both overshoot a short wait).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-__all__ = ["nominal_cost", "target_ratio", "fit_cost", "calibrate_cost"]
+__all__ = ["nominal_cost", "target_ratio", "fit_cost", "calibrate_cost", "DELAY_WAIT_US", "nominal_every",
+           "calibrate_delay"]
 
 
 def target_ratio(slowdown: float) -> float:
@@ -119,4 +123,71 @@ def calibrate_cost(cpu_per_request: Callable[[float], float], slowdown: float, r
         "points": [[round(c, 4), round(r, 5)] for c, rs in ratios.items() for r in rs],
         "median_ratios": [[round(c, 4), round(statistics.median(rs), 5)] for c, rs in ratios.items()],
         "source": "measured: trial costs against BASE, a line and a secant step (load/calibration.py)",
+    }
+
+
+#: The wait a calibrated ``--head-delay PCT`` injects on every N-th request, in µs. An event loop wakes
+#: timers at millisecond resolution (measured here: ``asyncio.sleep`` of 20 µs added 1.2 ms at one
+#: connection), and a thread's wake-up from a sleep costs 50-150 µs on this VM, so a wait of a few
+#: microseconds on every request cannot be injected; a 2 ms wait on every N-th request can, and its
+#: mean over requests is what :func:`calibrate_delay` sizes.
+DELAY_WAIT_US = 2000.0
+
+
+def nominal_every(mean_latency_us: float, increase: float, wait_us: float = DELAY_WAIT_US) -> int:
+    """Every how many requests a wait of ``wait_us`` raises a mean latency of ``mean_latency_us`` by
+    ``increase`` if the wait added exactly itself: ``wait / (increase × T)``, at least 1."""
+    if not increase > 0 or not mean_latency_us > 0:
+        raise ValueError(f"need a positive increase and latency, got {increase!r}, {mean_latency_us!r}")
+    return max(1, round(wait_us / (increase * mean_latency_us)))
+
+
+def _every_for(every: int, ratio: float, increase: float, fallback: int) -> int:
+    """The period that gives ``1 + increase`` under the model ``ratio - 1 = e / every`` fitted to one
+    measured point; ``fallback`` when the point shows no increase (noise swamped it)."""
+    if ratio <= 1.0:
+        return fallback
+    return max(1, round(every * (ratio - 1.0) / increase))
+
+
+def calibrate_delay(measure: Callable[[int], Tuple[float, float]], increase: float, wait_us: float = DELAY_WAIT_US,
+                    rounds: int = 3, log: Callable[[str], None] = lambda s: None) -> Tuple[int, Dict[str, Any]]:
+    """Measure and return ``(every, details)``: the period N such that waiting ``wait_us`` on every N-th
+    request raises BASE's mean latency at low concurrency by ``increase`` (e.g. 0.10 for x1.10).
+
+    ``measure(every)`` starts two fresh servers of BASE's install, one waiting on every ``every``-th
+    request (``every`` 0: no wait), measures them interleaved (:mod:`load.latency`) and returns
+    ``(BASE's mean latency in µs, trial/BASE ratio of the means)``. One call with no wait fixes the
+    nominal period (:func:`nominal_every`); ``rounds`` measurements of it give a median ratio, corrected
+    under the model ``ratio - 1 = e / N`` (a wait adds what it really lasts, once per N requests); then
+    that answer is measured ``rounds`` times and corrected once more. The answer is kept within
+    [1/4, 4] times the nominal period.
+    """
+    if rounds < 1:
+        raise ValueError(f"need at least one round, got {rounds!r}")
+    bases = [measure(0)[0]]
+    ratios: Dict[int, List[float]] = {}
+
+    def measure_round(every: int, label: str) -> float:
+        base, ratio = measure(every)
+        bases.append(base)
+        ratios.setdefault(every, []).append(ratio)
+        log(f"delay calibration {label}: BASE {base:.1f} µs mean latency; {wait_us:.0f} µs wait every {every} "
+            f"request(s) -> x{ratio:.3f}")
+        return statistics.median(ratios[every])
+
+    nominal = nominal_every(bases[0], increase, wait_us)
+    clamp = lambda n: min(max(n, max(1, nominal // 4)), nominal * 4)
+    for i in range(rounds):
+        first = measure_round(nominal, f"round {i + 1}/{2 * rounds}")
+    guess = clamp(_every_for(nominal, first, increase, nominal))
+    for i in range(rounds):
+        second = measure_round(guess, f"round {rounds + i + 1}/{2 * rounds}")
+    every = clamp(_every_for(guess, second, increase, guess))
+    return every, {
+        "increase": increase, "target_ratio": 1.0 + increase, "mean_latency_us": statistics.median(bases),
+        "wait_us": wait_us, "nominal_every": nominal, "first_every": guess, "every": every, "rounds": rounds,
+        "points": [[n, round(r, 5)] for n, rs in ratios.items() for r in rs],
+        "median_ratios": [[n, round(statistics.median(rs), 5)] for n, rs in ratios.items()],
+        "source": "measured: trial periods against BASE, interleaved, corrected twice (load/calibration.py)",
     }

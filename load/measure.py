@@ -218,6 +218,36 @@ def _url(srv: ServerHandle, path: str) -> str:
     return srv.url.rstrip("/") + path
 
 
+def _oha_budget(duration: float | None, requests: int | None, request_timeout: float) -> float:
+    """Seconds oha may take before it is killed. Generous: fixed-count runs at a few thousand RPS on a slow
+    server can take minutes."""
+    if duration is not None:
+        return duration + request_timeout + 30.0
+    return max(120.0, (requests or 0) / 200.0 + request_timeout)
+
+
+class _ServerSampler:
+    """The server tree's resources over a run: the first sample, the last good one, and the peaks."""
+
+    def __init__(self, srv: ServerHandle) -> None:
+        self.srv = srv
+        self.first = self.last = srv.sample()
+        self.peak_rss, self.peak_processes = self.first.rss_bytes, self.first.processes
+
+    def tick(self) -> None:
+        try:
+            sample = self.srv.sample()
+        except Exception:  # the server may be between workers; keep the last good sample
+            return
+        self.last = sample
+        self.peak_rss = max(self.peak_rss, sample.rss_bytes)
+        self.peak_processes = max(self.peak_processes, sample.processes)
+
+    @property
+    def cpu_seconds(self) -> float:
+        return max(0.0, self.last.cpu_seconds - self.first.cpu_seconds)
+
+
 def measure(
     srv: ServerHandle,
     route: RouteSpec,
@@ -240,63 +270,26 @@ def measure(
     server was pinned when started). Raises OhaError if oha fails to run or prints no JSON; a run where
     every request failed is returned, with ``result.all_failed`` set, for the caller to refuse.
     """
-    binary = Path(oha) if oha else find_oha()
     route = route.resolve()
-    body_dir = workdir or Path(tempfile.gettempdir()) / "gatecheck-bodies"
-    threads = len(oha_cpus) if oha_cpus else len(available_cpus())
     argv = build_argv(
-        binary,
-        _url(srv, route.path),
-        concurrency=concurrency,
-        duration=duration,
-        requests=requests,
-        http2=http2,
-        h2_parallel=h2_parallel,
-        method=route.method,
-        body_file=route.body_file(body_dir),
-        worker_threads=threads,
-        request_timeout=request_timeout,
-    )
-    # Generous: fixed-count runs at a few thousand RPS on a slow server can take minutes.
-    budget = (duration + request_timeout + 30.0) if duration is not None else max(120.0, requests / 200.0 + request_timeout)  # type: ignore[operator]
-    first = srv.sample()
-    peak = [first.rss_bytes, first.processes]
-    last = [first]
-
-    def tick() -> None:
-        try:
-            sample = srv.sample()
-        except Exception:  # the server may be between workers; keep the last good sample
-            return
-        last[0] = sample
-        peak[0] = max(peak[0], sample.rss_bytes)
-        peak[1] = max(peak[1], sample.processes)
-
+        Path(oha) if oha else find_oha(), _url(srv, route.path), concurrency=concurrency, duration=duration,
+        requests=requests, http2=http2, h2_parallel=h2_parallel, method=route.method,
+        body_file=route.body_file(workdir or Path(tempfile.gettempdir()) / "gatecheck-bodies"),
+        worker_threads=len(oha_cpus) if oha_cpus else len(available_cpus()), request_timeout=request_timeout)
+    budget = _oha_budget(duration, requests, request_timeout)
+    sampler = _ServerSampler(srv)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    stdout, stderr, code, wall, oha_cpu = _run_oha(argv, oha_cpus, time.monotonic() + budget, tick, sample_interval)
-    tick()
+    stdout, stderr, code, wall, oha_cpu = _run_oha(argv, oha_cpus, time.monotonic() + budget, sampler.tick, sample_interval)
+    sampler.tick()
     if code != 0 or not stdout.strip():
         raise OhaError(f"oha exited {code} without a result: {stderr.strip()[-800:] or '(no stderr)'}\n  command: {' '.join(argv)}")
     result = parse_json(stdout)
     return LoadRun(
-        route=route.name,
-        method=route.method,
-        path=route.path,
-        concurrency=concurrency,
-        http2=http2,
-        h2_parallel=h2_parallel,
-        result=result,
-        wall=wall,
-        server_peak_rss=peak[0],
-        server_cpu_seconds=max(0.0, last[0].cpu_seconds - first.cpu_seconds),
-        server_processes=peak[1],
-        oha_cpu_seconds=oha_cpu,
-        oha_cpus=tuple(oha_cpus) if oha_cpus else None,
-        server_cpus=tuple(server_cpus) if server_cpus else None,
-        duration=duration,
-        requests=requests,
-        oha_argv=tuple(argv),
-        started_at=started_at,
+        route=route.name, method=route.method, path=route.path, concurrency=concurrency, http2=http2,
+        h2_parallel=h2_parallel, result=result, wall=wall, server_peak_rss=sampler.peak_rss,
+        server_cpu_seconds=sampler.cpu_seconds, server_processes=sampler.peak_processes, oha_cpu_seconds=oha_cpu,
+        oha_cpus=tuple(oha_cpus) if oha_cpus else None, server_cpus=tuple(server_cpus) if server_cpus else None,
+        duration=duration, requests=requests, oha_argv=tuple(argv), started_at=started_at,
     )
 
 

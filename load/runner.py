@@ -206,12 +206,32 @@ def _costs(groups, opts: RunOptions, method: Method) -> list:
     return costs
 
 
+def _record_plan_skips(planned, record, summary: RunSummary, versions: dict, log: Callable[[str], None]) -> None:
+    """One ``skip`` record per case the plan leaves out (too few cores, a missing package)."""
+    for item in planned:
+        if item.skip:
+            log(f"skip  {item.case.label}: {item.skip}")
+            record("skip", item, reason=item.skip, versions=versions)
+            summary.skipped += 1
+
+
+def _record_start_failure(target: str, items, exc: Exception, opts: RunOptions, record, summary: RunSummary,
+                          versions_oha, repeat: int, log: Callable[[str], None]) -> int:
+    """A ``failure`` record for every case of a server that did not start; returns the runs it counts as done."""
+    done = 0
+    for item in items:
+        record("failure", item, reason=f"server did not start: {exc}", versions={"oha": versions_oha}, repeat=repeat)
+        summary.failures += 1
+        done += len(_case_concurrencies(item.case, opts))
+    log(f"FAIL  {target}: server did not start: {exc}")
+    return done
+
+
 def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSummary:
     """Run every planned case of ``opts.profile``; append records to ``opts.out_dir/results.jsonl``."""
     from gatecheck.servers import ServerError, start_server  # lazy: the harness's tests need no servers
 
-    profile = opts.profile
-    method = opts.effective_method()
+    profile, method = opts.profile, opts.effective_method()
     pin = opts.pinning or split_cpus(available_cpus())
     out_dir = Path(opts.out_dir)
     results = out_dir / RESULTS_FILE
@@ -240,11 +260,7 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
     if groups:  # oha is found (or built) only when something will be measured
         oha = Path(opts.oha) if opts.oha else find_oha(build=True, log=log)
         versions_oha = oha_version(oha)
-    for item in planned:
-        if item.skip:
-            log(f"skip  {item.case.label}: {item.skip}")
-            record("skip", item, reason=item.skip, versions={"oha": versions_oha, "python": python_version})
-            summary.skipped += 1
+    _record_plan_skips(planned, record, summary, {"oha": versions_oha, "python": python_version}, log)
     costs = _costs(groups, opts, method)
     total = len(costs)
     log(f"profile {profile.name}: {total} measured runs, about {_fmt_seconds(sum(costs))}; "
@@ -258,11 +274,7 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
                 srv = start_server(resolved, app=app_spec, log_dir=out_dir / "logs", env=dict(env_items),
                                    cpus=list(pin.server) if pin.server else None, python=opts.python)
             except ServerError as exc:
-                for item in items:
-                    record("failure", item, reason=f"server did not start: {exc}", versions={"oha": versions_oha}, repeat=repeat)
-                    summary.failures += 1
-                    done += len(_case_concurrencies(item.case, opts))
-                log(f"FAIL  {target}: server did not start: {exc}")
+                done += _record_start_failure(target, items, exc, opts, record, summary, versions_oha, repeat, log)
                 continue
             with srv:
                 versions = {**srv.versions, "oha": versions_oha}

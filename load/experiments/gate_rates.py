@@ -36,14 +36,17 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import gate as gate_mod
-from .. import gate_cli
-from ..gate import GateCase, GateOptions, _decisive, analyse
+from ..gate import GateCase, GateOptions, analyse
+from ..gate import cli as gate_cli
+from ..gate.analysis import _decisive
 from ..stats import Verdict, percentile
 
 
 def _gate_argv(base: str, head: str, out: Path, cost_us: float, seed: int, extra: Sequence[str],
-              slowdown: Optional[float] = None) -> List[str]:
+              slowdown: Optional[float] = None, delay: Optional[str] = None) -> List[str]:
     argv = ["--base", base, "--head", head, "--out", str(out), "--seed", str(seed), "--quiet", *extra]
+    if delay:
+        argv += ["--head-delay", delay]
     if cost_us:
         argv += ["--head-cost", f"{cost_us:.3f}"]
     if slowdown:
@@ -62,9 +65,9 @@ def _loadavg() -> List[float]:
 def cmd_run(args: argparse.Namespace) -> int:
     parser = argparse.ArgumentParser(prog="gate")
     gate_cli.add_arguments(parser)
-    kinds: List[Tuple[str, float, Optional[float]]] = (([] if args.no_aa else [("aa", 0.0, None)])
-                                                        + [(label, us, None) for label, us in args.cost]
-                                                        + [(label, 0.0, pct) for label, pct in args.slowdown])
+    kinds: List[Tuple[str, float, Optional[float], Optional[str]]] = (
+        ([] if args.no_aa else [("aa", 0.0, None, None)]) + [(label, 0.0, None, spec) for label, spec in args.delay]
+        + [(label, us, None, None) for label, us in args.cost] + [(label, 0.0, pct, None) for label, pct in args.slowdown])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "gates.jsonl"
@@ -74,17 +77,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             rec = json.loads(line)
             done[rec["kind"]] = done.get(rec["kind"], 0) + 1
     for rnd in range(args.rounds):
-        for kind, cost, slowdown in kinds:
+        for kind, cost, slowdown, delay in kinds:
             if done.get(kind, 0) > rnd:
                 continue  # resumed: this round of this kind is already measured
             gdir = out / f"{kind.replace('%', 'pct')}-{rnd:02d}"
             seed = 1000 * rnd + len(kind) * 7 + int(cost * 1000)
-            argv = _gate_argv(args.base, args.head or args.base, gdir, cost, seed, args.gate_args, slowdown)
+            argv = _gate_argv(args.base, args.head or args.base, gdir, cost, seed, args.gate_args, slowdown, delay)
             t, load0 = time.monotonic(), _loadavg()
             status = gate_cli.main_from_args(parser.parse_args(argv))
             took = time.monotonic() - t
             summary: Dict[str, Any] = {"kind": kind, "round": rnd, "cost_us": cost, "exit_status": status,
-                                       "seconds": round(took, 1), "dir": gdir.name, "slowdown": slowdown,
+                                       "seconds": round(took, 1), "dir": gdir.name, "slowdown": slowdown, "delay": delay,
                                        "loadavg_before": load0, "loadavg_after": _loadavg()}
             pairs = gdir / "pairs.json"
             if pairs.exists():
@@ -202,15 +205,26 @@ def machine_lines(by_kind: Dict[str, List[Dict[str, Any]]]) -> List[str]:
             f"{statistics.median(steal):.1%}, max {steal[-1]:.1%}."]
 
 
+def _kind_order(kind: str) -> Tuple[bool, str, float]:
+    """A/A first, then by label and size: 'cpu3%' < 'cpu5%' < 'lat10%' (older experiments: '5%' < '10%')."""
+    digits = "".join(c for c in kind if c.isdigit() or c == ".")
+    try:
+        size = float(digits)
+    except ValueError:
+        size = 0.0
+    return kind != "aa", kind.rstrip("0123456789.%"), size
+
+
 def cmd_analyse(args: argparse.Namespace) -> int:
     out = Path(args.out)
     by_kind = _load(out)
-    kinds = sorted(by_kind, key=lambda k: (k != "aa", float(k.rstrip("%")) if k != "aa" else 0))
+    kinds = sorted(by_kind, key=_kind_order)
     lines = ["Gates per kind: " + ", ".join(f"{k}: {len(by_kind[k])}" for k in kinds), ""]
     lines += ["True effect (all pairs of all gates of a kind pooled, HEAD/BASE geometric mean):", "",
-              "| kind | RPS | p99 | server CPU/request |", "| --- | ---: | ---: | ---: |"]
+              "| kind | RPS | p99 | server CPU/request | mean latency c1 | median latency c1 |",
+              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for k in kinds:
-        vals = [pooled_ratio(by_kind[k], m) for m in ("rps", "p99", "cpu")]
+        vals = [pooled_ratio(by_kind[k], m) for m in ("rps", "p99", "cpu", "lat", "lat50")]
         lines.append(f"| {k} | " + " | ".join(f"{v:.3f}" if v else "-" for v in vals) + " |")
     lines += ["", "Failed gates (exit status 1) per kind, with how many were inconclusive on a gated metric:", "",
               "| gated on | statistic | threshold | pairs (min..max) | " + " | ".join(
@@ -286,8 +300,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     probe = gate_mod.burn_probe(case, route(args.route).resolve(), python=env.python, start=start_server, measure_fn=measure,
                                 log_dir=Path("/tmp/gatecheck-calibrate"), cpus=pin.server, warmup=0.5, duration=2.0,
                                 measure_kwargs=dict(oha_cpus=pin.oha, server_cpus=pin.server))
+    say = lambda line: print(line, file=sys.stderr, flush=True)
     for s in args.slowdowns:
-        cost, info = calibrate_cost(probe, s, rounds=args.rounds, log=lambda line: print(line, file=sys.stderr, flush=True))
+        cost, info = calibrate_cost(probe, s, rounds=args.rounds, log=say)
+        print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()}, sort_keys=True), flush=True)
+    for increase in args.delays:  # the off-CPU wait: every how many requests a 2 ms wait raises mean latency at c1
+        from ..calibration import DELAY_WAIT_US, calibrate_delay
+
+        lat = gate_mod.delay_probe(case, route(args.route).resolve(), python=env.python, start=start_server,
+                                   latency_fn=gate_mod.running._interleaved, log_dir=Path("/tmp/gatecheck-calibrate"),
+                                   cpus=pin.server, oha_cpus=pin.oha, duration=1.0, wait_us=DELAY_WAIT_US)
+        every, info = calibrate_delay(lat, increase, DELAY_WAIT_US, rounds=args.rounds, log=say)
         print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()}, sort_keys=True), flush=True)
     return 0
 
@@ -298,6 +321,14 @@ def _cost(text: str) -> Tuple[str, float]:
         return label, float(us)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected LABEL=MICROSECONDS such as '5%=1.7', got {text!r}") from None
+
+
+def _delay(text: str) -> Tuple[str, str]:
+    label, _, spec = text.partition("=")
+    if not label or not spec:
+        raise argparse.ArgumentTypeError(f"expected LABEL=DELAY, e.g. lat10%=2ms/37, got {text!r}")
+    gate_cli.delay_spec(spec)  # refuses what the gate would refuse
+    return label, spec
 
 
 def _slowdown(text: str) -> Tuple[str, float]:
@@ -322,6 +353,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     run.add_argument("--cost", type=_cost, action="append", default=[], help="LABEL=MICROSECONDS, repeatable")
     run.add_argument("--slowdown", type=_slowdown, action="append", default=[],
                      help="LABEL=PERCENT, repeatable: gates run with --head-slowdown PERCENT (each calibrates its cost)")
+    run.add_argument("--delay", type=_delay, action="append", default=[],
+                     help="LABEL=DELAY, repeatable: a kind whose HEAD waits off CPU (--head-delay DELAY, e.g. lat10%%=2ms/37)")
     run.add_argument("--rounds", type=int, default=20, help="gates per kind (default 20)")
     run.add_argument("--no-aa", action="store_true", help="only the --cost kinds (a follow-up to an experiment that has its A/A gates)")
     run.add_argument("gate_args", nargs="*", help="more gate options after --, e.g. -- --pairs 16 --max-pairs 16")
@@ -345,7 +378,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     cal.add_argument("--route", default="json")
     cal.add_argument("--concurrency", type=int, default=64)
     cal.add_argument("--rounds", type=int, default=8, help="rounds of BASE, cost, 2 x cost (default 8)")
-    cal.add_argument("--slowdowns", type=gate_cli.percent, nargs="+", default=[0.05, 0.10])
+    cal.add_argument("--slowdowns", type=gate_cli.percent, nargs="*", default=[0.05, 0.10])
+    cal.add_argument("--delays", type=gate_cli.percent, nargs="*", default=[],
+                     help="latency increases to calibrate --head-delay for (e.g. 10%%): every how many requests a 2 ms wait")
     args = p.parse_args(argv)
     return {"run": cmd_run, "analyse": cmd_analyse, "calibrate": cmd_calibrate, "pack": cmd_pack}[args.command](args)
 

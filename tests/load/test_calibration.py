@@ -58,3 +58,36 @@ def test_the_secant_step_corrects_a_convex_response():
         cost, info = calibration.calibrate_cost(server, slowdown, rounds=2)
         assert server(cost) / 29.5 == pytest.approx(1 / (1 - slowdown), rel=0.002)
         assert server(info["first_line_cost_us"]) / 29.5 < 1 / (1 - slowdown)  # the chord alone under-injects
+
+
+# ---- the off-CPU wait (--head-delay PCT) --------------------------------------------------------------
+
+def test_nominal_every_spreads_the_wait_so_that_its_mean_is_the_increase():
+    # 400 µs mean latency, +10% = 40 µs per request = a 2 ms wait on every 50th request
+    assert calibration.nominal_every(400.0, 0.10, 2000.0) == 50
+    assert calibration.nominal_every(50_000.0, 0.10, 2000.0) == 1  # never less than every request
+    with pytest.raises(ValueError):
+        calibration.nominal_every(0.0, 0.10)
+
+
+@pytest.mark.parametrize("overshoot", [1.0, 1.6])
+def test_calibrate_delay_finds_the_period_of_a_known_server(overshoot):
+    """400 µs mean latency, 0.3% noise; a 2 ms wait really lasts ``overshoot`` times 2 ms (an event loop's
+    timer resolution, a thread's wake-up): the nominal period under-injects, the measurement corrects it."""
+    rng = random.Random(3)
+
+    def server(every):
+        added = 2000.0 * overshoot / every if every else 0.0
+        base = 400.0 * (1 + rng.gauss(0, 0.003))
+        return base, (400.0 + added) * (1 + rng.gauss(0, 0.003)) / base
+
+    every, info = calibration.calibrate_delay(server, 0.10, 2000.0, rounds=3)
+    assert info["nominal_every"] == 50
+    want = 50 * overshoot
+    assert abs(every - want) <= max(2, 0.08 * want)
+    assert info["every"] == every and len(info["points"]) == 6 and info["wait_us"] == 2000.0
+
+
+def test_calibrate_delay_keeps_the_nominal_period_when_noise_swamps_the_wait():
+    every, info = calibration.calibrate_delay(lambda n: (400.0, 1.0), 0.10, 2000.0, rounds=1)
+    assert every == info["nominal_every"] == 50

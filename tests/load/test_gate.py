@@ -1,4 +1,4 @@
-"""Tests of load/gate.py: the pair loop, verdicts, stopping, outputs and CLI, with fake servers and runs.
+"""Tests of load/gate/: the pair loop, verdicts, stopping, outputs and CLI, with fake servers and runs.
 
 No server or oha is started here: ``run_gate`` takes ``start``/``measure_fn``/``check_fn`` seams.
 """
@@ -13,8 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from gatecheck.load import gate, gate_cli, gate_report
+from gatecheck.load import gate
 from gatecheck.load.gate import GateCase, GateError, GateOptions, run_gate
+from gatecheck.load.gate import analysis as gate_analysis
+from gatecheck.load.gate import cli as gate_cli
+from gatecheck.load.gate import report as gate_report
 from gatecheck.load.stats import Verdict
 
 CASE = GateCase("granian:rsgi:auto", "json", 64)
@@ -41,11 +44,14 @@ class FakeServer:
 
 
 class FakeRun:
-    def __init__(self, rps, p99_ms, cpu_us, errors=0, all_failed=False, duration=2.0):
+    def __init__(self, rps, p99_ms, cpu_us, errors=0, all_failed=False, duration=2.0, concurrency=64, mean_us=None):
         ok = 0 if all_failed else int(rps * duration)
         self.rps = 0.0 if all_failed else rps
+        self.concurrency = concurrency
         self.server_cpu_seconds = cpu_us * ok / 1e6
-        self.result = SimpleNamespace(all_failed=all_failed, ok=ok)
+        mean = (mean_us or concurrency / rps * 1e6) / 1e6
+        self.result = SimpleNamespace(all_failed=all_failed, ok=ok, rps=self.rps, errors={}, non_2xx={},
+                                      latency_avg=mean, latency_p50=mean * 0.9, latency_p99=p99_ms / 1e3)
         self._d = {"rps": self.rps, "ok": ok, "errors": {"connection reset": errors} if errors else {},
                    "non_2xx": {}, "latency_ms": {"p99": p99_ms},
                    "server": {"cpu_seconds": self.server_cpu_seconds}, "generator_bound": False}
@@ -59,6 +65,7 @@ class FakeLab:
 
     def __init__(self, head_factor=1.0, noise=0.01, seed=0, head_errors_in_pair=None, head_dead=False):
         self.head_factor = head_factor
+        self.latency_runs = []
         self.noise = noise
         self.rng = random.Random(seed)
         self.started = []
@@ -75,7 +82,7 @@ class FakeLab:
     def measure(self, srv, route, concurrency, duration, **kwargs):
         if duration < 1.0:  # warm-up: the machine's speed drifts between pairs
             self.machine = 1.0 + self.rng.gauss(0, 0.10)
-            return FakeRun(1000.0, 5.0, 50.0)
+            return FakeRun(1000.0, 5.0, 50.0, concurrency=concurrency)
         factor = self.head_factor if srv.side == "head" else 1.0
         rps = 20_000 * self.machine * factor * (1 + self.rng.gauss(0, self.noise))
         self.measured.append(srv.side)
@@ -84,14 +91,27 @@ class FakeLab:
         burn = float(srv.env.get(gate.COST_ENV, 0.0))  # an injected cost adds exactly itself here
         return FakeRun(rps, 3.0 / factor, 50.0 / factor + burn, errors=errors, all_failed=self.head_dead and srv.side == "head")
 
+    def latency(self, handles, route, duration, cpus=None):
+        """The interleaved low-concurrency run: 200 µs, slower by HEAD's factor; a wait adds exactly its mean."""
+        out = {}
+        for side, srv in handles.items():
+            self.latency_runs.append(srv.side)
+            wait = float(srv.env.get(gate.DELAY_ENV, 0.0)) / int(srv.env.get(gate.DELAY_EVERY_ENV, 1))
+            mean = 200.0 / (self.head_factor if srv.side == "head" else 1.0) * (1 + self.rng.gauss(0, self.noise)) + wait
+            out[side] = {"concurrency": 1, "ok": 1000, "errors": {}, "non_2xx": {}, "avg_ms": mean / 1000,
+                         "p50_ms": mean * 0.9 / 1000, "p99_ms": mean * 3 / 1000}
+        return out
+
     def gate(self, tmp_path, **opts):
         o = dict(cases=(CASE,), seed=1, resamples=500)
         slowdown = opts.pop("head_slowdown", None)
+        increase = opts.pop("head_delay_increase", None)
         o.update(opts)
         return run_gate(GateOptions(**o), base_python="/base/python", head_python="/head/python",
                         base_info={"spec": "granian==1.0"}, head_info={"spec": "granian==1.1"}, out_dir=tmp_path,
                         start=self.start, measure_fn=self.measure, route_fn=lambda name: name,
-                        check_fn=lambda *a, **k: None, head_slowdown=slowdown, log=lambda s: None)
+                        check_fn=lambda *a, **k: None, latency_fn=self.latency, head_slowdown=slowdown,
+                        head_delay_increase=increase, log=lambda s: None)
 
 
 @pytest.mark.parametrize("text, value", [("5%", 0.05), ("0.05", 0.05), ("12.5%", 0.125)])
@@ -250,7 +270,8 @@ def test_cli_rejects_bad_values_at_parse_time(argv, message, capsys):
 
 def test_cli_defaults():
     args = parse(["--base", "granian==2.8.6", "--head", "granian==2.8.7"])
-    assert (args.threshold, args.pairs, args.max_pairs, args.fail_on, args.restart_every) == (0.05, 10, 24, ("cpu",), 1)
+    assert (args.threshold, args.pairs, args.max_pairs, args.fail_on, args.restart_every) == (0.05, 8, 24, ("cpu", "lat"), 1)
+    assert (args.budget, args.duration, args.latency_duration, args.head_delay) == (90, 1.5, 1, None)
 
 
 def test_cli_unknown_install_spec_is_a_clear_error_with_status_2(tmp_path, capsys):
@@ -298,9 +319,9 @@ def test_tree_cpu_ns_counts_this_process_in_nanoseconds():
 
 def test_cpu_metric_prefers_nanosecond_counters():
     run = {"ok": 1000, "server": {"cpu_seconds": 0.05}, "server_cpu_ns": 31_000_000}
-    assert gate._metric_value(run, "cpu") == pytest.approx(31.0)
+    assert gate_analysis._metric_value(run, "cpu") == pytest.approx(31.0)
     del run["server_cpu_ns"]
-    assert gate._metric_value(run, "cpu") == pytest.approx(50.0)
+    assert gate_analysis._metric_value(run, "cpu") == pytest.approx(50.0)
 
 
 def test_cases_come_from_routes_with_the_target_resolved():
@@ -342,7 +363,7 @@ def test_experiment_analysis_says_how_quiet_the_server_cpus_were():
 def test_every_interval_of_a_multi_case_gate_is_at_the_family_wise_level(tmp_path):
     """4 cases x 1 gated metric: each interval at 1 - 0.05/4, so the gate as a whole holds at 95%."""
     cases = tuple(GateCase("granian:rsgi:auto", r, 64) for r in ("json", "b1k", "echo1k", "b10k"))
-    result = FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8)
+    result = FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8, fail_on=("cpu",))
     assert result.options.comparisons == 4
     for r in result.results:
         for d in r.decisions.values():
@@ -373,9 +394,92 @@ def test_experiment_replay_without_the_correction_judges_each_interval_at_the_st
         levels.append(confidence)
         return stats.estimate_ratio(base, head, statistic, confidence, *rest)
 
-    monkeypatch.setattr(gate, "estimate_ratio", spy)
+    monkeypatch.setattr(gate_analysis, "estimate_ratio", spy)
     gate_rates.replay(doc, threshold=0.05, fail_on=["cpu"], min_pairs=8, max_pairs=8, resamples=200)
     assert levels and all(v == pytest.approx(0.9875) for v in levels)
     levels.clear()
     gate_rates.replay(doc, threshold=0.05, fail_on=["cpu"], min_pairs=8, max_pairs=8, resamples=200, uncorrected=True)
     assert levels and all(v == pytest.approx(0.95) for v in levels)
+
+
+# ---- the latency metric and the off-CPU injection (issue 15, item 3) ---------------------------------------
+
+def test_by_default_both_cpu_and_low_concurrency_latency_are_gated_and_counted_in_the_family():
+    """m = cases x gated metrics: one case gated on cpu and lat is two comparisons, each at 97.5%."""
+    opts = GateOptions(cases=(CASE,))
+    assert opts.fail_on == ("cpu", "lat") and opts.comparisons == 2
+    assert opts.interval_confidence == pytest.approx(0.975)
+    two = GateOptions(cases=(CASE, GateCase("granian:rsgi:auto", "b1k", 64)))
+    assert two.comparisons == 4 and two.interval_confidence == pytest.approx(0.9875)
+    with pytest.raises(ValueError, match="low-concurrency run"):
+        GateOptions(cases=(CASE,), latency_duration=0)
+    assert GateOptions(cases=(CASE,), latency_duration=0, fail_on=("cpu",)).comparisons == 1
+
+
+def test_every_pair_measures_both_sides_at_low_concurrency_after_their_main_runs(tmp_path):
+    lab = FakeLab(noise=0.005)
+    result = lab.gate(tmp_path, pairs=8, max_pairs=8)
+    assert len(lab.latency_runs) == 16 and sorted(lab.latency_runs) == ["base"] * 8 + ["head"] * 8
+    assert all(r["low_latency"]["concurrency"] == 1 and r["low_latency"]["avg_ms"] > 0 for r in result.runs)
+    # each pair's latency run takes both servers at once, in the pair's order
+    assert lab.latency_runs == [r["side"] for r in result.runs]
+    r = result.results[0]
+    assert r.decisions["lat"].verdict is Verdict.NO_CHANGE and r.decisions["lat50"] is not None
+    text = gate_report.render_markdown(result)
+    assert "| mean latency at c1 |" in text and "| median latency at c1 (not gated) |" in text
+    assert "1 s of single requests alternating between BASE and HEAD" in text
+
+
+def test_a_wait_that_costs_no_cpu_fails_the_gate_on_latency_alone(tmp_path):
+    """HEAD waits 2 ms on every 10th request: +200 µs of mean latency on 200 µs, no CPU, no RPS change."""
+    lab = FakeLab()
+    result = lab.gate(tmp_path, pairs=8, max_pairs=8, head_delay_us=2000.0, head_delay_every=10)
+    r = result.results[0]
+    assert r.decisions["cpu"].verdict is Verdict.NO_CHANGE
+    assert r.decisions["lat"].verdict is Verdict.REGRESSION and r.decisions["lat"].estimate.ratio == pytest.approx(2.0, rel=0.05)
+    assert result.exit_status == 1
+    heads = [s for s in lab.started if s.side == "head"]
+    assert {(s.env[gate.DELAY_ENV], s.env[gate.DELAY_EVERY_ENV]) for s in heads} == {("2000.000", "10")}
+    assert all(gate.DELAY_ENV not in s.env for s in lab.started if s.side == "base")
+    assert "injected wait of 2000 µs without CPU on every 10th request" in gate_report.render_markdown(result)
+    # the same gate judged on CPU alone does not see it
+    assert gate.analyse(result.runs, dataclasses_replace(result.options, fail_on=("cpu",)))[0].failed(("cpu",)) is False
+
+
+def dataclasses_replace(obj, **kw):
+    import dataclasses
+
+    return dataclasses.replace(obj, **kw)
+
+
+def test_head_delay_percentage_is_calibrated_on_base_s_install_then_waited_by_head(tmp_path):
+    """The fake lab's wait adds exactly its mean to 200 µs: +10% needs 2 ms on every 100th request."""
+    lab = FakeLab(noise=0.0)
+    result = lab.gate(tmp_path, pairs=8, max_pairs=8, head_delay_increase=0.10)
+    calib = result.calibration["delay"]
+    assert calib["nominal_every"] == 100 and calib["every"] == 100 and calib["wait_us"] == 2000.0
+    assert (result.head["delay_us"], result.head["delay_every"]) == (2000.0, 100)
+    assert result.results[0].decisions["lat"].estimate.ratio == pytest.approx(1.10, rel=0.01)
+    probes = [s for s in lab.started if s.side == "base" and gate.DELAY_ENV in s.env]
+    assert len(probes) == 6  # 3 rounds of the nominal period + 3 of the corrected one, on BASE's interpreter
+
+
+def test_a_low_concurrency_run_with_errors_leaves_its_pair_out():
+    base = {"case": CASE.name, "pair": 0, "side": "base", "rps": 100.0, "ok": 200, "errors": {}, "non_2xx": {},
+            "low_latency": {"ok": 50, "errors": {}, "non_2xx": {}, "avg_ms": 0.2, "p50_ms": 0.2}}
+    head = dict(base, side="head", low_latency=dict(base["low_latency"], errors={"reset": 1}))
+    assert gate_analysis._clean(base) and not gate_analysis._clean(head)
+
+
+@pytest.mark.parametrize("text, spec", [("10%", ("increase", 0.10)), ("200us", ("wait", (200.0, 1))),
+                                        ("200µs", ("wait", (200.0, 1))), ("2ms/30", ("wait", (2000.0, 30))),
+                                        ("0.5s", ("wait", (500000.0, 1)))])
+def test_head_delay_accepts_a_percentage_or_a_time_with_its_unit(text, spec):
+    kind, value = gate_cli.delay_spec(text)
+    assert kind == spec[0] and value == pytest.approx(spec[1])
+
+
+@pytest.mark.parametrize("text", ["200", "abc", "2ms/0", "-1ms", "0us", "2ms/x", "0%"])
+def test_head_delay_refuses_a_time_without_unit_or_a_bad_period(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        gate_cli.delay_spec(text)

@@ -84,7 +84,7 @@ def test_report_of_an_unreadable_file_is_a_clear_error(tmp_path, capsys):
 
 
 def test_gate_hands_its_options_to_the_gate_command_line(monkeypatch):
-    from gatecheck.load import gate_cli
+    from gatecheck.load.gate import cli as gate_cli
 
     seen = {}
     monkeypatch.setattr(gate_cli, "main_from_args", lambda args: seen.update(base=args.base, pairs=args.pairs) or 0)

@@ -17,12 +17,38 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional, Sequence, Tuple
 
-from .argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int
-from .gate import COST_ENV, METRICS, GateCase, GateError, GateOptions, run_gate
-from .gate_report import render_markdown, write_outputs
-from .signals import INTERRUPTED, stop_on_signals
+from ..argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int
+from ..signals import INTERRUPTED
+from .model import COST_ENV, DELAY_ENV, METRICS, GateCase, GateError, GateOptions
+from .report import render_markdown, write_outputs
+from .running import run_gate
 
-__all__ = ["percent", "add_arguments", "cases_from_args", "main_from_args", "main"]
+__all__ = ["percent", "delay_spec", "add_arguments", "cases_from_args", "main_from_args", "main"]
+
+_TIME_UNITS = {"us": 1.0, "µs": 1.0, "ms": 1000.0, "s": 1e6}
+
+
+def delay_spec(text: str) -> Tuple[str, Any]:
+    """``--head-delay``: ``('increase', 0.10)`` for ``10%`` (calibrated against BASE's mean latency at low
+    concurrency), or ``('wait', (µs, every))`` for ``200us`` (every request) or ``2ms/30`` (every 30th)."""
+    value = text.strip()
+    if value.endswith("%"):
+        increase = percent(value)
+        if not 0 < increase <= 10:
+            raise argparse.ArgumentTypeError(f"a latency increase must be above 0%% and at most 1000%%, got {text!r}")
+        return "increase", increase
+    wait, _, every_text = value.partition("/")
+    unit = next((u for u in sorted(_TIME_UNITS, key=len, reverse=True) if wait.endswith(u)), None)
+    try:
+        micros = float(wait[: -len(unit)]) * _TIME_UNITS[unit] if unit else float("nan")
+        every = int(every_text) if every_text else 1
+    except ValueError:
+        micros, every = float("nan"), 0
+    if not (micros > 0 and micros < 60e6 and every >= 1):
+        raise argparse.ArgumentTypeError(
+            f"invalid delay {text!r}: give a percentage of BASE's latency ('10%%'), a time with its unit "
+            "('200us', '2ms'), or a time on every N-th request ('2ms/30')")
+    return "wait", (micros, every)
 
 
 def _metric_list(text: str) -> Tuple[str, ...]:
@@ -40,9 +66,23 @@ def _confidence(text: str) -> float:
     return value
 
 
+def _add_injection_arguments(parser: argparse.ArgumentParser) -> None:
+    """The fake regressions HEAD can be given: a CPU cost (``--head-cost``/``--head-slowdown``) and an
+    off-CPU wait (``--head-delay``)."""
+    knob = parser.add_mutually_exclusive_group()
+    knob.add_argument("--head-cost", type=non_negative_float, default=0.0, metavar="MICROSECONDS",
+                      help=f"fake a regression: HEAD's app burns this much CPU per request ({COST_ENV})")
+    knob.add_argument("--head-slowdown", type=percent, default=None, metavar="PERCENT",
+                      help="fake a regression of this size: measure BASE first and set --head-cost from its RPS")
+    parser.add_argument("--head-delay", type=delay_spec, default=None, metavar="PERCENT|TIME[/N]",
+                        help=f"fake a regression that costs no CPU: HEAD's app waits ({DELAY_ENV}; asyncio.sleep, "
+                             "time.sleep for WSGI): '10%%' = calibrated to raise BASE's mean latency at low concurrency "
+                             "by 10%%; '200us' = on every request; '2ms/30' = on every 30th request")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The gate's options (``python -m gatecheck.load gate ...`` and ``python -m gatecheck.load.gate ...``)."""
-    from .stats import STATISTICS
+    from ..stats import STATISTICS
 
     parser.add_argument("--base", required=True, metavar="INSTALL",
                         help="the reference install: a requirement ('granian==2.8.6'), a wheel, sdist or source tree, "
@@ -56,14 +96,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=positive_int, default=64, help="connections for --route cases (default 64)")
     parser.add_argument("--threshold", type=percent, default=0.05,
                         help="smallest slowdown that fails the gate, e.g. '5%%' (default 5%%)")
-    parser.add_argument("--pairs", type=at_least(8, "--pairs"), default=10,
-                        help="pairs before the gate may stop (at least 8; default 10)")
+    parser.add_argument("--pairs", type=at_least(8, "--pairs"), default=8,
+                        help="pairs before the gate may stop (at least 8; default 8)")
     parser.add_argument("--max-pairs", type=at_least(8, "--max-pairs"), default=24,
-                        help="stop after this many pairs even if an interval is still wide (default 24, about 2.5 min "
-                             "here; more pairs narrow the intervals as 1/sqrt(n) on a noisy machine)")
-    parser.add_argument("--budget", type=positive_float, default=240.0,
-                        help="seconds of measuring after which no new pair starts (default 240)")
-    parser.add_argument("--duration", type=positive_float, default=2.0, help="seconds per measured run (default 2)")
+                        help="stop after this many pairs even if an interval is still wide (default 24; --budget "
+                             "usually stops the gate first; more pairs narrow the intervals as 1/sqrt(n))")
+    parser.add_argument("--budget", type=positive_float, default=90.0,
+                        help="seconds from the gate's start after which no new pair starts (default 90; the first "
+                             "--pairs pairs always run)")
+    parser.add_argument("--duration", type=positive_float, default=1.5,
+                        help="seconds per measured run at the case's concurrency (default 1.5)")
     parser.add_argument("--warmup", type=non_negative_float, default=0.5,
                         help="seconds of unrecorded load after each server start (default 0.5)")
     parser.add_argument("--confidence", type=_confidence, default=0.95, help="interval coverage (default 95%%)")
@@ -73,15 +115,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "see docs/gate.md)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for the run order and the bootstrap (default: random, recorded in pairs.json)")
-    knob = parser.add_mutually_exclusive_group()
-    knob.add_argument("--head-cost", type=non_negative_float, default=0.0, metavar="MICROSECONDS",
-                      help=f"fake a regression: HEAD's app burns this much CPU per request ({COST_ENV})")
-    knob.add_argument("--head-slowdown", type=percent, default=None, metavar="PERCENT",
-                      help="fake a regression of this size: measure BASE first and set --head-cost from its RPS")
-    parser.add_argument("--fail-on", type=_metric_list, default=("cpu",),
-                        help="metrics whose regression fails the gate: any of rps, p99, cpu (default cpu: server CPU per "
-                             "request stays precise on a shared machine where RPS does not; add rps on a dedicated "
-                             "runner, e.g. 'rps,cpu'; see docs/gate.md)")
+    _add_injection_arguments(parser)
+    parser.add_argument("--fail-on", type=_metric_list, default=("cpu", "lat"),
+                        help="metrics whose regression fails the gate: any of rps, p99, cpu, lat, lat50 (default cpu,lat: "
+                             "server CPU per request and the mean latency of a low-concurrency run, both precise "
+                             "on a shared machine where RPS is not; see docs/gate.md)")
+    parser.add_argument("--latency-duration", type=non_negative_float, default=1.0,
+                        help="seconds of the low-concurrency run after each pair's main runs: one request at a time, "
+                             "BASE and HEAD interleaved request by request, for the lat metrics (default 1; 0 = none)")
     parser.add_argument("--restart-every", type=at_least(0, "--restart-every"), default=1,
                         help="start fresh server processes every N pairs (default 1; 0 = start once)")
     parser.add_argument("--server-cpus", type=cpu_list, help="CPUs for both servers, e.g. '0' (default: first half)")
@@ -109,7 +150,7 @@ def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
                         resolved.http == "h2")
 
     if args.profile:
-        from .profile import load_profile
+        from ..profile import load_profile
 
         if args.routes:
             raise GateError("give --profile or --route, not both")
@@ -117,7 +158,7 @@ def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
         server = args.target.split(":", 1)[0].split("?", 1)[0]
         return tuple(build(c.target_for(server, profile.default_server), c.route, max(c.concurrency), c.app, c.env)
                      for c in profile.cases)
-    from .routes import route
+    from ..routes import route
 
     names = args.routes or ["json"]
     for name in names:
@@ -127,7 +168,7 @@ def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
 
 def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
     """Refuse a used or unwritable output directory before any work (one line each)."""
-    from .results import writable_dir
+    from ..results import writable_dir
 
     if out_dir.exists() and out_dir.is_dir() and any(out_dir.iterdir()):
         raise GateError(f"output directory {out_dir} is not empty; choose another --out")
@@ -138,7 +179,7 @@ def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
 
 def _pinning(args: argparse.Namespace) -> Tuple[Optional[Tuple[int, ...]], Optional[Tuple[int, ...]]]:
     """(server CPUs, oha CPUs): both given and available here, or the default split."""
-    from .pinning import available_cpus, require_available, split_cpus
+    from ..pinning import available_cpus, require_available, split_cpus
 
     if args.server_cpus or args.oha_cpus:
         if not (args.server_cpus and args.oha_cpus):
@@ -150,11 +191,18 @@ def _pinning(args: argparse.Namespace) -> Tuple[Optional[Tuple[int, ...]], Optio
     return pin.server, pin.oha
 
 
+def _delay_options(spec: Optional[Tuple[str, Any]]) -> dict:
+    """GateOptions fields of an absolute ``--head-delay`` (a percentage is calibrated by run_gate)."""
+    if spec is None or spec[0] != "wait":
+        return {}
+    return {"head_delay_us": spec[1][0], "head_delay_every": spec[1][1]}
+
+
 def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[GateOptions, Any, Any]:
     """Everything before the first measurement: outputs, cases, pinning, options, both environments."""
     from gatecheck.servers import resolve
 
-    from .envs import ensure_pair
+    from ..envs import ensure_pair
 
     _check_outputs(args, out_dir)
     cases = cases_from_args(args)
@@ -163,7 +211,9 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
     opts = GateOptions(cases=cases, threshold=args.threshold, pairs=args.pairs, max_pairs=args.max_pairs,
                        budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,
                        statistic=args.statistic, seed=seed, head_cost_us=args.head_cost, fail_on=args.fail_on,
-                       restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus)
+                       restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus,
+                       latency_duration=args.latency_duration,
+                       **_delay_options(args.head_delay))
     base_env, head_env = ensure_pair(args.base, args.head, package=adapter.package, module=adapter.module,
                                      extras=args.extras, python=args.python, rebuild=args.rebuild_envs,
                                      timeout=args.env_timeout, log=log)
@@ -177,12 +227,12 @@ def main_from_args(args: argparse.Namespace) -> int:
     """Run the gate from parsed options; returns the exit status (rule 5; 130 when interrupted)."""
     from gatecheck.servers import ServerError
 
-    from .envs import EnvError
-    from .measure import RouteCheckError
-    from .oha import OhaError
-    from .profile import ProfileError
-    from .results import ResultsError
-    from .routes import RouteError
+    from ..envs import EnvError
+    from ..measure import RouteCheckError
+    from ..oha import OhaError
+    from ..profile import ProfileError
+    from ..results import ResultsError
+    from ..routes import RouteError
 
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
@@ -192,7 +242,9 @@ def main_from_args(args: argparse.Namespace) -> int:
     try:
         opts, base_env, head_env = _prepare(args, out_dir, seed, log)
         result = run_gate(opts, base_python=base_env.python, head_python=head_env.python, base_info=info(base_env),
-                          head_info=info(head_env), out_dir=out_dir, head_slowdown=args.head_slowdown, log=log)
+                          head_info=info(head_env), out_dir=out_dir, head_slowdown=args.head_slowdown,
+                          head_delay_increase=args.head_delay[1] if args.head_delay and args.head_delay[0] == "increase"
+                          else None, log=log)
         paths = write_outputs(result, out_dir, args.benchmark_storage)
     except (GateError, EnvError, ServerError, OhaError, RouteError, RouteCheckError, ProfileError, ResultsError,
             ValueError) as exc:
@@ -217,8 +269,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gatecheck.load.gate", description="gatecheck regression gate")
     add_arguments(parser)
     return main_from_args(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    stop_on_signals()
-    sys.exit(main())

@@ -11,9 +11,9 @@ import statistics
 from pathlib import Path
 from typing import Dict, Optional
 
-from . import benchjson
-from .gate import COST_ENV, METRICS, STATISTIC_LABELS, GateResult
-from .stats import Verdict
+from .. import benchjson
+from ..stats import Verdict
+from .model import COST_ENV, DELAY_ENV, METRICS, STATISTIC_LABELS, GateResult
 
 __all__ = ["render_markdown", "write_outputs"]
 
@@ -21,6 +21,8 @@ _EMOJI = {Verdict.REGRESSION: "❌", Verdict.IMPROVEMENT: "🚀", Verdict.INCONC
 
 
 def _fmt_value(metric: str, v: float) -> str:
+    if metric in ("lat", "lat50"):
+        return f"{v * 1000:.0f} µs" if v < 10 else f"{v:.1f} ms"
     return {"rps": f"{v:,.0f}", "cpu": f"{v:.1f} µs"}.get(metric, f"{v:.2f} ms")
 
 
@@ -46,11 +48,16 @@ def render_markdown(result: GateResult) -> str:
              ""]
     if h.get("cost_us"):
         lines += [f"> HEAD ran with an injected cost of {h['cost_us']:.2f} µs of CPU per request ({COST_ENV}).", ""]
+    if h.get("delay_us"):
+        every = int(h.get("delay_every") or 1)
+        lines += [f"> HEAD ran with an injected wait of {h['delay_us']:.0f} µs without CPU on "
+                  + ("every request" if every == 1 else f"every {every}th request") + f" ({DELAY_ENV}).", ""]
     for r in result.results:
         lines += [f"### {r.case.name}", "", "| metric | base | head | head/base | interval | verdict |",
                   "| --- | ---: | ---: | ---: | :---: | --- |"]
         for metric, d in r.decisions.items():
-            label = METRICS[metric][2] + ("" if metric in opts.fail_on else " (not gated)")
+            label = METRICS[metric][2].replace("at low concurrency", "at c1")
+            label += "" if metric in opts.fail_on else " (not gated)"
             if d is None:
                 lines.append(f"| {label} | - | - | - | - | no clean pairs |")
                 continue
@@ -73,6 +80,8 @@ def render_markdown(result: GateResult) -> str:
               f"- {result.pairs} pairs; each pair runs BASE and HEAD back to back in random order (seed {opts.seed}), "
               f"{opts.duration:g} s per run after a {opts.warmup:g} s warm-up, fresh server processes "
               + ("every pair" if opts.restart_every == 1 else f"every {opts.restart_every} pairs" if opts.restart_every else "once"),
+              *([f"- after both main runs of a pair, {opts.latency_duration:g} s of single requests alternating between "
+                 "BASE and HEAD (one connection each, ABBA order) for the latency metrics"] if opts.latency_duration else []),
               f"- values are medians over the pairs; head/base is the {STATISTIC_LABELS.get(opts.statistic, opts.statistic)}; intervals are "
               f"percentile bootstraps over pairs ({opts.resamples:,} resamples), each at {100 * opts.interval_confidence:.4g}% "
               f"so that all {opts.comparisons} gated comparisons hold together at {opts.confidence:.0%} (Bonferroni)",

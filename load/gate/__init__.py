@@ -1,0 +1,41 @@
+"""The regression gate: BASE and HEAD installs of one server, run interleaved, judged with an interval.
+
+    python -m gatecheck.load gate --base granian==2.8.6 --head ./dist/granian-2.9.0-...whl [--threshold 5%]
+
+Rules of this package:
+
+1. **Pairs, interleaved, order randomised.** Each pair runs every case once on BASE and once on HEAD,
+   back to back, in an order drawn from a seeded RNG (the seed is recorded). Whatever slows the
+   machine for a few seconds hits both runs of a pair, and the per-pair ratio cancels it.
+2. **Fresh processes per pair** (``--restart-every 1``, the default). A server process carries
+   state the gate cannot see (memory layout, hash seeds, thread placement); if one BASE and one
+   HEAD process served every run, that process-level luck would be in every pair, and the bootstrap
+   over pairs would not see it (Kalibera & Jones 2013: repeat at the level that varies). Starting
+   costs about 0.2 s per server here. Both servers of a pair are up at once but only one is ever
+   under load; both are pinned to the server CPUs and oha to the others.
+3. **Stopping depends on precision only**: after ``--pairs`` pairs the gate stops as soon as every
+   gated interval is narrower than the threshold (so no verdict can be "inconclusive"), or at
+   ``--max-pairs`` / ``--budget``. It never stops because an interval crossed 1: that would be
+   optional stopping on the effect and would inflate false alarms.
+4. **Only clean runs are numbers.** A run with errors or non-2xx answers is kept in the raw pairs
+   but its pair is left out of the statistics and the route's verdict says so; errors on HEAD alone
+   fail the gate (a server that errors under load is worse than a slow one).
+5. Exit status: 0 unless a gated metric (``--fail-on``, default server CPU per request and mean latency at
+   one connection) is a regression or HEAD
+   produced errors (1); 2 for usage, install or harness failures, with the reason on stderr.
+
+The package, in the order its modules import each other (no cycles): :mod:`.model` (the nouns and
+the metrics), :mod:`.analysis` (run records to verdicts, pure), :mod:`.running` (servers, probes,
+calibration and the pair loop), :mod:`.report` (summary.md, pairs.json, pytest-benchmark files),
+:mod:`.cli` (the command line). The statistics are in :mod:`load.stats`, environments in
+:mod:`load.envs`, the low-concurrency client in :mod:`load.latency`.
+"""
+
+from .analysis import analyse
+from .model import (COST_ENV, DELAY_ENV, DELAY_EVERY_ENV, LATENCY_METRICS, METRICS, SCHEMA_VERSION,
+                    STATISTIC_LABELS, CaseResult, GateCase, GateError, GateOptions, GateResult)
+from .running import app_for, burn_probe, delay_probe, measure_cpu, run_gate, start_case, tree_cpu_ns
+
+__all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
+           "run_gate", "analyse", "app_for", "start_case", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns",
+           "SCHEMA_VERSION", "COST_ENV", "DELAY_ENV", "DELAY_EVERY_ENV", "LATENCY_METRICS"]

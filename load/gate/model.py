@@ -1,0 +1,191 @@
+"""The gate's nouns: what is measured (cases, options, metrics) and what is decided (results).
+
+Rules of this module: data only, no I/O; it imports nothing from the rest of the gate. ``GateResult``
+knows how to become ``pairs.json`` (:meth:`GateResult.to_dict`), everything needed to recompute every
+verdict offline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..stats import Decision, Verdict, family_confidence
+
+__all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "LATENCY_METRICS",
+           "STATISTIC_LABELS", "SCHEMA_VERSION", "COST_ENV", "DELAY_ENV", "DELAY_EVERY_ENV"]
+
+#: Version of pairs.json. History: 1 - first layout (gate, options, cases, runs, results).
+SCHEMA_VERSION = 1
+
+COST_ENV = "GATECHECK_COST_US"  # the fixture apps burn this many µs of CPU per payload/json/echo request
+DELAY_ENV = "GATECHECK_DELAY_US"  # ... and wait this many µs without CPU (asyncio.sleep / time.sleep) ...
+DELAY_EVERY_ENV = "GATECHECK_DELAY_EVERY"  # ... on every N-th such request (fixtures/payloads.py)
+
+# Metric name -> (record field, higher is better, label). "cpu" is the server tree's CPU time per 2xx
+# response: unlike RPS it does not drop when another process takes the server's CPU away, so it stays
+# precise on a shared machine (see docs/gate.md for the measured difference).
+METRICS: Dict[str, Tuple[str, bool, str]] = {
+    "rps": ("rps", True, "RPS"),
+    "p99": ("p99_ms", False, "p99 latency"),
+    "cpu": ("cpu_us_per_request", False, "server CPU per request"),
+    # The low-concurrency run (one request at a time, BASE and HEAD interleaved: load/latency.py): the server
+    # is not saturated, so every microsecond a request waits (a sleep, a lost TCP_NODELAY, a lock held across an
+    # await) is in its latency, whether or not it costs CPU. The mean counts a wait that only some
+    # requests make; the median does not (docs/gate.md, fourth experiment).
+    "lat": ("low_latency.avg_ms", False, "mean latency at low concurrency"),
+    "lat50": ("low_latency.p50_ms", False, "median latency at low concurrency"),
+}
+
+#: The metrics measured by the low-concurrency run.
+LATENCY_METRICS = ("lat", "lat50")
+
+
+#: How the summary names each statistic of :data:`load.stats.STATISTICS`.
+STATISTIC_LABELS: Dict[str, str] = {
+    "pair-median": "median of the per-pair ratios",
+    "geomean": "geometric mean of the per-pair ratios",
+    "hl": "Hodges-Lehmann estimate of the per-pair ratios",
+    "mean": "ratio of the means",
+    "median": "ratio of the medians",
+}
+
+
+class GateError(RuntimeError):
+    """The gate could not run (bad input, install failure, server or oha failure): exit status 2."""
+
+
+
+# ---- the nouns ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GateCase:
+    """One thing measured on both sides: a target, a route and a concurrency."""
+
+    target: str
+    route: str
+    concurrency: int
+    app: Optional[str] = None
+    env: Tuple[Tuple[str, str], ...] = ()
+    http2: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.route} c{self.concurrency} ({self.target})"
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    cases: Tuple[GateCase, ...]
+    threshold: float = 0.05
+    pairs: int = 8
+    max_pairs: int = 24
+    budget: float = 90.0
+    duration: float = 1.5
+    warmup: float = 0.5
+    confidence: float = 0.95
+    statistic: str = "pair-median"
+    seed: int = 0
+    head_cost_us: float = 0.0
+    head_delay_us: float = 0.0  # HEAD's app waits this long (off CPU) ...
+    head_delay_every: int = 1  # ... on every N-th request
+    fail_on: Tuple[str, ...] = ("cpu", "lat")
+    latency_duration: float = 1.0  # seconds of the interleaved one-connection run after the main runs (0: none)
+    restart_every: int = 1
+    server_cpus: Optional[Tuple[int, ...]] = None
+    oha_cpus: Optional[Tuple[int, ...]] = None
+    resamples: int = 10_000
+
+    def __post_init__(self) -> None:
+        if self.pairs < 8:
+            raise ValueError(f"the gate needs at least 8 pairs (the bootstrap under-covers below that), got {self.pairs}")
+        if self.max_pairs < self.pairs:
+            raise ValueError(f"--max-pairs {self.max_pairs} is below --pairs {self.pairs}")
+        unknown = set(self.fail_on) - set(METRICS)
+        if unknown:
+            raise ValueError(f"unknown --fail-on metric(s) {sorted(unknown)}; choose from {sorted(METRICS)}")
+        if not self.cases:
+            raise ValueError("nothing to measure: no cases")
+        if not self.latency_duration > 0 and set(self.fail_on) & set(LATENCY_METRICS):
+            raise ValueError("--fail-on lat/lat50 needs the low-concurrency run (--latency-duration above 0)")
+        if self.head_delay_every < 1:
+            raise ValueError(f"the delay's period must be at least 1 request, got {self.head_delay_every}")
+
+    @property
+    def comparisons(self) -> int:
+        """How many intervals can fail the gate: every case times every gated metric."""
+        return len(self.cases) * len(self.fail_on)
+
+    @property
+    def interval_confidence(self) -> float:
+        """Each interval's level, so that all :attr:`comparisons` hold together at ``confidence``
+        (Bonferroni, :func:`load.stats.family_confidence`; docs/gate.md says why)."""
+        return family_confidence(self.confidence, self.comparisons)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: GateCase
+    decisions: Dict[str, Optional[Decision]]  # metric -> decision (None: no clean pairs)
+    base: Dict[str, List[float]]  # metric -> clean per-pair values
+    head: Dict[str, List[float]]
+    excluded_pairs: int
+    head_errors: int
+    base_errors: int
+    warnings: Tuple[str, ...]
+
+    def failed(self, fail_on: Sequence[str]) -> bool:
+        if self.head_errors:
+            return True
+        return any(d is not None and d.verdict is Verdict.REGRESSION for m, d in self.decisions.items() if m in fail_on)
+
+
+@dataclass
+class GateResult:
+    base: Dict[str, Any]
+    head: Dict[str, Any]
+    options: GateOptions
+    runs: List[Dict[str, Any]] = field(default_factory=list)
+    results: List[CaseResult] = field(default_factory=list)
+    pairs: int = 0
+    seconds: float = 0.0
+    setup_seconds: float = 0.0  # environment-independent start: route checks and calibration
+    stopped_because: str = ""
+    calibration: Optional[Dict[str, Any]] = None
+    started_at: str = ""
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the verdicts cover only the pairs measured so far
+
+    @property
+    def exit_status(self) -> int:
+        return 1 if any(r.failed(self.options.fail_on) for r in self.results) else 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        """pairs.json: everything needed to recompute every verdict offline."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "gatecheck-gate",
+            "started_at": self.started_at,
+            "seconds": round(self.seconds, 3),
+            "setup_seconds": round(self.setup_seconds, 3),
+            "pairs": self.pairs,
+            "stopped_because": self.stopped_because,
+            "interrupted": self.interrupted,
+            "exit_status": self.exit_status,
+            "base": self.base,
+            "head": self.head,
+            "calibration": self.calibration,
+            "options": {**asdict(self.options), "cases": [asdict(c) for c in self.options.cases]},
+            "results": [_case_result_dict(r) for r in self.results],
+            "runs": self.runs,
+        }
+
+
+def _case_result_dict(r: CaseResult) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"case": r.case.name, "excluded_pairs": r.excluded_pairs, "head_errors": r.head_errors,
+                           "base_errors": r.base_errors, "warnings": list(r.warnings), "metrics": {}}
+    for metric, d in r.decisions.items():
+        out["metrics"][metric] = None if d is None else {
+            "verdict": d.verdict.value, "ratio": d.estimate.ratio, "low": d.estimate.low, "high": d.estimate.high,
+            "n": d.estimate.n, "change": d.change, "more_pairs": d.more_pairs, "reason": d.reason,
+            "base": r.base[metric], "head": r.head[metric]}
+    return out

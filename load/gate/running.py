@@ -1,0 +1,391 @@
+"""Running a gate: servers per side, the measured runs, the injected slowdowns' calibration, the pair loop.
+
+Rules 1-4 of :mod:`load.gate` are enforced here; ``start``, ``measure_fn``, ``route_fn``, ``check_fn``
+and ``latency_fn`` are seams, so the loop is tested with fake servers and runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..calibration import calibrate_cost, calibrate_delay
+from ..pinning import cpu_times
+from .analysis import _decisive, analyse
+from .model import COST_ENV, DELAY_ENV, DELAY_EVERY_ENV, GateCase, GateError, GateOptions, GateResult
+
+__all__ = ["run_gate", "app_for", "start_case", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns"]
+
+
+def tree_cpu_ns(pid: Optional[int]) -> Optional[int]:
+    """Nanoseconds on CPU of every thread of ``pid`` and its descendants (Linux ``schedstat``).
+
+    ``psutil``'s CPU times come in clock ticks (10 ms): on a 2 s run that is 1-2% of quantisation
+    noise per run, as large as the effects the gate looks for. The scheduler's own per-thread
+    counter is in nanoseconds. A thread that exits between two readings drops out of the sum, so the
+    difference is only meaningful for servers whose threads live as long as the run (they do here).
+    Returns None where ``/proc`` or psutil is not available.
+    """
+    if pid is None:
+        return None
+    try:
+        import psutil
+
+        parent = psutil.Process(pid)
+        pids = [pid] + [c.pid for c in parent.children(recursive=True)]
+    except Exception:
+        return None
+    total, seen = 0, False
+    for p in pids:
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{p}/task/{task}/schedstat", encoding="ascii") as f:
+                    total += int(f.read().split()[0])
+                seen = True
+            except (OSError, ValueError, IndexError):
+                continue
+    return total if seen else None
+
+
+def app_for(case: GateCase) -> str:
+    """The fixture app a case serves (its own ``app`` if it names one)."""
+    if case.app:
+        return case.app
+    interface = case.target.split("?", 1)[0].split(":")[1] if ":" in case.target else "rsgi"
+    return f"gatecheck.fixtures.apps.{interface}:app"
+
+
+def start_case(start: Start, case: GateCase, *, python: str, cost_us: float, log_dir: Path,
+               cpus: Optional[Sequence[int]], delay: Tuple[float, int] = (0.0, 1)) -> Any:
+    """Start ``case``'s server from ``python``'s install, its app burning ``cost_us`` per request (0: none)
+    and waiting ``delay[0]`` µs without CPU on every ``delay[1]``-th request (0: none)."""
+    env = dict(case.env)
+    if cost_us > 0:
+        env[COST_ENV] = f"{cost_us:.3f}"
+    if delay[0] > 0:
+        env[DELAY_ENV] = f"{delay[0]:.3f}"
+        env[DELAY_EVERY_ENV] = str(int(delay[1]))
+    return start(case.target, app=app_for(case), log_dir=log_dir, env=env, cpus=list(cpus) if cpus else None,
+                 python=python)
+
+
+def measure_cpu(measure_fn: Measure, srv: Any, route: Any, case: GateCase, duration: float,
+                measure_kwargs: Dict[str, Any], cpus: Optional[Sequence[int]] = None) -> Tuple[Any, Optional[int], Any]:
+    """One measured run with the server tree's CPU nanoseconds around it (None where not readable) and,
+    with ``cpus``, those CPUs' busy and steal time over it (a :class:`load.pinning.CpuTimes` or None)."""
+    pid = getattr(srv, "pid", None)
+    cpu0, box0 = tree_cpu_ns(pid), cpu_times(cpus) if cpus else None
+    run = measure_fn(srv, route, case.concurrency, duration, http2=case.http2, **measure_kwargs)
+    cpu1, box1 = tree_cpu_ns(pid), cpu_times(cpus) if cpus else None
+    cpu_ns = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None and cpu1 > cpu0 else None
+    box = box1 - box0 if box0 is not None and box1 is not None else None
+    return run, cpu_ns, box
+
+
+def burn_probe(case: GateCase, route: Any, *, python: str, start: Start, measure_fn: Measure, log_dir: Path,
+               cpus: Optional[Sequence[int]], warmup: float, duration: float,
+               measure_kwargs: Dict[str, Any]) -> Callable[[float], float]:
+    """``cost_us -> server CPU µs per 2xx response`` of ``python``'s install burning ``cost_us`` per request,
+    one warm run on a fresh process each call: what :func:`load.calibration.calibrate_cost` measures with."""
+    def cpu_per_request(cost: float) -> float:
+        with start_case(start, case, python=python, cost_us=cost, log_dir=log_dir, cpus=cpus) as srv:
+            if warmup > 0:
+                measure_fn(srv, route, case.concurrency, warmup, http2=case.http2, **measure_kwargs)
+            run, cpu_ns, _ = measure_cpu(measure_fn, srv, route, case, duration, measure_kwargs)
+        if run.result.all_failed or not run.result.ok:
+            raise GateError(f"calibration: no 2xx answer on {case.name} (burning {cost:.2f} µs per request)")
+        cpu = cpu_ns / 1e9 if cpu_ns else run.server_cpu_seconds
+        return cpu / run.result.ok * 1e6
+    return cpu_per_request
+
+
+LatencyFn = Callable[..., Dict[str, Dict[str, Any]]]
+
+
+def _interleaved(handles: Dict[str, Any], route: Any, duration: float,
+                 cpus: Optional[Sequence[int]] = None) -> Dict[str, Dict[str, Any]]:
+    """The default low-concurrency run: :func:`load.latency.interleaved_latency` over the handles' URLs."""
+    from ..latency import interleaved_latency
+
+    return interleaved_latency({side: h.url for side, h in handles.items()}, route, duration, cpus)
+
+
+def delay_probe(case: GateCase, route: Any, *, python: str, start: Start, latency_fn: LatencyFn, log_dir: Path,
+                cpus: Optional[Sequence[int]], oha_cpus: Optional[Sequence[int]], duration: float,
+                wait_us: float) -> Callable[[int], Tuple[float, float]]:
+    """``every -> (BASE mean latency µs, trial/BASE ratio)``: two fresh servers of ``python``'s install,
+    the trial one waiting ``wait_us`` on every ``every``-th request (0: never), measured interleaved:
+    what :func:`load.calibration.calibrate_delay` measures with."""
+    def measure(every: int) -> Tuple[float, float]:
+        trial = (wait_us, every) if every else (0.0, 1)
+        with start_case(start, case, python=python, cost_us=0.0, log_dir=log_dir, cpus=cpus) as base, \
+                start_case(start, case, python=python, cost_us=0.0, log_dir=log_dir, cpus=cpus, delay=trial) as head:
+            latency_fn({"base": base, "head": head}, route, min(duration, 0.5), oha_cpus)  # warm both
+            res = latency_fn({"base": base, "head": head}, route, duration, oha_cpus)
+        if not res["base"].get("ok") or not res["head"].get("ok"):
+            raise GateError(f"calibration: no 2xx answer at one connection on {case.name}")
+        return res["base"]["avg_ms"] * 1000, res["head"]["avg_ms"] / res["base"]["avg_ms"]
+    return measure
+
+
+def _stop_all(handles: Sequence[Any]) -> None:
+    """Stop servers concurrently (each stop waits out its own grace period)."""
+    import threading
+
+    threads = [threading.Thread(target=h.stop) for h in handles]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+
+
+Measure = Callable[..., Any]
+Start = Callable[..., Any]
+
+
+def _run_record(run: Any, case: GateCase, pair: int, side: str, position: int) -> Dict[str, Any]:
+    rec = run.to_dict() if hasattr(run, "to_dict") else dict(run)
+    rec.update({"case": case.name, "pair": pair, "side": side, "position": position})
+    return rec
+
+
+def _low_latency_run(latency_fn: LatencyFn, handles: Dict[str, Any], route: Any, case: GateCase,
+                     opts: GateOptions) -> Dict[str, Dict[str, Any]]:
+    """Both sides' low-concurrency latencies in one pair, interleaved request by request (the ``lat``
+    metrics); a side that answers nothing stops the gate like one that answers nothing under load."""
+    res = latency_fn(handles, route, opts.latency_duration, opts.oha_cpus)
+    for side, rec in res.items():
+        if not rec.get("ok"):
+            srv = handles[side]
+            raise GateError(f"{side.upper()} answered no request with 2xx at one connection on {case.name}; server log "
+                            f"tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
+    return res
+
+
+@dataclass
+class _Session:
+    """One gate being run: its options, seams and state, so that each step is a short method."""
+
+    opts: GateOptions
+    result: GateResult
+    pythons: Dict[str, str]  # side -> interpreter
+    start: Start
+    measure_fn: Measure
+    check_fn: Callable[..., None]
+    latency_fn: LatencyFn
+    routes: Dict[str, Any]
+    out_dir: Path
+    log: Callable[[str], None]
+    clock: Callable[[], float]
+    t0: float
+    cost_us: float = 0.0
+    delay: Tuple[float, int] = (0.0, 1)
+    servers: Dict[Tuple[str, str], Any] = field(default_factory=dict)
+
+    @property
+    def server_cpus(self) -> Optional[List[int]]:
+        return list(self.opts.server_cpus) if self.opts.server_cpus else None
+
+    @property
+    def kwargs(self) -> Dict[str, Any]:
+        return dict(oha_cpus=self.opts.oha_cpus, server_cpus=self.opts.server_cpus, workdir=self.out_dir / "bodies")
+
+    def launch(self, case: GateCase, side: str) -> Any:
+        head = side == "head"
+        return start_case(self.start, case, python=self.pythons[side], cost_us=self.cost_us if head else 0.0,
+                          log_dir=self.out_dir / "logs", cpus=self.server_cpus, delay=self.delay if head else (0.0, 1))
+
+    def calibrate(self, head_slowdown: Optional[float], head_delay_increase: Optional[float]) -> None:
+        """HEAD's injected CPU cost and off-CPU wait: as given, or calibrated on BASE's install first."""
+        self.cost_us = self.opts.head_cost_us
+        if head_slowdown:
+            self.cost_us = self._calibrate_cost(head_slowdown)
+        if self.cost_us:
+            self.result.head["cost_us"] = self.cost_us
+        self.delay = (self.opts.head_delay_us, self.opts.head_delay_every)
+        if head_delay_increase:
+            self.delay = self._calibrate_delay(head_delay_increase)
+        if self.delay[0]:
+            self.result.head["delay_us"], self.result.head["delay_every"] = self.delay
+
+    def _calibrate_cost(self, slowdown: float) -> float:
+        """The burn for ``slowdown`` on the first case (:func:`load.calibration.calibrate_cost`)."""
+        case = self.opts.cases[0]
+        cpu_per_request = burn_probe(case, self.routes[case.route], python=self.pythons["base"], start=self.start,
+                                     measure_fn=self.measure_fn, log_dir=self.out_dir / "logs", cpus=self.server_cpus,
+                                     warmup=self.opts.warmup, duration=self.opts.duration, measure_kwargs=self.kwargs)
+        self.log(f"calibrating the injected cost for a {slowdown:.0%} slowdown on {case.name} (BASE's install)")
+        cost_us, calib = calibrate_cost(cpu_per_request, slowdown, rounds=3, log=self.log)
+        self.result.calibration = dict(calib, case=case.name)
+        self.log(f"calibration: BASE {calib['per_request_us']:.1f} µs of server CPU per request -> {cost_us:.2f} µs "
+                 f"burnt per request on HEAD (x{calib['target_ratio']:.3f}; the additive model said "
+                 f"{calib['nominal_cost_us']:.2f})")
+        return cost_us
+
+    def _calibrate_delay(self, increase: float) -> Tuple[float, int]:
+        """HEAD's (wait µs, every N) for a mean latency ``1 + increase`` times BASE's, measured on BASE's
+        install on the first case (:func:`load.calibration.calibrate_delay`); stored in the calibration."""
+        from ..calibration import DELAY_WAIT_US
+
+        case, opts = self.opts.cases[0], self.opts
+        probe = delay_probe(case, self.routes[case.route], python=self.pythons["base"], start=self.start,
+                            latency_fn=self.latency_fn, log_dir=self.out_dir / "logs", cpus=self.server_cpus,
+                            oha_cpus=opts.oha_cpus, duration=max(opts.latency_duration, 1.0), wait_us=DELAY_WAIT_US)
+        self.log(f"calibrating the injected wait for a {increase:.0%} latency increase on {case.name} (BASE's install)")
+        every, calib = calibrate_delay(probe, increase, DELAY_WAIT_US, rounds=3, log=self.log)
+        self.result.calibration = dict(self.result.calibration or {}, delay=dict(calib, case=case.name))
+        self.log(f"calibration: BASE {calib['mean_latency_us']:.0f} µs mean latency at one connection -> "
+                 f"HEAD waits {DELAY_WAIT_US:.0f} µs on every {every} request(s) (nominal {calib['nominal_every']})")
+        return DELAY_WAIT_US, every
+
+    def check_routes(self) -> None:
+        """Every route on both sides before any measurement: a benchmark of a broken route is worthless."""
+        for case in self.opts.cases:
+            for side in ("base", "head"):
+                with self.launch(case, side) as srv:
+                    self.check_fn(srv, self.routes[case.route], http2=case.http2, workdir=self.kwargs["workdir"])
+                    getattr(self.result, side).setdefault("versions", dict(getattr(srv, "versions", {}) or {}))
+
+    def measure_case(self, case: GateCase, pair: int, order: List[str]) -> None:
+        """One case of one pair: (re)start and warm both sides, the main runs in ``order``, then the
+        interleaved low-concurrency run; each side's record is appended and streamed to runs.jsonl."""
+        opts, route = self.opts, self.routes[case.route]
+        restart = opts.restart_every > 0 and pair % opts.restart_every == 0
+        for side in order:
+            key = (case.name, side)
+            if restart and key in self.servers:
+                self.servers.pop(key).stop()
+            if key not in self.servers:
+                self.servers[key] = self.launch(case, side)
+                if opts.warmup > 0:
+                    self.measure_fn(self.servers[key], route, case.concurrency, opts.warmup, http2=case.http2,
+                                    **self.kwargs)
+        records = {side: self._main_run(case, pair, side, position) for position, side in enumerate(order)}
+        if opts.latency_duration > 0 and not case.http2:  # the latency client speaks HTTP/1.1
+            low = _low_latency_run(self.latency_fn, {side: self.servers[(case.name, side)] for side in order},
+                                   route, case, opts)
+            for side in order:
+                records[side]["low_latency"] = low[side]
+        for side in order:
+            records[side]["gate_seconds"] = round(self.clock() - self.t0, 3)  # when this side's runs ended
+            self.result.runs.append(records[side])
+            with open(self.out_dir / "runs.jsonl", "a", encoding="utf-8") as f:  # a crash keeps every finished run
+                f.write(json.dumps(records[side], sort_keys=True) + "\n")
+        if opts.restart_every == 1:
+            _stop_all([self.servers.pop((case.name, side)) for side in order])
+
+    def _main_run(self, case: GateCase, pair: int, side: str, position: int) -> Dict[str, Any]:
+        """One side's run at the case's concurrency, with its server CPU and the CPUs' diagnostics."""
+        srv = self.servers[(case.name, side)]
+        run, cpu_ns, used = measure_cpu(self.measure_fn, srv, self.routes[case.route], case, self.opts.duration,
+                                        self.kwargs, self.server_cpus)
+        if run.result.all_failed:
+            raise GateError(f"{side.upper()} answered no request with 2xx on {case.name} in pair {pair + 1}; "
+                            f"server log tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
+        rec = _run_record(run, case, pair, side, position)
+        if cpu_ns:
+            rec["server_cpu_ns"] = cpu_ns
+        if used is not None:
+            # Diagnostic only (never used in a verdict): what else ran on the server's CPUs.
+            own = cpu_ns / 1e9 if cpu_ns else run.server_cpu_seconds
+            rec["server_cpus_busy_seconds"] = round(used.busy, 3)
+            rec["foreign_cpu_seconds"] = round(max(0.0, used.busy - own), 3)
+            rec["steal_seconds"] = round(used.steal, 3)
+        return rec
+
+    def pairs(self, rng: random.Random) -> None:
+        """Rule 3: at least ``pairs`` pairs, then stop once precise, at the budget or at ``max_pairs``."""
+        opts, result = self.opts, self.result
+        pair_seconds: List[float] = []
+        for pair in range(opts.max_pairs):
+            p0 = self.clock()
+            for case in opts.cases:
+                order = ["base", "head"]
+                rng.shuffle(order)
+                self.measure_case(case, pair, order)
+            result.pairs = pair + 1
+            pair_seconds.append(self.clock() - p0)
+            elapsed = self.clock() - self.t0
+            self.log(f"pair {pair + 1}: " + ", ".join(
+                f"{r['side']} {r['rps']:,.0f}" for r in result.runs if r["pair"] == pair) + f" RPS ({elapsed:.0f} s)")
+            if result.pairs >= opts.pairs:
+                if _decisive(analyse(result.runs, opts), opts.fail_on):
+                    result.stopped_because = "every gated interval is narrower than the threshold"
+                    return
+                if elapsed + max(pair_seconds) > opts.budget:
+                    result.stopped_because = f"time budget of {opts.budget:.0f} s reached"
+                    return
+        result.stopped_because = f"--max-pairs {opts.max_pairs} reached"
+
+
+def _default_seams(start: Optional[Start], measure_fn: Optional[Measure], route_fn: Optional[Callable[[str], Any]],
+                   check_fn: Optional[Callable[..., None]]) -> Tuple[Start, Measure, Callable[[str], Any], Callable]:
+    """``servers.start_server``, ``load.measure``, the route table and ``check_route`` where none is given."""
+    if start is None:
+        from gatecheck.servers import start_server as start
+    if measure_fn is None or check_fn is None:
+        from ..measure import check_route, measure
+        measure_fn = measure_fn or measure
+        check_fn = check_fn or check_route
+    if route_fn is None:
+        from ..routes import route as lookup
+
+        def route_fn(name: str) -> Any:
+            return lookup(name).resolve()
+    return start, measure_fn, route_fn, check_fn
+
+
+def run_gate(
+    opts: GateOptions,
+    *,
+    base_python: str,
+    head_python: str,
+    base_info: Optional[Dict[str, Any]] = None,
+    head_info: Optional[Dict[str, Any]] = None,
+    out_dir: Path,
+    start: Optional[Start] = None,
+    measure_fn: Optional[Measure] = None,
+    route_fn: Optional[Callable[[str], Any]] = None,
+    check_fn: Optional[Callable[..., None]] = None,
+    latency_fn: LatencyFn = _interleaved,
+    head_slowdown: Optional[float] = None,
+    head_delay_increase: Optional[float] = None,
+    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+    clock: Callable[[], float] = time.monotonic,
+) -> GateResult:
+    """Run the pairs and return the result (rules 1-4). ``start``/``measure_fn``/``route_fn``/``check_fn``
+    default to ``servers.start_server`` and ``load.measure``; tests pass fakes. ``head_slowdown`` and
+    ``head_delay_increase`` calibrate HEAD's injected CPU cost and off-CPU wait on BASE's install first."""
+    start, measure_fn, route_fn, check_fn = _default_seams(start, measure_fn, route_fn, check_fn)
+    rng = random.Random(opts.seed)
+    t0 = clock()
+    result = GateResult(base=dict(base_info or {}, python=base_python), head=dict(head_info or {}, python=head_python),
+                        options=opts, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    session = _Session(opts, result, {"base": base_python, "head": head_python}, start, measure_fn, check_fn,
+                       latency_fn, {c.route: route_fn(c.route) for c in opts.cases}, Path(out_dir), log, clock, t0)
+    session.calibrate(head_slowdown, head_delay_increase)
+    session.check_routes()
+    result.setup_seconds = clock() - t0
+    try:
+        session.pairs(rng)
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM (load.signals): keep every finished run; the caller reports them and exits 130.
+        result.interrupted = True
+        result.stopped_because = f"interrupted during pair {result.pairs + 1}"
+    finally:
+        _stop_all(list(session.servers.values()))
+    result.results = analyse(result.runs, opts)
+    result.seconds = clock() - t0
+    return result

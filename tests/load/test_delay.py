@@ -1,0 +1,44 @@
+"""The off-CPU wait the gate's ``--head-delay`` injects (GATECHECK_DELAY_US / GATECHECK_DELAY_EVERY),
+against real granian servers: the N-th request waits at least that long, and the wait burns no CPU."""
+
+from __future__ import annotations
+
+import http.client
+import time
+
+import pytest
+
+from gatecheck.fixtures import payloads
+from gatecheck.load.gate import DELAY_ENV, DELAY_EVERY_ENV, tree_cpu_ns
+from gatecheck.servers import start_server
+
+WAIT_MS = 80
+
+
+def test_parse_every_and_delay_due_count_per_process(monkeypatch):
+    assert [payloads.parse_every(v) for v in (None, "", "3", "0", "-2", "x")] == [1, 1, 3, 1, 1, 1]
+    monkeypatch.setattr(payloads, "DELAY_EVERY", 3)
+    monkeypatch.setattr(payloads, "_delay_count", 0)
+    assert [payloads.delay_due() for _ in range(7)] == [False, False, True, False, False, True, False]
+
+
+@pytest.mark.parametrize("interface", ["rsgi", "asgi", "wsgi"])
+def test_every_second_request_waits_without_burning_cpu(interface, tmp_path):
+    env = {DELAY_ENV: str(WAIT_MS * 1000), DELAY_EVERY_ENV: "2"}
+    with start_server(f"granian:{interface}", app=f"gatecheck.fixtures.apps.{interface}:app", log_dir=tmp_path,
+                      env=env) as srv:
+        host, port = srv.url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        cpu0 = tree_cpu_ns(srv.pid)
+        took = []
+        for _ in range(4):
+            t = time.perf_counter()
+            conn.request("GET", "/json")
+            resp = conn.getresponse()
+            assert resp.status == 200 and resp.read() == payloads.JSON_BODY
+            took.append((time.perf_counter() - t) * 1000)
+        cpu_ms = (tree_cpu_ns(srv.pid) - cpu0) / 1e6
+        conn.close()
+    # the server's readiness probe was /ping (no wait, not counted): /json requests 2 and 4 wait
+    assert took[1] >= WAIT_MS and took[3] >= WAIT_MS, took
+    assert cpu_ms < WAIT_MS, f"the two waits burnt {cpu_ms:.0f} ms of CPU"
