@@ -39,6 +39,7 @@ from .. import gate as gate_mod
 from ..gate import GateCase, GateOptions, analyse
 from ..gate import cli as gate_cli
 from ..gate.analysis import _decisive
+from ..signals import INTERRUPTED
 from ..stats import Verdict, percentile
 
 
@@ -86,6 +87,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             t, load0 = time.monotonic(), _loadavg()
             status = gate_cli.main_from_args(parser.parse_args(argv))
             took = time.monotonic() - t
+            if status == INTERRUPTED:  # Ctrl-C or SIGTERM: this gate is not a result; a resumed run redoes it
+                print(f"interrupted during {gdir.name}; not recorded; run the same command to resume", flush=True)
+                return INTERRUPTED
             summary: Dict[str, Any] = {"kind": kind, "round": rnd, "cost_us": cost, "exit_status": status,
                                        "seconds": round(took, 1), "dir": gdir.name, "slowdown": slowdown, "delay": delay,
                                        "loadavg_before": load0, "loadavg_after": _loadavg()}
