@@ -16,7 +16,7 @@ of the sentence that says so, so the check's ``@spec`` comes from the table too 
 
 **Connection states** (RFC 9112 §9.3, §9.3.2): where a request stands on its connection: alone on a new
 one, the 2nd or 3rd request of a kept-alive connection (each sent after the previous response), or the
-2nd or 3rd of a pipeline (all sent in one write).
+1st, 2nd or 3rd of a pipeline of three (all sent in one write, ``GET /ping`` filling the other places).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from gatecheck.conformance.markers import spec
 
 __all__ = ["ByteClass", "KEEP", "REJECT_OR_SP", "REJECT_OR_KEEP", "REJECT", "TCHAR", "OTHER_CTL", "OBS_TEXT",
            "H1_VALUE_CLASSES", "H2_VALUE_CLASSES", "H1_NAME_CLASSES", "H2_NAME_CLASSES", "APP_VALUE_CLASSES",
-           "APP_NAME_CLASSES", "byte_params", "Position", "POSITIONS", "position_params", "show"]
+           "APP_NAME_CLASSES", "byte_params", "Position", "PIPELINE", "POSITIONS", "position_params", "show"]
 
 KEEP, REJECT_OR_SP, REJECT_OR_KEEP, REJECT = "keep", "reject-or-sp", "reject-or-keep", "reject"
 
@@ -126,13 +126,17 @@ def show(octet: int) -> str:
 class Position:
     name: str
     index: int        # 0-based position of the request under test on its connection
-    pipelined: bool   # the requests before it go out in the same write (else each after its response)
+    pipelined: bool   # one write of PIPELINE requests (else each request after the previous response)
 
+
+#: how many requests a pipeline holds (the request under test at ``index``, ``GET /ping`` elsewhere)
+PIPELINE = 3
 
 POSITIONS = (
     Position("alone", 0, False),
     Position("keep-alive-2nd", 1, False),
     Position("keep-alive-3rd", 2, False),
+    Position("pipelined-1st", 0, True),
     Position("pipelined-2nd", 1, True),
     Position("pipelined-3rd", 2, True),
 )
