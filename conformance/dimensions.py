@@ -99,8 +99,8 @@ _S22 = "RFC 9110 §2.2"
 
 #: response field values the app hands over: what may reach the wire (the server is the sender)
 APP_VALUE_CLASSES = (
-    _c("htab", b"\t", KEEP, _S22, "DEFINED"),
-    _c("obs-text", OBS_TEXT, KEEP, _S22, "DEFINED"),
+    _c("htab", b"\t", KEEP, _S55, "DEFINED"),
+    _c("obs-text", OBS_TEXT, KEEP, _S55, "DEFINED"),
     ByteClass("nul-cr-lf", b"\x00\r\n", REJECT, _S22, "MUST NOT"),
     ByteClass("other-ctl", OTHER_CTL, REJECT, _S22, "MUST NOT"),
 )

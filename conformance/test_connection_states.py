@@ -189,13 +189,16 @@ def _close_target(server, who: str, token: str) -> bytes:
 @spec("RFC 9112 §9.6", "MUST")
 def test_connection_close_request_is_answered_then_closed_at_each_position(server, position):
     """A request with Connection: close, at each place on the connection, is answered (200 "ok", every
-    response before it too) and then the server closes the connection."""
+    response before it too) and then the server closes the connection. Where requests were pipelined behind
+    it the client broke §9.6 ("MUST NOT send further requests"), so that response's status is not judged:
+    any final response, then the close."""
     token = server.new_token()
     finals, conn, _, ex = _exchange(server, position, _close_target(server, "request", token), wait_close=True)
     conn.close()
     _others_answered(finals, position, upto=position.index)
     resp = finals[position.index]
-    assert (resp.status, resp.body) == (200, b"ok"), f"the Connection: close request got {resp.status}: {describe(ex)}"
+    if not (position.pipelined and position.index < PIPELINE - 1):
+        assert (resp.status, resp.body) == (200, b"ok"), f"the Connection: close request got {resp.status}: {describe(ex)}"
     assert conn.closed, f"the connection stayed open after the response to Connection: close: {describe(ex)}"
 
 
