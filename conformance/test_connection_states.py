@@ -131,7 +131,8 @@ def test_app_sees_the_request_at_each_position(server, position):
     finals, conn, _, ex = _exchange(server, position, target)
     conn.close()
     resp = finals[position.index]
-    assert resp.status == 200, f"the probe answered {resp.status}: {describe(ex)}"
+    assert resp.status == 200 and resp.header("content-type") == "application/json", (
+        f"the probe's answer is not its JSON document: {describe(ex)}")
     view = app_view(decode_probe(resp.body))
     got = (view["path"], view["query"], [v for n, v in view["headers"] if n == "x-position"])
     assert got == ("/probe/state", f"q={position.name}", [position.name]), f"the app saw {got!r}"
