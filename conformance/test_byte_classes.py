@@ -198,7 +198,9 @@ def _ws_ask(server, value: bytes, verdict: str, reject) -> str | None:
     try:
         status = conn.handshake.status
         if status != 101:
-            return None if status in reject and verdict != KEEP else f"handshake answered {status}: {conn.handshake.raw[:200]!r}"
+            if status in reject and verdict != KEEP:
+                return None
+            return f"handshake answered {status}: {conn.handshake.raw[:200]!r}"
         got = conn.read_message()
     finally:
         conn.close()

@@ -199,7 +199,8 @@ def test_connection_close_request_is_answered_then_closed_at_each_position(serve
     _others_answered(finals, position, upto=position.index)
     resp = finals[position.index]
     if not (position.pipelined and position.index < PIPELINE - 1):
-        assert (resp.status, resp.body) == (200, b"ok"), f"the Connection: close request got {resp.status}: {describe(ex)}"
+        assert (resp.status, resp.body) == (200, b"ok"), (
+            f"the Connection: close request got {resp.status}: {describe(ex)}")
     assert conn.closed, f"the connection stayed open after the response to Connection: close: {describe(ex)}"
 
 
@@ -239,7 +240,8 @@ def test_requests_pipelined_after_a_close_are_not_processed(server, position, wh
     resp = finals[position.index]
     if who == "response" and not says_close(resp):
         _unsupported("the server did not send the app's Connection: close; nothing after it is to be refused")
-    assert len(finals) == position.index + 1, f"{len(finals)} responses, the requests after the close answered: {describe(ex)}"
+    assert len(finals) == position.index + 1, (
+        f"{len(finals)} responses, the requests after the close answered: {describe(ex)}")
     for _, later in requests[position.index + 1:]:
         assert_never_parsed(server, later)
 
