@@ -236,6 +236,8 @@ def _app_ask(server, name: bytes, value: bytes, verdict: str) -> str | None:
         if verdict == REJECT and ex.closed and any(e.get("event") == "step" for e in ran):
             return None   # the app handed the field over and the server closed without sending it
         return f"no response: {describe(ex)}"
+    if not any(e.get("event") == "step" for e in wait_steps(server, token, 1, timeout=2.0)):
+        return f"answered, but the app's log shows no step: no evidence it ran: {describe(ex)}"
     got = [v.encode("latin-1") for v in ex.final[0].header_all(field[0])]
     if verdict == KEEP:
         wanted = [[value]] + ([[field[1].encode("utf-8")]] if server.interface == "rsgi" else [])
