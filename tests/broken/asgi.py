@@ -467,6 +467,7 @@ BREAKS = {
     "header_names_upper": _on_scope(_headers(_upper_names)),
     "header_repeats_merged": _on_scope(_headers(_last_of_each_name)),
     "header_values_reencoded": _on_scope(_headers(_utf8_reencoded)),
+    "ws_header_values_reencoded": _on_scope(_headers(_utf8_reencoded), types=("websocket",)),
     "pseudo_header_leaks": _on_scope(_headers(_pseudo_header_leaks)),
     "host_header_last": _on_scope(_headers(_host_moves_last)),
     "client_port_str": _on_scope(_set("client", lambda c: (c[0], str(c[1])))),

@@ -28,10 +28,11 @@ BREAKS = {
     "ws_tcp_kept_open": "after the server's WebSocket Close, the client's TCP connection stays open 10 s",
     "h2_push_enabled": "the server's first SETTINGS frame also says SETTINGS_ENABLE_PUSH = 1",
     "h2_preface_not_settings": "a PING frame goes out before the server's SETTINGS",
+    "h2_errors_as_no_error": "the error code of the server's RST_STREAM and GOAWAY frames becomes NO_ERROR",
 }
 
 _WS_CLOSE = 0x8
-_H2_SETTINGS, _H2_PING = 0x4, 0x6
+_H2_SETTINGS, _H2_PING, _H2_RST_STREAM, _H2_GOAWAY = 0x4, 0x6, 0x3, 0x7
 
 
 class Rewriter:
@@ -110,6 +111,9 @@ class Rewriter:
             return None
         frame, self.buf = buf[:9 + length], buf[9 + length:]
         kind, flags = frame[3], frame[4]
+        if self.brk == "h2_errors_as_no_error" and kind in (_H2_RST_STREAM, _H2_GOAWAY):
+            at = 9 if kind == _H2_RST_STREAM else 13   # RST_STREAM: the code; GOAWAY: after last-stream-id
+            return frame[:at] + b"\x00\x00\x00\x00" + frame[at + 4:]
         if kind != _H2_SETTINGS or flags & 1 or not self.first_settings:
             return frame
         self.first_settings = False

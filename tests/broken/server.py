@@ -74,6 +74,7 @@ BREAKS = {
     "status_without_reason": "the status-line is 'HTTP/1.1 200' with no SP and reason",
     "version_echoed": "the response's HTTP-version is the request's (HTTP/1.0 gets HTTP/1.0)",
     "continue_to_http10": "an HTTP/1.0 request with Expect: 100-continue gets a 100",
+    "half_close_drops": "a request followed by the client's half-close (EOF) is dropped without an answer",
 }
 
 #: variant name -> a behaviour the texts allow, unlike the default (not a break: for checks that must accept it)
@@ -413,6 +414,15 @@ class Connection:
         except (OSError, asyncio.TimeoutError):
             pass
 
+    async def _client_ended(self) -> bool:
+        """(half_close_drops) whether the client's EOF follows the request within 0.3 s."""
+        try:
+            data = await asyncio.wait_for(self.reader.read(65536), 0.3)
+        except asyncio.TimeoutError:
+            return False
+        self.buf += data
+        return not data
+
     async def _drain_input(self) -> None:
         while await self.reader.read(65536):
             pass
@@ -430,6 +440,8 @@ class Connection:
                 except Skipped:
                     continue
                 await self.read_body(req)
+                if "half_close_drops" in self.breaks and await self._client_ended():
+                    return
                 answers = [await self.respond(req)]
                 if "pipeline_reordered" in self.breaks and answers[0][1] and b"\r\n\r\n" in self.buf:
                     second = self.parse(*await self.read_head())

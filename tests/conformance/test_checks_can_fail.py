@@ -363,6 +363,32 @@ ROWS = [
 ]
 
 #: conformance areas without a row, and why none can be written (yet)
+ROWS += [
+    # byte classes (conformance/dimensions.py): request fields over HTTP/1.1, HTTP/2, the WebSocket handshake;
+    # the app's response fields
+    Row("byte_classes", "wire", "nul_in_values_kept", ("test_request_field_value_octets_over_http1[nul]",)),
+    Row("byte_classes", "wire", "any_field_name", ("test_request_field_name_octets_over_http1[delimiters]",)),
+    Row("byte_classes", "asgi-h2", "header_values_reencoded", ("test_request_field_value_octets_over_http2[obs-text]",)),
+    Row("byte_classes", "h2-proxy", "h2_errors_as_no_error",
+        ("test_request_field_name_octets_over_http2[ctl-and-space]",)),
+    Row("byte_classes", "asgi", "ws_header_values_reencoded", ("test_websocket_handshake_field_value_octets[obs-text]",)),
+    Row("byte_classes", "wire", "app_headers_unchecked",
+        ("test_app_field_value_octets_on_the_wire[nul-cr-lf]", "test_app_field_name_octets_never_reach_the_wire[delimiters]")),
+    # connection states: every position of a kept-alive connection and of a pipeline
+    Row("connection_states", "wire", "pipeline_reordered", ("test_app_sees_the_request_at_each_position[pipelined-1st]",)),
+    Row("connection_states", "asgi", "body_loses_a_byte",
+        ("test_request_body_is_read_at_each_position[keep-alive-2nd-content-length]",)),
+    Row("connection_states", "rsgi", "echo_iter_reordered",
+        ("test_streamed_response_is_delimited_at_each_position[pipelined-2nd]",)),
+    Row("connection_states", "wire", "connection_close_ignored",
+        ("test_connection_close_request_is_answered_then_closed_at_each_position[keep-alive-3rd]",
+         "test_requests_pipelined_after_a_close_are_not_processed[pipelined-1st-request]"), wait=2),
+    Row("connection_states", "wire", "app_headers_unchecked",
+        ("test_connection_close_from_the_app_closes_at_each_position[keep-alive-2nd]",), wait=2),
+    Row("connection_states", "wire", "half_close_drops", ("test_half_closed_client_gets_its_responses[get]",)),
+]
+
+
 UNCOVERED = {
     "h2spec": "its cases are h2spec's own verdicts on the server's HTTP/2 framing layer, reported as they come; "
               "the harness's part (parsing the report, counting the cases) has tests of its own",

@@ -29,7 +29,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 #: the HTTP/1 areas (conformance/test_<area>.py) and the interfaces whose own checks live in them
-HTTP1_FILES = ("test_echo.py", "test_files.py", "test_http1_connection.py", "test_http1_fields.py",
+HTTP1_FILES = ("test_byte_classes.py", "test_connection_states.py", "test_echo.py", "test_files.py", "test_http1_connection.py", "test_http1_fields.py",
                "test_http1_framing.py", "test_http1_limits.py", "test_http1_responses.py",
                "test_http1_smuggling.py", "test_properties.py", "test_robustness.py", "test_streaming.py",
                "test_vanishing_clients.py", "test_wsgi_environ.py", "test_wsgi_input.py",
