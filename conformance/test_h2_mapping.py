@@ -12,9 +12,9 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.h2client import H2Client
-from gatecheck.conformance.h2probe import (TOKEN, asgi_scope, h2_get, h2_probe, outcome, refused, respond_script, rsgi_attrs,
-                      rsgi_headers, wsgi_environ)
+from gatecheck.conformance.client.h2 import H2Client
+from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, h2_get, h2_probe, respond_script, rsgi_attrs,
+                                       rsgi_headers, wsgi_environ)
 from gatecheck.conformance.markers import interfaces, needs, spec
 
 pytestmark = needs("h2c")
@@ -24,6 +24,15 @@ _RSGI = "RSGI §HTTP connection scope"
 _WSGI = "PEP 3333 §environ Variables"
 _PATH = "/probe/a%20b"
 _QUERY = "x=1&y=%20"
+
+#: how a server may refuse a malformed request: a stream error, a connection error (RFC 9113 §5.4.1
+#: lets an endpoint treat any stream error as one), or an HTTP error response first (§8.1.1).
+REFUSED_OUTCOMES = ("reset:PROTOCOL_ERROR", "goaway:PROTOCOL_ERROR")
+
+
+def refused(result: str) -> bool:
+    """``result`` (``H2Client.stream_error_or_status``) is a refusal: a PROTOCOL_ERROR reset or GOAWAY, or a 4xx."""
+    return result in REFUSED_OUTCOMES or (result.startswith("status:4"))
 
 
 # -- version, authority, path -------------------------------------------------------------------
@@ -190,8 +199,8 @@ def test_wsgi_body_without_content_length_is_readable(server):
 def _refused_before_the_app(server, extra: list) -> str:
     token = fixtures.new_token()
     with H2Client(server.address, authority=server.authority) as client:
-        sid = client.request("GET", "/probe", [(TOKEN, token)] + extra)
-        result = outcome(client, sid)
+        sid = client.request("GET", "/probe", [(TOKEN_HEADER, token)] + extra)
+        result = client.stream_error_or_status(sid)
     assert refused(result), f"request with {extra} answered {result!r}; want a stream/connection error or 4xx"
     assert server.events(token, timeout=0.3) == [], f"the app saw the malformed request: {server.events(token)}"
     return result

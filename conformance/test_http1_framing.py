@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from gatecheck.conformance.client import decode_probe
+from gatecheck.conformance.app import app_view, decode_probe
 from gatecheck.conformance.markers import needs, spec
-from gatecheck.conformance.wire import (MODES, app_view, assert_answered_in_order, assert_closed_after_answer, assert_never_parsed,
-                   assert_refused, assert_rejected, assert_serves, deliver, describe, request, smuggled_request)
+from gatecheck.conformance.wire import (MODES, assert_answered_in_order, assert_closed_after_answer,
+                                        assert_never_parsed, assert_refused, assert_rejected, assert_serves, deliver,
+                                        describe, request, smuggled_request)
 
 pytestmark = needs("http1")
 

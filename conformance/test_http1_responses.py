@@ -15,11 +15,10 @@ import pytest
 
 from gatecheck.fixtures import TOKEN_HEADER, payload_bytes
 
-from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.markers import needs, spec
-from gatecheck.conformance.scripted import step, wait_steps
-from gatecheck.conformance.wire import (REPLY_TIMEOUT, assert_serves, deliver, describe, read_first, request, response_script,
-                   script_target)
+from gatecheck.conformance.app import response_script, script_target, step, wait_steps
+from gatecheck.conformance.wire import REPLY_TIMEOUT, assert_serves, deliver, describe, read_first, request
 
 pytestmark = needs("http1")
 

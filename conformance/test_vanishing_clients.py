@@ -15,9 +15,9 @@ from __future__ import annotations
 import socket
 import time
 
-from gatecheck.conformance.http1 import build_request, read_raw
+from gatecheck.conformance.client.http1 import build_request, read_raw
 from gatecheck.conformance.markers import interfaces, spec
-from gatecheck.conformance.scripted import script_target
+from gatecheck.conformance.app import script_target
 from gatecheck.conformance.usage import abort
 from gatecheck.conformance.wire import assert_serves, request
 

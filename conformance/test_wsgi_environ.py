@@ -5,10 +5,9 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.client import probe, value_of
-from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.app import new_token, probe, script_request, value_of
+from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.scripted import new_token, script_request
 
 pytestmark = interfaces("wsgi")
 
