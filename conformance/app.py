@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import secrets
 import time
 from typing import NamedTuple
 from urllib.parse import quote
@@ -37,7 +36,7 @@ from .client.ws import connect as ws_connect
 
 __all__ = ["TOKEN_HEADER", "new_token", "script_target", "script_request", "chunked", "ping", "run_script", "ScriptRun",
            "ws_open", "ws_script", "ws_accepted", "ws_steps", "response_script", "respond_script", "big_response_script", "events_of", "steps_of", "step", "named",
-           "step_value", "wait_event", "wait_steps", "events_until", "probe", "h2_get", "h2_probe", "decode_probe",
+           "step_value", "wait_event", "wait_step", "wait_steps", "events_until", "probe", "h2_get", "h2_probe", "decode_probe",
            "value_of", "asgi_scope", "wsgi_environ", "rsgi_attrs", "rsgi_headers", "app_view", "random_bytes"]
 
 #: the header that carries a request's event-log token (lower-case: HTTP/2 needs it so)
@@ -49,8 +48,8 @@ _STEPS_TIMEOUT = 5.0
 
 
 def new_token() -> str:
-    """A fresh event-log token for one check (the apps accept ``[A-Za-z0-9_-]{1,64}``)."""
-    return "c" + secrets.token_hex(8)
+    """A fresh event-log token for one check (``fixtures.new_token``: the apps accept ``[A-Za-z0-9_-]{1,64}``)."""
+    return fixtures.new_token("c")
 
 
 # -- scripts ----------------------------------------------------------------------------------------
@@ -262,6 +261,11 @@ def _poll(server, token: str, enough, timeout: float) -> list:
         if enough(events) or time.monotonic() >= deadline:
             return events
         time.sleep(0.02)
+
+
+def wait_step(server, token: str, index: int, timeout: float) -> dict | None:
+    """The step event with that index once it is logged, or None at the deadline."""
+    return step(_poll(server, token, lambda events: step(events, index) is not None, timeout), index)
 
 
 def wait_steps(server, token: str, count: int, timeout: float = _STEPS_TIMEOUT) -> list:

@@ -20,7 +20,7 @@ import pytest
 from gatecheck import fixtures
 
 from gatecheck.conformance.app import (new_token, probe, random_bytes, run_script, script_request, step, step_value,
-                                       value_of)
+                                       value_of, wait_step)
 from gatecheck.conformance.client.http1 import Connection, read_raw
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.private import private_server
@@ -58,15 +58,6 @@ def _partial_upload(server, steps: list):
     """A POST declaring 100 body bytes of which only 3 arrive before the client leaves."""
     return lambda token: script_request(server, steps, token=token, method="POST",
                                         headers=[("Content-Length", "100")], body=b"abc", content_length=False)
-
-
-def _step_within(server, token: str, index: int, timeout: float) -> dict | None:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = step(fixtures.read_events(server.event_dir, token), index)
-        if found is not None or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.02)
 
 
 # -- request body ------------------------------------------------------------------------------
@@ -146,7 +137,7 @@ def test_aborted_upload_is_not_presented_as_a_complete_body(server, op):
     normally with a truncated body, and never hangs. (RFC 9112 §8: the message is incomplete; suite
     policy for RSGI, which does not say how.)"""
     token = _abandon(server, _partial_upload(server, [[op], _OK]))
-    found = _step_within(server, token, 0, _DISCONNECT_WAIT)
+    found = wait_step(server, token, 0, _DISCONNECT_WAIT)
     assert found is not None, f"{op} was still waiting {_DISCONNECT_WAIT}s after the client left"
     if found.get("ok"):
         result = found["result"]
@@ -164,7 +155,7 @@ def test_client_disconnect_resolves_when_the_client_aborts_the_upload(server):
     """``client_disconnect()`` resolves when the client leaves in the middle of sending the body."""
     steps = [["wait_disconnect", 10], _OK]
     token = _abandon(server, _partial_upload(server, steps))
-    found = _step_within(server, token, 0, _DISCONNECT_WAIT)
+    found = wait_step(server, token, 0, _DISCONNECT_WAIT)
     assert found is not None, f"client_disconnect() still pending {_DISCONNECT_WAIT}s after the client left"
     assert found.get("ok"), f"client_disconnect() raised {found.get('error')}"
 
@@ -174,7 +165,7 @@ def test_client_disconnect_resolves_when_the_client_leaves_before_the_response(s
     """``client_disconnect()`` resolves when the client leaves after a complete request, before any response."""
     steps = [["wait_disconnect", 10], _OK]
     token = _abandon(server, lambda t: script_request(server, steps, token=t))
-    found = _step_within(server, token, 0, _DISCONNECT_WAIT)
+    found = wait_step(server, token, 0, _DISCONNECT_WAIT)
     assert found is not None and found.get("ok"), (
         f"client_disconnect() did not resolve within {_DISCONNECT_WAIT}s of the client leaving: {found}")
 
@@ -184,7 +175,7 @@ def test_client_disconnect_resolves_when_the_client_leaves_mid_stream(server):
     """``client_disconnect()`` resolves when the client leaves while a streamed response is under way."""
     steps = [["stream", 200, _PLAIN], ["send_bytes", "first"], ["wait_disconnect", 10], ["send_bytes", "x"]]
     token = _abandon(server, lambda t: script_request(server, steps, token=t), read_first=True)
-    found = _step_within(server, token, 2, _DISCONNECT_WAIT)
+    found = wait_step(server, token, 2, _DISCONNECT_WAIT)
     assert found is not None and found.get("ok"), (
         f"client_disconnect() did not resolve within {_DISCONNECT_WAIT}s of the client leaving: {found}")
 

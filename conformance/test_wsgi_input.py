@@ -10,8 +10,6 @@ and reads what each call returned from the event log, so the app's view is asser
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from gatecheck.conformance.client.http1 import Connection
@@ -49,16 +47,6 @@ def _assert_next_answered(ex, problem: str) -> None:
         return
     assert len(ex.final) == 2 and ex.final[1].status == 200 and ex.final[1].body == b"ok", (
         f"{problem}: {describe(ex)}")
-
-
-def _first_response(conn: Connection, timeout: float = REPLY_TIMEOUT):
-    """Read until the first response of any kind (a 1xx too) arrives, the server closes, or ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        ex = conn.read_responses(1, methods=["POST"], timeout=max(0.01, min(0.1, remaining)))
-        if ex.responses or ex.closed or remaining <= 0:
-            return ex
 
 
 def _bytes(result: dict | None, what: str) -> bytes:
@@ -266,7 +254,7 @@ def test_expect_100_continue_with_an_app_that_never_reads_is_still_answered(serv
                           headers=[("Expect", "100-continue"), ("Content-Length", "5")], content_length=False)
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(data)
-        early = _first_response(conn)
+        early = conn.read_first(["POST"], REPLY_TIMEOUT)
         assert early.responses, (f"neither 100 nor a final response within {REPLY_TIMEOUT}s while the body "
                                  f"was held back: {describe(early)}")
         ex = early

@@ -19,12 +19,13 @@ import pytest
 
 from gatecheck.fixtures import TOKEN_HEADER
 
+from .app import new_token
 from .client.http1 import Connection, Exchange, build_request
 from .results import UNSUPPORTED_PREFIX
 
 __all__ = ["REPLY_TIMEOUT", "CLOSE_WAIT", "MODES", "request", "deliver", "assert_rejected", "assert_refused",
            "assert_closed_after_answer", "status_classes", "assert_closed", "assert_serves", "smuggled_request",
-           "assert_never_parsed", "describe", "read_first",
+           "assert_never_parsed", "describe",
            "says_close", "assert_answered_in_order"]
 
 REPLY_TIMEOUT = 3.0   # seconds for a reply to a small request on a loaded 2-core box
@@ -147,7 +148,7 @@ def assert_closed(ex: Exchange) -> None:
 def assert_serves(server) -> None:
     """The server still answers a normal request on a new connection, and the app logged it: so a check's
     "never parsed" (nothing logged under a smuggled token) stands on a log that works."""
-    token = server.new_token()
+    token = new_token()
     ex = deliver(server, smuggled_request(server, token))
     assert ex.final and ex.final[0].status == 200 and ex.final[0].body == b"ok", (
         f"after the previous input, a plain GET /ping on a new connection {describe(ex)}")
@@ -164,21 +165,6 @@ def assert_never_parsed(server, token: str, wait: float = 0.1) -> None:
     events = server.events(token, timeout=wait)
     seen = [(e.get("event"), e.get("path")) for e in events][:5]
     assert not events, f"the smuggled request reached the app as a request of its own: {seen}"
-
-
-def read_first(conn: Connection, methods=(), timeout: float = REPLY_TIMEOUT) -> Exchange:
-    """Read until the first response of any kind (interim or final) arrives, the server closes, or
-    ``timeout`` passes; ``read_responses`` alone would wait past a 1xx for a final response."""
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        ex = _read_for(conn, methods, max(0.01, min(0.1, remaining)))
-        if ex.responses or ex.closed or remaining <= 0:
-            return ex
-
-
-def _read_for(conn: Connection, methods, timeout: float) -> Exchange:
-    return conn.read_responses(1, methods=methods, timeout=timeout)
 
 
 def says_close(resp) -> bool:

@@ -336,6 +336,16 @@ class Connection:
         raw, self.buffer = self.buffer, self.buffer[pos:]
         return Exchange(responses, self.closed, self.buffer, timed_out, raw)
 
+    def read_first(self, methods=(), timeout: float | None = None) -> Exchange:
+        """Read until the first response of any kind (interim or final) arrives, the server closes, or
+        ``timeout`` passes; ``read_responses`` alone would wait past a 1xx for a final response."""
+        deadline = time.monotonic() + (timeout if timeout is not None else self.timeout)
+        while True:
+            remaining = deadline - time.monotonic()
+            ex = self.read_responses(1, methods=methods, timeout=max(0.01, min(0.1, remaining)))
+            if ex.responses or ex.closed or remaining <= 0:
+                return ex
+
     def _parse(self, buf: bytearray, methods) -> tuple:
         """(responses, position after them, None), or ([], 0, what is wrong with the bytes)."""
         try:

@@ -157,6 +157,7 @@ def test_wss_speaks_the_same_protocol_over_tls():
     thread.start()
     with listener, connect(listener.getsockname(), "/ws", "127.0.0.1", timeout=3, tls=True) as conn:
         assert conn.handshake.status == 101
+        assert conn.info is not None and conn.info.version.startswith("TLS"), conn.info   # opened by client.connect
         assert conn.read_message() == (OP_TEXT, b"over tls")
     thread.join(3)
 
