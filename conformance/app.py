@@ -34,10 +34,11 @@ from .client.h2 import H2Client, StreamState
 from .client.http1 import Connection, Exchange, build_request, exchange
 from .client.ws import connect as ws_connect
 
-__all__ = ["TOKEN_HEADER", "new_token", "script_target", "script_request", "chunked", "ping", "run_script", "ScriptRun",
-           "ws_open", "ws_script", "ws_accepted", "ws_steps", "response_script", "respond_script", "big_response_script", "events_of", "steps_of", "step", "named",
-           "step_value", "wait_event", "wait_step", "wait_steps", "events_until", "probe", "h2_get", "h2_probe", "decode_probe",
-           "value_of", "asgi_scope", "wsgi_environ", "rsgi_attrs", "rsgi_headers", "app_view", "random_bytes"]
+__all__ = ["TOKEN_HEADER", "new_token", "script_target", "script_request", "chunked", "ping", "run_script",
+           "ScriptRun", "ws_open", "ws_script", "ws_accepted", "ws_steps", "response_script", "events_of",
+           "steps_of", "step", "named", "step_value", "wait_event", "wait_step", "wait_steps", "events_until",
+           "probe", "h2_get", "h2_probe", "decode_probe", "value_of", "asgi_scope", "wsgi_environ", "rsgi_attrs",
+           "rsgi_headers", "app_view", "random_bytes"]
 
 #: the header that carries a request's event-log token (lower-case: HTTP/2 needs it so)
 TOKEN_HEADER = fixtures.TOKEN_HEADER
@@ -99,28 +100,28 @@ class ScriptRun(NamedTuple):
 def run_script(server, steps: list, *, over: str = "http1", then=(), count: int | None = None,
                method: str = "GET", headers=(), body: bytes = b"", chunks=None, version: str = "HTTP/1.1",
                token: str | None = "new", timeout: float = 5.0, wait: bool = True,
-               steps_timeout: float | None = None) -> ScriptRun:
+               steps_timeout: float | None = None, tls: bool = False) -> ScriptRun:
     """Send one scripted request on a new connection and return a :class:`ScriptRun`.
 
     ``over``: "http1" (the request exactly as asked: Content-Length, or chunked when ``chunks`` is given;
     the raw GET requests in the tuple ``then`` pipelined behind it; up to ``count`` final responses read,
     default 1 + len(then)) or "h2" (one stream; ``exchange`` is its ``StreamState``). ``token=None``
-    sends no event-log token. ``timeout`` bounds the reply; then, unless ``wait`` is false, the script's
-    steps are waited for (:func:`wait_steps`, up to ``steps_timeout``, default ``timeout``)."""
+    sends no event-log token; ``tls`` sends it over TLS. ``timeout`` bounds the reply; then, unless ``wait``
+    is false, the script's steps are waited for (:func:`wait_steps`, up to ``steps_timeout``, default ``timeout``)."""
     token = new_token() if token == "new" else token
     if over == "h2":
         h2_headers = list(headers) + ([(TOKEN_HEADER, token)] if token is not None else [])
-        result = h2_get(server, script_target(steps), h2_headers, method=method, body=body, timeout=timeout)
+        result = h2_get(server, script_target(steps), h2_headers, method=method, body=body, timeout=timeout, tls=tls)
     else:
         result = _run_http1(server, steps, token, then=then, count=count, method=method, headers=headers,
-                            body=body, chunks=chunks, version=version, timeout=timeout)
+                            body=body, chunks=chunks, version=version, timeout=timeout, tls=tls)
     events = []
     if wait and token is not None:
         events = wait_steps(server, token, len(steps), timeout=timeout if steps_timeout is None else steps_timeout)
     return ScriptRun(token, result, events)
 
 
-def _run_http1(server, steps, token, *, then, count, method, headers, body, chunks, version, timeout) -> Exchange:
+def _run_http1(server, steps, token, *, then, count, method, headers, body, chunks, version, timeout, tls) -> Exchange:
     count = count if count is not None else 1 + len(then)
     headers, content_length = list(headers), True
     if chunks is not None:
@@ -128,7 +129,7 @@ def _run_http1(server, steps, token, *, then, count, method, headers, body, chun
         headers.append(("Transfer-Encoding", "chunked"))
     data = script_request(server, steps, token=token, method=method, headers=headers, body=body,
                           version=version, content_length=content_length)
-    with Connection(server.address, timeout) as conn:
+    with Connection(server.address, timeout, tls=tls) as conn:
         conn.send(data + b"".join(then))
         return conn.read_responses(count, methods=[method] + ["GET"] * (count - 1))
 
@@ -163,25 +164,27 @@ def ws_steps(server, token: str, timeout: float = 5.0) -> dict:
     return {e["index"]: e for e in named(events_of(server, token), "step")}
 
 
-def response_script(interface: str, status: int, headers=(), chunks=(), pause: float = 0.0) -> list:
-    """Steps that answer ``status`` with ``headers`` and the body ``chunks`` (str), sent one by one with
-    ``pause`` seconds between them, in the interface's own vocabulary (ASGI start/body, RSGI
-    stream/send_bytes, WSGI start_response/yield)."""
-    headers = [list(h) for h in headers]
-    chunks = list(chunks)
+def response_script(interface: str, status: int, headers=(), chunks=(), pause: float = 0.0, *,
+                    read_body: bool = False) -> list:
+    """Steps that answer ``status`` with ``headers`` and the body ``chunks`` (str, or ``{"size": n}`` for n
+    payload bytes), sent one by one with ``pause`` seconds between them, in the interface's own vocabulary
+    (ASGI start/body, RSGI stream/send_bytes, WSGI start_response/yield); ``read_body`` reads the whole
+    request body first. ``script_target(steps)`` is the request target that runs them."""
+    headers, chunks = [list(h) for h in headers], list(chunks)
+    steps = [[_READ_BODY[interface]]] if read_body else []
     if interface == "asgi":
-        steps = [["start", status, headers]]
+        steps.append(["start", status, headers])
         for i, chunk in enumerate(chunks):
             if i and pause:
                 steps.append(["sleep", pause])
             steps.append(["body", chunk, i < len(chunks) - 1])
         return steps if chunks else steps + [["body", ""]]
+    if interface == "rsgi" and len(chunks) <= 1 and not pause:
+        return steps + [["response_bytes", status, headers, chunks[0] if chunks else ""]]
     if interface == "rsgi":
-        if len(chunks) <= 1 and not pause:
-            return [["response_bytes", status, headers, chunks[0] if chunks else ""]]
-        steps = [["stream", status, headers]]
+        steps.append(["stream", status, headers])
     else:
-        steps = [["start_response", f"{status} {_REASONS.get(status, 'Status')}", headers]]
+        steps.append(["start_response", f"{status} {_REASONS.get(status, 'Status')}", headers])
     for i, chunk in enumerate(chunks):
         if i and pause:
             steps.append(["sleep", pause])
@@ -190,30 +193,7 @@ def response_script(interface: str, status: int, headers=(), chunks=(), pause: f
 
 
 _REASONS = {200: "OK", 204: "No Content", 299: "Gatecheck", 304: "Not Modified"}
-
-
-def respond_script(interface: str, status: int, headers: list, body: str) -> str:
-    """A /script target whose app reads the whole request body, then answers ``status`` with ``headers``
-    and ``body`` (one piece)."""
-    if interface == "asgi":
-        steps = [["receive_all"], ["start", status, headers], ["body", body]]
-    elif interface == "rsgi":
-        steps = [["read_all"], ["response_bytes", status, headers, body]]
-    else:
-        reason = {200: "OK"}.get(status, "Whatever")
-        steps = [["read_body"], ["start_response", f"{status} {reason}", headers], ["yield", body]]
-    return script_target(steps)
-
-
-def big_response_script(interface: str, size: int) -> str:
-    """A /script target answering 200 with ``size`` payload bytes (fixtures.payload_bytes) in one piece."""
-    if interface == "asgi":
-        steps = [["start", 200], ["body", {"size": size}]]
-    elif interface == "rsgi":
-        steps = [["response_bytes", 200, [], {"size": size}]]
-    else:
-        steps = [["start_response", "200 OK"], ["yield", {"size": size}]]
-    return script_target(steps)
+_READ_BODY = {"asgi": "receive_all", "rsgi": "read_all", "wsgi": "read_body"}
 
 
 # -- the event log ----------------------------------------------------------------------------------
@@ -307,9 +287,10 @@ def probe(server, target: str = "/probe", *, method: str = "GET", headers=(), bo
 
 
 def h2_get(server, path: str, headers=(), *, method: str = "GET", body: bytes = b"",
-           raw_headers: list | None = None, timeout: float = 5.0) -> StreamState:
-    """One HTTP/2 request on a fresh connection (prior knowledge); the stream's final state."""
-    with H2Client(server.address, authority=server.authority, timeout=timeout) as client:
+           raw_headers: list | None = None, timeout: float = 5.0, tls: bool = False) -> StreamState:
+    """One HTTP/2 request on a fresh connection (prior knowledge, or ALPN h2 with ``tls``); the stream's
+    final state."""
+    with H2Client(server.address, authority=server.authority, timeout=timeout, tls=tls) as client:
         sid = client.request(method, path, headers, body, raw_headers=raw_headers)
         return client.response(sid)
 

@@ -13,8 +13,8 @@ import pytest
 from gatecheck import fixtures
 
 from gatecheck.conformance.client.h2 import H2Client
-from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, h2_get, h2_probe, respond_script, rsgi_attrs,
-                                       rsgi_headers, wsgi_environ)
+from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, h2_get, h2_probe, response_script, rsgi_attrs,
+                                       rsgi_headers, script_target, wsgi_environ)
 from gatecheck.conformance.markers import interfaces, needs, spec
 
 pytestmark = needs("h2c")
@@ -235,7 +235,8 @@ def test_te_trailers_is_served(server):
 @spec("RFC 9113 §8.2", "MUST")
 def test_app_response_field_names_go_out_lower_case(server):
     """Mixed-case response header names from the app are sent lower-case (upper-case names are malformed on HTTP/2)."""
-    resp = h2_get(server, respond_script(server.interface, 200, [["X-Mixed-Case", "1"], ["Content-Type", "text/plain"]], "ok"))
+    headers = [["X-Mixed-Case", "1"], ["Content-Type", "text/plain"]]
+    resp = h2_get(server, script_target(response_script(server.interface, 200, headers, ["ok"], read_body=True)))
     assert resp.status == 200, resp.describe()
     names = [n for n, _ in resp.headers]
     assert all(n == n.lower() for n in names), names
@@ -247,7 +248,8 @@ def test_app_response_field_names_go_out_lower_case(server):
 @spec("RFC 9113 §8.2.2", "MUST NOT")
 def test_app_connection_specific_response_field_is_not_sent(server, name, value):
     """A connection-specific field the app puts in its response never goes out on HTTP/2 (dropped, or the response fails). Evidence: a response, or a RST_STREAM, on the stream."""
-    resp = h2_get(server, respond_script(server.interface, 200, [[name, value]], "ok"))
+    resp = h2_get(server, script_target(response_script(server.interface, 200, [[name, value]], ["ok"],
+                                                        read_body=True)))
     assert resp.status is not None or resp.reset_code is not None, f"no answer on the stream: {resp.describe()}"
     assert resp.header(name.encode()) == [], f"{name} sent on HTTP/2: {resp.headers}"
     if resp.status == 200:

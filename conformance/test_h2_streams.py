@@ -12,8 +12,8 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, big_response_script, h2_probe, random_bytes,
-                                       rsgi_attrs, rsgi_headers, script_target, wsgi_environ)
+from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, h2_probe, random_bytes, response_script, rsgi_attrs,
+                                       rsgi_headers, script_target, wsgi_environ)
 from gatecheck.conformance.client.h2 import DATA, H2Client, SettingCodes
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.private import private_server
@@ -91,7 +91,7 @@ def test_large_response_never_exceeds_a_small_window(server):
     window = 16384
     with _client(server, settings={SettingCodes.INITIAL_WINDOW_SIZE: window}, auto_window=False, timeout=5) as client:
         client.wait_settings()
-        sid = client.request("GET", big_response_script(server.interface, MIB10))
+        sid = client.request("GET", script_target(response_script(server.interface, 200, chunks=[{"size": MIB10}])))
         state = client.streams[sid]
         granted_stream, granted_conn = window, 65535
         deadline = time.monotonic() + 40

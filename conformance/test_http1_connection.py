@@ -8,7 +8,8 @@ from gatecheck.fixtures import JSON_BODY, TOKEN_HEADER, payload_bytes
 
 from gatecheck.conformance.app import new_token
 from gatecheck.conformance.markers import needs, spec
-from gatecheck.conformance.wire import (assert_answered_in_order, assert_closed, assert_never_parsed, deliver, describe, request,
+from gatecheck.conformance.wire import (assert_answered_in_order, assert_closed, assert_never_parsed, deliver,
+                                        describe, request,
                    says_close, smuggled_request)
 
 pytestmark = needs("http1")

@@ -16,7 +16,8 @@ import pytest
 from gatecheck.conformance.app import new_token
 from gatecheck.conformance.markers import needs, spec
 from gatecheck.conformance.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.wire import (assert_never_parsed, assert_serves, deliver, describe, request, says_close, smuggled_request,
+from gatecheck.conformance.wire import (assert_never_parsed, assert_serves, deliver, describe, request, says_close,
+                                        smuggled_request,
                    status_classes)
 
 pytestmark = needs("http1")

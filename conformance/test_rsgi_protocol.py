@@ -119,7 +119,8 @@ _TWICE = {"read-then-read": ["read_all", "read_all"], "read-then-iter": ["read_a
 def test_reading_the_body_twice_never_hangs_or_repeats_it(server, ops):
     """A second body read after the body was consumed raises or yields nothing — it never hangs and never
     hands the body out again; the response still goes out. (The spec is silent; suite policy.)"""
-    _, ex, events = run_script(server, [[ops[0]], [ops[1]], _OK], method="POST", body=b"only once", timeout=REPLY_TIMEOUT)
+    _, ex, events = run_script(server, [[ops[0]], [ops[1]], _OK], method="POST", body=b"only once",
+                               timeout=REPLY_TIMEOUT)
     step_value(step(events, 0), ops[0])
     second = step(events, 1)
     assert second is not None, "the second read never returned"

@@ -42,7 +42,8 @@ def _no_stray_bytes(ex) -> None:
 @spec(_PROTO, "DEFINED")
 def test_response_empty_sends_the_status_without_body(server, status):
     """``response_empty(status, headers)`` sends that status and the app's headers with no body."""
-    _, ex, _ = run_script(server, [["response_empty", status, [["x-empty", "yes"]]]], then=(ping(server),), timeout=REPLY_TIMEOUT)
+    _, ex, _ = run_script(server, [["response_empty", status, [["x-empty", "yes"]]]], then=(ping(server),),
+                          timeout=REPLY_TIMEOUT)
     resp = ex.first
     assert resp.status == status and resp.header("x-empty") == "yes" and resp.body == b"", describe(ex)
     _no_stray_bytes(ex)
@@ -62,7 +63,8 @@ def test_response_bytes_sends_status_headers_and_exact_body(server):
     """``response_bytes`` sends the app's status, headers and the exact bytes (NUL, 0xFF, CR LF included)."""
     body = b"\x00\x01\r\n\xff0\r\n\r\nend"
     b64 = {"b64": base64.b64encode(body).decode()}
-    _, ex, _ = run_script(server, [["response_bytes", 202, [["x-a", "1"]], b64]], then=(ping(server),), timeout=REPLY_TIMEOUT)
+    _, ex, _ = run_script(server, [["response_bytes", 202, [["x-a", "1"]], b64]], then=(ping(server),),
+                          timeout=REPLY_TIMEOUT)
     resp = ex.first
     assert resp.status == 202 and resp.header("x-a") == "1" and resp.body == body, describe(ex)
     _no_stray_bytes(ex)
@@ -73,7 +75,8 @@ def test_response_str_is_sent_utf8_encoded(server):
     """``response_str`` sends the text UTF-8 encoded. (The spec names no encoding; UTF-8 is the suite's
     reading.)"""
     text = "h\u00e9llo \u20ac \U0001f600"
-    _, ex, _ = run_script(server, [["response_str", 201, [["content-type", "text/plain; charset=utf-8"]], text]], timeout=REPLY_TIMEOUT)
+    _, ex, _ = run_script(server, [["response_str", 201, [["content-type", "text/plain; charset=utf-8"]], text]],
+                          timeout=REPLY_TIMEOUT)
     assert ex.first.status == 201 and ex.first.body == text.encode("utf-8"), describe(ex)
 
 

@@ -20,7 +20,8 @@ import os
 import pytest
 
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.client.ws import (EOF, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT, TIMEOUT, accept_for,
+from gatecheck.conformance.client.ws import (EOF, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT, TIMEOUT,
+                                             accept_for,
                  close_payload, connect, encode_frame)
 
 pytestmark = [interfaces("asgi", "rsgi"), needs("websockets")]

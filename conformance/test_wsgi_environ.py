@@ -119,7 +119,8 @@ def test_path_info_is_percent_decoded_latin1(server, raw, expected):
     """SCRIPT_NAME + PATH_INFO is the path percent-decoded, its bytes carried as latin-1 code points (how the
     server splits the two is its own business)."""
     env = _environ(server, raw)
-    assert env.get("SCRIPT_NAME", "") + env.get("PATH_INFO", "") == expected, (env.get("SCRIPT_NAME"), env.get("PATH_INFO"))
+    assert env.get("SCRIPT_NAME", "") + env.get("PATH_INFO", "") == expected, (env.get("SCRIPT_NAME"),
+                                                                               env.get("PATH_INFO"))
 
 
 @spec(_ENV, "SHOULD")

@@ -72,7 +72,8 @@ def test_close_is_not_called_twice(server):
 @spec(_SPEC, "MUST")
 def test_close_is_called_when_iteration_raises(server):
     """close() is called when the iterable raises in the middle of the response."""
-    token, _, _ = run_script(server, [_sr(), ["yield", "a"], ["raise", "mid-body"], ["yield", "b"]], timeout=REPLY_TIMEOUT, wait=False)
+    token, _, _ = run_script(server, [_sr(), ["yield", "a"], ["raise", "mid-body"], ["yield", "b"]],
+                             timeout=REPLY_TIMEOUT, wait=False)
     closes, events = _closes(server, token)
     assert closes, f"close() was never called; events: {[e['event'] for e in events]}"
 
@@ -89,7 +90,8 @@ def test_response_is_aborted_when_iteration_raises(server, headers):
 
     Evidence, not absence: the app's log must show it yielded its bytes (so there was a response to
     abort); a close before the app ran proves nothing."""
-    token, ex, _ = run_script(server, [_sr("200 OK", *headers), ["yield", "abc"], ["raise", "mid-body"]], timeout=REPLY_TIMEOUT, wait=False)
+    token, ex, _ = run_script(server, [_sr("200 OK", *headers), ["yield", "abc"], ["raise", "mid-body"]],
+                              timeout=REPLY_TIMEOUT, wait=False)
     yielded = step(wait_steps(server, token, 2), 1)
     assert yielded and yielded.get("ok"), f"no evidence the app ran and yielded (step: {yielded}): {describe(ex)}"
     complete = [r for r in ex.final if r.status == 200]
@@ -191,7 +193,8 @@ def test_body_shorter_than_content_length_closes_the_connection(server):
 def test_one_element_list_without_length_is_framed(server):
     """A one-element list without Content-Length arrives whole and delimited (computed length, chunked, or
     close); a computed Content-Length is the element's length."""
-    _, ex, _ = run_script(server, [_sr(), ["return_list", ["hello world"]]], then=(ping(server),), timeout=REPLY_TIMEOUT, wait=False)
+    _, ex, _ = run_script(server, [_sr(), ["return_list", ["hello world"]]], then=(ping(server),),
+                          timeout=REPLY_TIMEOUT, wait=False)
     assert ex.first.body == b"hello world", describe(ex)
     assert ex.first.header("content-length") in (None, "11"), describe(ex)
     if len(ex.final) == 2:
@@ -280,7 +283,8 @@ def test_file_wrapper_accepts_a_block_size(server):
 @spec(_FW, "MUST NOT")
 def test_discarded_file_wrapper_transmits_nothing(server):
     """A wsgi.file_wrapper result the app drops (as middleware may) sends nothing of the file."""
-    token, ex, _ = run_script(server, [_sr(), ["discard_file_wrapper", fixtures.STATIC_SMALL], ["yield", "other"]], timeout=REPLY_TIMEOUT, wait=False)
+    token, ex, _ = run_script(server, [_sr(), ["discard_file_wrapper", fixtures.STATIC_SMALL], ["yield", "other"]],
+                              timeout=REPLY_TIMEOUT, wait=False)
     _offered(step(wait_steps(server, token, 3), 1))
     assert ex.first.body == b"other", describe(ex)
     assert _SMALL[:20] not in ex.raw, describe(ex)
