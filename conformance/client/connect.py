@@ -11,7 +11,7 @@ Rules of this module:
 
 1. The client trusts exactly the suite's test certificate (``fixtures.TLS_CERT``) and checks the name
    (127.0.0.1 is an IP subjectAltName of it): a server presenting another certificate fails loudly.
-2. Every socket operation has the caller's timeout, as in ``http1.py``; a TLS read that ends without a
+2. Every socket operation has the caller's timeout; a TLS read that ends without a
    close_notify counts as the peer closing, as a TCP FIN does in cleartext.
 3. A refused handshake (an alert, or the connection closed during it) is an outcome, not an error: the
    checks about what a server must refuse look at it.
@@ -22,11 +22,9 @@ import contextlib
 import socket
 import ssl
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gatecheck import fixtures
-
 
 __all__ = ["connect", "TlsStream", "HandshakeInfo", "handshake", "tls_context", "tls_connect", "iana_cipher_id",
            "TLS_VERSIONS", "client_can_offer_old_tls"]
@@ -86,7 +84,7 @@ def iana_cipher_id(ctx: ssl.SSLContext, name: str) -> int | None:
     return None
 
 
-@contextmanager
+@contextlib.contextmanager
 def tls_connect(address: tuple, alpn=None, *, timeout: float = 5.0, max_version=None):
     """Yield (TLS socket, HandshakeInfo) for one connection; raises ssl.SSLError/OSError if refused."""
     sock = connect(address, alpn=alpn, tls=True, timeout=timeout, max_version=max_version)
