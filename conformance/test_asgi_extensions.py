@@ -13,11 +13,10 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.client import probe, value_of
-from gatecheck.conformance.http1 import Connection, build_request
+from gatecheck.conformance.app import new_token, probe, run_script, script_request, step, value_of, wait_steps
+from gatecheck.conformance.client.http1 import Connection, build_request
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.scripted import new_token, run_script, script_request, step, wait_steps
 from gatecheck.conformance.wire import assert_answered_in_order
 
 pytestmark = [interfaces("asgi"), needs("http1")]
@@ -98,7 +97,7 @@ def test_pathsend_keeps_the_app_headers(server, name):
     data = _file(name)
     headers = [["content-type", "application/x-gatecheck"], ["content-length", str(len(data))],
                ["x-gatecheck-app", "kept"]]
-    run = run_script(server, [["start", 203, headers], ["pathsend", name]], timeout=10)
+    run = run_script(server, [["start", 203, headers], ["pathsend", name]], timeout=10, steps_timeout=5.0)
     resp = run.exchange.first
     assert resp.status == 203
     assert resp.header("content-type") == "application/x-gatecheck"
@@ -177,7 +176,7 @@ def _zerocopy_run(server):
     steps = [["start", 200, [["content-length", str(len(expected))]]], ["body", "head-", True],
              ["zerocopysend", fixtures.STATIC_JPEG, 100, 1000, True],
              ["zerocopysend", fixtures.STATIC_JPEG, 0, 10, True], ["body", "-tail"]]
-    return run_script(server, steps, timeout=10), expected
+    return run_script(server, steps, timeout=10, steps_timeout=5.0), expected
 
 
 @spec(f"{_EXT} §Zero Copy Send", "DEFINED")

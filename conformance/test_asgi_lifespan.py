@@ -19,10 +19,10 @@ from gatecheck import fixtures
 from gatecheck.servers import ServerExited
 from gatecheck.servers.process import free_port
 
-from gatecheck.conformance.http1 import Connection, build_request, exchange
+from gatecheck.conformance.client.http1 import Connection, build_request, exchange
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.private import private_server
-from gatecheck.conformance.scripted import new_token, run_script, script_request
+from gatecheck.conformance.app import new_token, run_script, script_request
 
 pytestmark = [interfaces("asgi"), needs("http1", "lifespan")]
 

@@ -18,10 +18,10 @@ import time
 
 import pytest
 
-from gatecheck.conformance.client import random_bytes, value_of
-from gatecheck.conformance.http1 import Connection, build_request, parse_responses, read_raw
+from gatecheck.conformance.app import (new_token, random_bytes, run_script, script_request, step, value_of,
+                                       wait_event, wait_steps)
+from gatecheck.conformance.client.http1 import Connection, build_request, parse_responses, read_raw
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.scripted import new_token, wait_event, run_script, script_request, step, wait_steps
 from gatecheck.conformance.wire import assert_answered_in_order
 
 pytestmark = [interfaces("asgi"), needs("http1")]
@@ -159,7 +159,7 @@ def test_request_without_body_gives_empty_request_messages(server, how):
 def test_receive_waits_while_the_request_is_open(server):
     """After the last http.request, receive() returns nothing while the response is unsent and the client connected."""
     steps = [["receive_all"], ["watch_disconnect", 0.6], ["sleep", 0.9], ["start", 200], ["body", "x"]]
-    run = run_script(server, steps, timeout=6)
+    run = run_script(server, steps, timeout=6, steps_timeout=5.0)
     assert run.exchange.first.status == 200
     names = [e["event"] for e in run.events]
     assert "watch.timeout" in names, (

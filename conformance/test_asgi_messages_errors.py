@@ -15,11 +15,10 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.client import probe, value_of
-from gatecheck.conformance.http1 import Connection, build_request, exchange
+from gatecheck.conformance.app import new_token, probe, script_request, step, value_of, wait_steps
+from gatecheck.conformance.client.http1 import Connection, build_request, exchange
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.private import private_server
-from gatecheck.conformance.scripted import new_token, script_request, step, wait_steps
 
 pytestmark = [interfaces("asgi"), needs("http1")]
 

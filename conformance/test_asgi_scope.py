@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from gatecheck.conformance.client import probe, value_of
+from gatecheck.conformance.app import probe, value_of
 from gatecheck.conformance.markers import interfaces, spec
 
 pytestmark = interfaces("asgi")

@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from gatecheck.conformance.client import random_bytes
-from gatecheck.conformance.http1 import build_request, exchange
+from gatecheck.conformance.app import random_bytes
+from gatecheck.conformance.client.http1 import build_request, exchange
 from gatecheck.conformance.markers import needs, spec
 
 pytestmark = needs("http1")

@@ -12,8 +12,8 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.client import probe, value_of
-from gatecheck.conformance.http1 import Connection, build_request, exchange
+from gatecheck.conformance.app import probe, value_of
+from gatecheck.conformance.client.http1 import Connection, build_request, exchange
 from gatecheck.conformance.markers import interfaces, needs, spec
 
 pytestmark = needs("http1")

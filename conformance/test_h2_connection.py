@@ -3,7 +3,7 @@
 RFC 9113 §3.4 (preface), §6.5.2 (SETTINGS_ENABLE_PUSH), §6.8/§9.1 (GOAWAY), §10.5 (denial of service);
 RFC 7540 §3.2 for the deprecated `h2c` Upgrade.
 
-Every read is bounded (conformance/bounded.py: a deadline and a size cap); the `Upgrade: h2c` checks
+Every read is bounded (conformance/client/bounded.py: a deadline and a size cap); the `Upgrade: h2c` checks
 read the HTTP/1.1 answer strictly (a malformed response is a failure that shows its bytes).
 """
 from __future__ import annotations
@@ -19,13 +19,12 @@ import h2.config
 import h2.connection
 import h2.events
 
-from gatecheck.conformance import bounded
-from gatecheck.conformance.client import value_of
-from gatecheck.conformance.h2client import CONNECTION_CAP, GOAWAY, SETTINGS, H2Client, H2Timeout, SettingCodes
-from gatecheck.conformance.http1 import ParseError, parse_responses
+from gatecheck.conformance.client import bounded
+from gatecheck.conformance.app import script_target, value_of
+from gatecheck.conformance.client.h2 import CONNECTION_CAP, GOAWAY, SETTINGS, H2Client, H2Timeout, SettingCodes
+from gatecheck.conformance.client.http1 import ParseError, parse_responses
 from gatecheck.conformance.markers import needs, spec
 from gatecheck.conformance.private import private_server
-from gatecheck.conformance.scripts import script_target
 
 pytestmark = needs("h2c")
 

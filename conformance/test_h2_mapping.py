@@ -12,9 +12,9 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.h2client import H2Client
-from gatecheck.conformance.h2probe import (TOKEN, asgi_scope, h2_get, h2_probe, outcome, refused, respond_script, rsgi_attrs,
-                      rsgi_headers, wsgi_environ)
+from gatecheck.conformance.client.h2 import H2Client
+from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, h2_get, h2_probe, response_script, rsgi_attrs,
+                                       rsgi_headers, script_target, wsgi_environ)
 from gatecheck.conformance.markers import interfaces, needs, spec
 
 pytestmark = needs("h2c")
@@ -24,6 +24,15 @@ _RSGI = "RSGI §HTTP connection scope"
 _WSGI = "PEP 3333 §environ Variables"
 _PATH = "/probe/a%20b"
 _QUERY = "x=1&y=%20"
+
+#: how a server may refuse a malformed request: a stream error, a connection error (RFC 9113 §5.4.1
+#: lets an endpoint treat any stream error as one), or an HTTP error response first (§8.1.1).
+REFUSED_OUTCOMES = ("reset:PROTOCOL_ERROR", "goaway:PROTOCOL_ERROR")
+
+
+def refused(result: str) -> bool:
+    """``result`` (``H2Client.stream_error_or_status``) is a refusal: a PROTOCOL_ERROR reset or GOAWAY, or a 4xx."""
+    return result in REFUSED_OUTCOMES or (result.startswith("status:4"))
 
 
 # -- version, authority, path -------------------------------------------------------------------
@@ -190,8 +199,8 @@ def test_wsgi_body_without_content_length_is_readable(server):
 def _refused_before_the_app(server, extra: list) -> str:
     token = fixtures.new_token()
     with H2Client(server.address, authority=server.authority) as client:
-        sid = client.request("GET", "/probe", [(TOKEN, token)] + extra)
-        result = outcome(client, sid)
+        sid = client.request("GET", "/probe", [(TOKEN_HEADER, token)] + extra)
+        result = client.stream_error_or_status(sid)
     assert refused(result), f"request with {extra} answered {result!r}; want a stream/connection error or 4xx"
     assert server.events(token, timeout=0.3) == [], f"the app saw the malformed request: {server.events(token)}"
     return result
@@ -226,7 +235,8 @@ def test_te_trailers_is_served(server):
 @spec("RFC 9113 §8.2", "MUST")
 def test_app_response_field_names_go_out_lower_case(server):
     """Mixed-case response header names from the app are sent lower-case (upper-case names are malformed on HTTP/2)."""
-    resp = h2_get(server, respond_script(server.interface, 200, [["X-Mixed-Case", "1"], ["Content-Type", "text/plain"]], "ok"))
+    headers = [["X-Mixed-Case", "1"], ["Content-Type", "text/plain"]]
+    resp = h2_get(server, script_target(response_script(server.interface, 200, headers, ["ok"], read_body=True)))
     assert resp.status == 200, resp.describe()
     names = [n for n, _ in resp.headers]
     assert all(n == n.lower() for n in names), names
@@ -238,7 +248,8 @@ def test_app_response_field_names_go_out_lower_case(server):
 @spec("RFC 9113 §8.2.2", "MUST NOT")
 def test_app_connection_specific_response_field_is_not_sent(server, name, value):
     """A connection-specific field the app puts in its response never goes out on HTTP/2 (dropped, or the response fails). Evidence: a response, or a RST_STREAM, on the stream."""
-    resp = h2_get(server, respond_script(server.interface, 200, [[name, value]], "ok"))
+    resp = h2_get(server, script_target(response_script(server.interface, 200, [[name, value]], ["ok"],
+                                                        read_body=True)))
     assert resp.status is not None or resp.reset_code is not None, f"no answer on the stream: {resp.describe()}"
     assert resp.header(name.encode()) == [], f"{name} sent on HTTP/2: {resp.headers}"
     if resp.status == 200:

@@ -12,12 +12,11 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.client import random_bytes
-from gatecheck.conformance.h2client import DATA, H2Client, SettingCodes
-from gatecheck.conformance.h2probe import TOKEN, asgi_scope, big_response_script, h2_probe, rsgi_attrs, rsgi_headers, wsgi_environ
+from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, h2_probe, random_bytes, response_script, rsgi_attrs,
+                                       rsgi_headers, script_target, wsgi_environ)
+from gatecheck.conformance.client.h2 import DATA, H2Client, SettingCodes
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.private import private_server
-from gatecheck.conformance.scripts import script_target
 
 pytestmark = needs("h2c")
 
@@ -92,7 +91,7 @@ def test_large_response_never_exceeds_a_small_window(server):
     window = 16384
     with _client(server, settings={SettingCodes.INITIAL_WINDOW_SIZE: window}, auto_window=False, timeout=5) as client:
         client.wait_settings()
-        sid = client.request("GET", big_response_script(server.interface, MIB10))
+        sid = client.request("GET", script_target(response_script(server.interface, 200, chunks=[{"size": MIB10}])))
         state = client.streams[sid]
         granted_stream, granted_conn = window, 65535
         deadline = time.monotonic() + 40
@@ -163,7 +162,7 @@ def _saw_disconnect(interface: str, event_dir, token: str) -> dict:
 def _start(client, interface: str, event_dir, token, phase: str) -> int:
     steps = _WAIT[interface][phase]
     if phase == "request":
-        sid = client.request("POST", script_target(steps), [(TOKEN, token)], b"abc", end_stream=False)
+        sid = client.request("POST", script_target(steps), [(TOKEN_HEADER, token)], b"abc", end_stream=False)
         try:
             fixtures.wait_for_event(event_dir, token, "script.start", 3.0)
         except TimeoutError:
@@ -171,7 +170,7 @@ def _start(client, interface: str, event_dir, token, phase: str) -> int:
             pytest.skip("the server buffers the request body before it calls the app: "
                         "a reset mid-request never meets a running app")
     else:
-        sid = client.request("GET", script_target(steps), [(TOKEN, token)])
+        sid = client.request("GET", script_target(steps), [(TOKEN_HEADER, token)])
         client.wait_data(sid, 1)
     return sid
 

@@ -53,7 +53,7 @@ def _preflight(server) -> str:
     """Why h2spec's run would show nothing, or "": the server must answer a connection preface with its
     SETTINGS and ACK ours (else every h2spec case fails at its handshake, after its timeout, or passes
     only because the connection closed)."""
-    from gatecheck.conformance.h2client import H2Client
+    from gatecheck.conformance.client.h2 import H2Client
 
     try:
         with H2Client(server.address, authority=server.authority, timeout=5) as client:
@@ -72,8 +72,8 @@ def _invalid_preface_closes_the_connection(server):
     Evidence: a connection error may end with a bare TCP close (the GOAWAY is a SHOULD, §5.4.1), so a
     close is only the server's answer when the server is shown serving HTTP/2 on a connection of its own
     just before (a GET /ping answered 200 "ok"); a server that closes everything shows nothing."""
-    from gatecheck.conformance.h2client import H2Client
-    from gatecheck.conformance.http1 import Connection
+    from gatecheck.conformance.client.h2 import H2Client
+    from gatecheck.conformance.client.http1 import Connection
 
     with H2Client(server.address, authority=server.authority, timeout=5) as control:
         ping = control.response(control.request("GET", "/ping"))

@@ -6,8 +6,10 @@ import pytest
 
 from gatecheck.fixtures import JSON_BODY, TOKEN_HEADER, payload_bytes
 
+from gatecheck.conformance.app import new_token
 from gatecheck.conformance.markers import needs, spec
-from gatecheck.conformance.wire import (assert_answered_in_order, assert_closed, assert_never_parsed, deliver, describe, request,
+from gatecheck.conformance.wire import (assert_answered_in_order, assert_closed, assert_never_parsed, deliver,
+                                        describe, request,
                    says_close, smuggled_request)
 
 pytestmark = needs("http1")
@@ -51,7 +53,7 @@ def test_request_pipelined_after_connection_close_is_not_processed(server):
     well-formed final response must come back (its status is not judged: the client broke the rule by
     pipelining), then the close, with no further bytes; the app's log must show the first request (so the
     log works) and never the second. Silence, garbage or a close without the first answer fail."""
-    first, token = server.new_token(), server.new_token()
+    first, token = new_token(), new_token()
     data = request(server, headers=[("Connection", "close"), (TOKEN_HEADER, first)]) + smuggled_request(server, token)
     ex = deliver(server, data, methods=["GET"], wait_close=True)
     assert len(ex.final) == 1, f"expected the first request's response and nothing more: {describe(ex)}"

@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from gatecheck.conformance.client import decode_probe
+from gatecheck.conformance.app import app_view, decode_probe
 from gatecheck.conformance.markers import needs, spec
-from gatecheck.conformance.wire import (app_view, assert_closed_after_answer, assert_refused, assert_serves, deliver, describe,
-                   request)
+from gatecheck.conformance.wire import (assert_closed_after_answer, assert_refused, assert_serves, deliver, describe,
+                                        request)
 
 pytestmark = needs("http1")
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from gatecheck.conformance.client import decode_probe
+from gatecheck.conformance.app import app_view, decode_probe, new_token
 from gatecheck.conformance.markers import needs, spec
-from gatecheck.conformance.wire import (MODES, app_view, assert_answered_in_order, assert_closed_after_answer, assert_never_parsed,
-                   assert_refused, assert_rejected, assert_serves, deliver, describe, request, smuggled_request)
+from gatecheck.conformance.wire import (MODES, assert_answered_in_order, assert_closed_after_answer,
+                                        assert_never_parsed, assert_refused, assert_rejected, assert_serves, deliver,
+                                        describe, request, smuggled_request)
 
 pytestmark = needs("http1")
 
@@ -310,7 +311,7 @@ def test_incomplete_content_length_body_closes_the_connection(server):
 def test_unread_body_does_not_desynchronise_the_connection(server):
     """A body the app never reads (POST /ping → 405) is discarded or the connection closed; its bytes are
     never parsed as the next request."""
-    token = server.new_token()
+    token = new_token()
     smuggled = smuggled_request(server, token)
     data = _post(server, [("Content-Length", str(len(smuggled)))], smuggled, "/ping") + request(server)
     ex = deliver(server, data, count=2, methods=["POST", "GET"])

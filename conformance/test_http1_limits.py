@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from gatecheck.conformance.client import decode_probe
-from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.app import app_view, decode_probe
+from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.markers import needs, spec
-from gatecheck.conformance.wire import REPLY_TIMEOUT, app_view, assert_serves, deliver, describe, request
+from gatecheck.conformance.wire import REPLY_TIMEOUT, assert_serves, deliver, describe, request
 
 pytestmark = needs("http1")
 

@@ -15,11 +15,10 @@ import pytest
 
 from gatecheck.fixtures import TOKEN_HEADER, payload_bytes
 
-from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.markers import needs, spec
-from gatecheck.conformance.scripted import step, wait_steps
-from gatecheck.conformance.wire import (REPLY_TIMEOUT, assert_serves, deliver, describe, read_first, request, response_script,
-                   script_target)
+from gatecheck.conformance.app import new_token, response_script, script_target, step, wait_steps
+from gatecheck.conformance.wire import REPLY_TIMEOUT, assert_serves, deliver, describe, request
 
 pytestmark = needs("http1")
 
@@ -208,7 +207,7 @@ def test_expect_100_continue_gets_100_or_a_final_status_before_the_body(server):
     head = request(server, "POST", "/echo", [("Expect", "100-continue"), ("Content-Length", "5")])
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(head)
-        early = read_first(conn, ["POST"])
+        early = conn.read_first(["POST"], REPLY_TIMEOUT)
         got = [r.status for r in early.responses]
         assert got, f"nothing within {REPLY_TIMEOUT}s of an Expect: 100-continue head: {early.raw[:200]!r}"
         assert early.final or got[0] == 100, f"expected 100 Continue or a final status, got {got}"
@@ -221,7 +220,7 @@ def test_final_response_follows_a_100_continue(server):
     head = request(server, "POST", "/echo", [("Expect", "100-continue"), ("Content-Length", "5")])
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(head)
-        early = read_first(conn, ["POST"])
+        early = conn.read_first(["POST"], REPLY_TIMEOUT)
         got = [r.status for r in early.responses]
         if early.final or not got or got[0] != 100:
             pytest.skip(f"not applicable: no 100 (Continue) was sent (got {got or 'nothing'})")
@@ -264,7 +263,7 @@ def test_cr_lf_in_an_app_header_value_never_splits_the_response(server):
     fails it) without an X-Injected field, or the app's log shows it handed over the header (the step ran)
     and the server then closed the connection without a response. Silence, garbage, or a close before the
     app ran fail."""
-    token = server.new_token()
+    token = new_token()
     steps = response_script(server.interface, 200, [("x-split", "a\r\nX-Injected: yes")], ["ok"])
     ex = deliver(server, request(server, "GET", script_target(steps), [(TOKEN_HEADER, token)]))
     assert b"\nx-injected" not in ex.raw.lower(), f"the app's CR LF split the header section: {describe(ex)}"

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import pytest
 
+from gatecheck.conformance.app import new_token
 from gatecheck.conformance.markers import needs, spec
 from gatecheck.conformance.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.wire import (assert_never_parsed, assert_serves, deliver, describe, request, says_close, smuggled_request,
+from gatecheck.conformance.wire import (assert_never_parsed, assert_serves, deliver, describe, request, says_close,
+                                        smuggled_request,
                    status_classes)
 
 pytestmark = needs("http1")
@@ -75,7 +77,7 @@ _CL_TE_CASES = {"cl-first": (False, "whole"), "te-first": (True, "whole"), "byte
 def test_cl_te_request_is_rejected_or_te_framed(server, te_first, mode):
     """CL.TE: Content-Length covering ``0\\r\\n\\r\\n`` plus a hidden request, and Transfer-Encoding: chunked →
     a 4xx, or the empty TE-decoded body (Transfer-Encoding overrides Content-Length, RFC 9112 §6.3)."""
-    token = server.new_token()
+    token = new_token()
     _assert_framed_safely(server, _cl_te(server, token, te_first), te_body=b"", mode=mode)
 
 
@@ -83,7 +85,7 @@ def test_cl_te_request_is_rejected_or_te_framed(server, te_first, mode):
 @spec("RFC 9112 §6.1", "MUST")
 def test_cl_te_request_closes_the_connection(server, te_first, mode):
     """CL.TE: after responding, the server closes the connection; the hidden request is never parsed."""
-    token = server.new_token()
+    token = new_token()
     _assert_closed_after(server, _cl_te(server, token, te_first), token, mode=mode)
 
 
@@ -101,7 +103,7 @@ def _te_cl(server, token: str, te_first: bool) -> tuple:
 def test_te_cl_request_is_rejected_or_te_framed(server, te_first, mode):
     """TE.CL: Transfer-Encoding: chunked and a Content-Length covering only the first chunk-size line →
     Transfer-Encoding wins (the chunk is body, echoed), or a 4xx."""
-    data, hidden = _te_cl(server, server.new_token(), te_first)
+    data, hidden = _te_cl(server, new_token(), te_first)
     _assert_framed_safely(server, data, te_body=hidden, mode=mode)
 
 
@@ -109,7 +111,7 @@ def test_te_cl_request_is_rejected_or_te_framed(server, te_first, mode):
 @spec("RFC 9112 §6.1", "MUST")
 def test_te_cl_request_closes_the_connection(server, te_first, mode):
     """TE.CL: after responding, the server closes the connection; the chunk is never parsed as a request."""
-    token = server.new_token()
+    token = new_token()
     data, _ = _te_cl(server, token, te_first)
     _assert_closed_after(server, data, token, mode=mode)
 
@@ -152,7 +154,7 @@ def test_obfuscated_transfer_encoding_never_falls_back_to_content_length(server,
     has a valid reading (obs-fold unfolded [§5.2]; NUL replaced by SP or the message rejected, 4xx/501
     [9110 §5.5, 9112 §6.1]; chunked twice: 4xx/501 or decoded once) — framed as chunked; never framed by
     Content-Length. The close after it is ``test_obfuscated_transfer_encoding_closes_the_connection``."""
-    data, hidden = _obfuscated(server, server.new_token(), headers)
+    data, hidden = _obfuscated(server, new_token(), headers)
     _assert_framed_safely(server, data, te_body=hidden if te_ok else None, statuses=statuses)
 
 
@@ -161,7 +163,7 @@ def test_obfuscated_transfer_encoding_never_falls_back_to_content_length(server,
 def test_obfuscated_transfer_encoding_closes_the_connection(server, headers):
     """TE.TE: after responding to a request with an obfuscated Transfer-Encoding and a Content-Length, the
     server closes the connection; the chunk is never parsed as a request."""
-    token = server.new_token()
+    token = new_token()
     data, _ = _obfuscated(server, token, headers)
     _assert_closed_after(server, data, token)
 
@@ -174,7 +176,7 @@ _HTTP10_TE = {"te-only": False, "te-and-cl": True}
 def test_http10_request_with_transfer_encoding_is_faulty_and_closed(server, with_cl):
     """An HTTP/1.0 request with Transfer-Encoding has faulty framing: handled at most once, then the
     connection closes (even with keep-alive asked for); the bytes after it are never a request."""
-    token = server.new_token()
+    token = new_token()
     body = b"0\r\n\r\n" + smuggled_request(server, token)
     headers = [("Connection", "keep-alive"), ("Transfer-Encoding", "chunked")]
     if with_cl:
@@ -208,7 +210,7 @@ def _garbage_after_a_request(server, token: str):
 def test_garbage_after_a_pipelined_request_is_rejected(server):
     """A valid request followed by an invalid one in the same write: the first response is intact and the
     second is 400 (a server without persistent connections may instead close after the first, saying so)."""
-    ex = _garbage_after_a_request(server, server.new_token())
+    ex = _garbage_after_a_request(server, new_token())
     if ex is not None:
         assert len(ex.final) == 2 and ex.final[1].status == 400, f"expected a 400 for the garbage: {describe(ex)}"
     assert_serves(server)
@@ -218,7 +220,7 @@ def test_garbage_after_a_pipelined_request_is_rejected(server):
 def test_garbage_after_a_pipelined_request_closes_the_connection(server):
     """After answering the garbage that followed a valid request, the server closes the connection, and a
     request after the garbage is never parsed."""
-    token = server.new_token()
+    token = new_token()
     ex = _garbage_after_a_request(server, token)
     if ex is not None:
         assert ex.closed and not ex.leftover.strip(), f"expected a close after answering the garbage: {describe(ex)}"

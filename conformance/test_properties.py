@@ -2,7 +2,7 @@
 
 Rules of this module:
 
-1. Every example is one raw HTTP/1.1 request built byte by byte (``conformance/http1.py``), sent to the
+1. Every example is one raw HTTP/1.1 request built byte by byte (``conformance/client/http1.py``), sent to the
    probe or echo routes; the expectation is computed from the bytes sent, per interface spec:
    ASGI ``path`` percent- and UTF-8-decoded, ``raw_path``/``query_string`` the bytes as sent [WWW §HTTP
    Connection Scope]; WSGI ``PATH_INFO`` the decoded bytes as latin-1 [PEP 3333 §Unicode Issues, CGI
@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from gatecheck.fixtures import typed
 
-from gatecheck.conformance.client import decode_probe
-from gatecheck.conformance.http1 import Connection, build_request
+from gatecheck.conformance.app import app_view, decode_probe
+from gatecheck.conformance.client.http1 import Connection, build_request
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.wire import app_view, describe
-from gatecheck.conformance.ws import OP_BINARY, OP_CONT, OP_TEXT, connect
+from gatecheck.conformance.wire import describe
+from gatecheck.conformance.client.ws import OP_BINARY, OP_CONT, OP_TEXT, connect
 
 pytestmark = needs("http1")
 

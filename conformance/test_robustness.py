@@ -14,12 +14,11 @@ import time
 
 import pytest
 
-from gatecheck.conformance.client import decode_probe
-from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.app import app_view, decode_probe, script_target
+from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.markers import spec
-from gatecheck.conformance.scripted import script_target
 from gatecheck.conformance.usage import MiB, RSS_MARGIN, abort, open_many, served_promptly
-from gatecheck.conformance.wire import app_view, assert_serves, deliver, describe, request, says_close
+from gatecheck.conformance.wire import assert_serves, deliver, describe, request, says_close
 
 QUIESCE = 20.0           # at most this long a check waits for its own leftovers before the next check
 QUIET = 2.5              # ... which are gone once RSS stayed within RSS_MARGIN for this long

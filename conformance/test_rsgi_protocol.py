@@ -19,12 +19,11 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.client import probe, random_bytes, value_of
-from gatecheck.conformance.http1 import Connection, read_raw
+from gatecheck.conformance.app import (new_token, probe, random_bytes, run_script, script_request, step, step_value,
+                                       value_of, wait_step)
+from gatecheck.conformance.client.http1 import Connection, read_raw
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.private import private_server
-from gatecheck.conformance.scripted import new_token, script_request, step, wait_steps
-from gatecheck.conformance.scriptrun import outcome, send
 from gatecheck.conformance.wire import REPLY_TIMEOUT, describe
 
 pytestmark = [interfaces("rsgi"), needs("http1")]
@@ -33,12 +32,6 @@ _PROTO = "RSGI §HTTP protocol interface"
 _PLAIN = [["content-type", "text/plain"]]
 _OK = ["response_bytes", 200, [["content-type", "text/plain"], ["content-length", "2"]], "ok"]
 _DISCONNECT_WAIT = 3.0   # seconds a server gets to notice a client that left
-
-
-def _send(server, steps: list, **kw) -> tuple:
-    """``scriptrun.send``, then the step events: (exchange, events)."""
-    token, ex = send(server, steps, **kw)
-    return ex, wait_steps(server, token, len(steps), timeout=kw.get("timeout", REPLY_TIMEOUT))
 
 
 def _digest(value) -> tuple:
@@ -67,15 +60,6 @@ def _partial_upload(server, steps: list):
                                         headers=[("Content-Length", "100")], body=b"abc", content_length=False)
 
 
-def _step_within(server, token: str, index: int, timeout: float) -> dict | None:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = step(fixtures.read_events(server.event_dir, token), index)
-        if found is not None or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.02)
-
-
 # -- request body ------------------------------------------------------------------------------
 
 _BODIES = {"empty": b"", "text": b"hello rsgi", "binary": bytes(range(256)) * 4}
@@ -85,8 +69,8 @@ _BODIES = {"empty": b"", "text": b"hello rsgi", "binary": bytes(range(256)) * 4}
 @spec(_PROTO, "DEFINED")
 def test_await_protocol_returns_the_exact_body(server, body):
     """``await protocol()`` returns the whole request body as bytes, exactly (b"" for an empty body)."""
-    ex, events = _send(server, [["read_all"], _OK], method="POST", body=body)
-    got = outcome(step(events, 0), "await protocol()")
+    _, ex, events = run_script(server, [["read_all"], _OK], method="POST", body=body, timeout=REPLY_TIMEOUT)
+    got = step_value(step(events, 0), "await protocol()")
     assert type(got) is bytes and got == body, f"got {type(got).__name__} of {len(got)} B, sent {len(body)} B"
 
 
@@ -96,8 +80,8 @@ _CHUNKS = [b"hello", b" ", b"chunked ", b"\x00\xff" * 300, b"end"]
 @spec(_PROTO, "DEFINED")
 def test_await_protocol_returns_the_decoded_chunked_body(server):
     """For a chunked upload ``await protocol()`` returns the decoded body, without chunk framing."""
-    _, events = _send(server, [["read_all"], _OK], method="POST", chunks=_CHUNKS)
-    got = outcome(step(events, 0), "await protocol()")
+    _, _, events = run_script(server, [["read_all"], _OK], method="POST", chunks=_CHUNKS, timeout=REPLY_TIMEOUT)
+    got = step_value(step(events, 0), "await protocol()")
     assert _digest(got) == _digest(b"".join(_CHUNKS)), f"got {len(got)} B: {got[:60]!r}"
 
 
@@ -107,8 +91,8 @@ def test_async_iteration_chunks_concatenate_to_the_body(server, framing):
     """The chunks of ``async for chunk in protocol`` are bytes that concatenate to the request body."""
     body = b"".join(_CHUNKS)
     kw = {"chunks": _CHUNKS} if framing == "chunked" else {"body": body}
-    _, events = _send(server, [["iter_body"], _OK], method="POST", **kw)
-    got = outcome(step(events, 0), "async for chunk in protocol")
+    _, _, events = run_script(server, [["iter_body"], _OK], method="POST", **kw, timeout=REPLY_TIMEOUT)
+    got = step_value(step(events, 0), "async for chunk in protocol")
     assert got["len"] == len(body) and got["sha256"] == hashlib.sha256(body).hexdigest(), got
 
 
@@ -117,8 +101,8 @@ def test_async_iteration_chunks_concatenate_to_the_body(server, framing):
 def test_large_upload_is_complete_and_in_order(server, op):
     """A 2 MiB upload reaches the app complete and in order, through either read style."""
     body = random_bytes(2 << 20, seed=63)
-    _, events = _send(server, [[op], _OK], method="POST", body=body, timeout=20.0)
-    got = outcome(step(events, 0), op)
+    _, _, events = run_script(server, [[op], _OK], method="POST", body=body, timeout=20.0)
+    got = step_value(step(events, 0), op)
     if op == "iter_body":
         got_digest = (got["len"], got["sha256"])
     else:
@@ -135,8 +119,9 @@ _TWICE = {"read-then-read": ["read_all", "read_all"], "read-then-iter": ["read_a
 def test_reading_the_body_twice_never_hangs_or_repeats_it(server, ops):
     """A second body read after the body was consumed raises or yields nothing — it never hangs and never
     hands the body out again; the response still goes out. (The spec is silent; suite policy.)"""
-    ex, events = _send(server, [[ops[0]], [ops[1]], _OK], method="POST", body=b"only once")
-    outcome(step(events, 0), ops[0])
+    _, ex, events = run_script(server, [[ops[0]], [ops[1]], _OK], method="POST", body=b"only once",
+                               timeout=REPLY_TIMEOUT)
+    step_value(step(events, 0), ops[0])
     second = step(events, 1)
     assert second is not None, "the second read never returned"
     if second.get("ok"):
@@ -153,7 +138,7 @@ def test_aborted_upload_is_not_presented_as_a_complete_body(server, op):
     normally with a truncated body, and never hangs. (RFC 9112 §8: the message is incomplete; suite
     policy for RSGI, which does not say how.)"""
     token = _abandon(server, _partial_upload(server, [[op], _OK]))
-    found = _step_within(server, token, 0, _DISCONNECT_WAIT)
+    found = wait_step(server, token, 0, _DISCONNECT_WAIT)
     assert found is not None, f"{op} was still waiting {_DISCONNECT_WAIT}s after the client left"
     if found.get("ok"):
         result = found["result"]
@@ -171,7 +156,7 @@ def test_client_disconnect_resolves_when_the_client_aborts_the_upload(server):
     """``client_disconnect()`` resolves when the client leaves in the middle of sending the body."""
     steps = [["wait_disconnect", 10], _OK]
     token = _abandon(server, _partial_upload(server, steps))
-    found = _step_within(server, token, 0, _DISCONNECT_WAIT)
+    found = wait_step(server, token, 0, _DISCONNECT_WAIT)
     assert found is not None, f"client_disconnect() still pending {_DISCONNECT_WAIT}s after the client left"
     assert found.get("ok"), f"client_disconnect() raised {found.get('error')}"
 
@@ -181,7 +166,7 @@ def test_client_disconnect_resolves_when_the_client_leaves_before_the_response(s
     """``client_disconnect()`` resolves when the client leaves after a complete request, before any response."""
     steps = [["wait_disconnect", 10], _OK]
     token = _abandon(server, lambda t: script_request(server, steps, token=t))
-    found = _step_within(server, token, 0, _DISCONNECT_WAIT)
+    found = wait_step(server, token, 0, _DISCONNECT_WAIT)
     assert found is not None and found.get("ok"), (
         f"client_disconnect() did not resolve within {_DISCONNECT_WAIT}s of the client leaving: {found}")
 
@@ -191,7 +176,7 @@ def test_client_disconnect_resolves_when_the_client_leaves_mid_stream(server):
     """``client_disconnect()`` resolves when the client leaves while a streamed response is under way."""
     steps = [["stream", 200, _PLAIN], ["send_bytes", "first"], ["wait_disconnect", 10], ["send_bytes", "x"]]
     token = _abandon(server, lambda t: script_request(server, steps, token=t), read_first=True)
-    found = _step_within(server, token, 2, _DISCONNECT_WAIT)
+    found = wait_step(server, token, 2, _DISCONNECT_WAIT)
     assert found is not None and found.get("ok"), (
         f"client_disconnect() did not resolve within {_DISCONNECT_WAIT}s of the client leaving: {found}")
 
@@ -199,7 +184,7 @@ def test_client_disconnect_resolves_when_the_client_leaves_mid_stream(server):
 @spec(_DISC, "DEFINED")
 def test_client_disconnect_stays_pending_while_the_client_waits(server):
     """``client_disconnect()`` does not resolve while the client is still connected and waiting."""
-    ex, events = _send(server, [["watch_disconnect", 10], ["sleep", 0.5], _OK])
+    _, ex, events = run_script(server, [["watch_disconnect", 10], ["sleep", 0.5], _OK], timeout=REPLY_TIMEOUT)
     assert ex.first.body == b"ok", describe(ex)
     early = [e["event"] for e in events if e["event"] in ("watch.disconnect", "watch.error")]
     assert not early, f"client_disconnect() resolved while the client was waiting: {early}"
@@ -299,9 +284,9 @@ def test_every_member_up_to_the_advertised_version_exists(server):
     transport has send_bytes and send_str from 1.1)."""
     version = value_of(probe(server)["scope"]["rsgi_version"]["value"])
     steps = [["members"], ["stream", 200, _PLAIN], ["members", "transport"], ["send_bytes", "x"]]
-    _, events = _send(server, steps)
-    protocol = set(outcome(step(events, 0), "dir(protocol)"))
-    transport = set(outcome(step(events, 2), "dir(transport)"))
+    _, _, events = run_script(server, steps, timeout=REPLY_TIMEOUT)
+    protocol = set(step_value(step(events, 0), "dir(protocol)"))
+    transport = set(step_value(step(events, 2), "dir(transport)"))
     as_tuple = tuple(int(p) for p in version.split("."))
     wanted = [m for v, names in _MEMBERS.items() if tuple(int(p) for p in v.split(".")) <= as_tuple for m in names]
     missing = [m for m in wanted if m not in protocol]

@@ -16,10 +16,9 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.http1 import read_raw
+from gatecheck.conformance.client.http1 import read_raw
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.scripted import new_token, script_request, step, wait_steps
-from gatecheck.conformance.scriptrun import events_until, ping, send
+from gatecheck.conformance.app import events_until, new_token, ping, run_script, script_request, step
 from gatecheck.conformance.wire import REPLY_TIMEOUT, assert_answered_in_order, describe
 
 pytestmark = [interfaces("rsgi"), needs("http1")]
@@ -28,12 +27,6 @@ _PROTO = "RSGI §HTTP protocol interface"
 _PLAIN = [["content-type", "text/plain"]]
 _OK = ["response_bytes", 200, [["content-type", "text/plain"], ["content-length", "2"]], "ok"]
 _SMALL = (fixtures.STATIC_DIR / fixtures.STATIC_SMALL).read_bytes()
-
-
-def _send(server, steps: list, **kw) -> tuple:
-    """``scriptrun.send``, then the step events: (exchange, events)."""
-    token, ex = send(server, steps, **kw)
-    return ex, wait_steps(server, token, len(steps), timeout=kw.get("timeout", REPLY_TIMEOUT))
 
 
 # -- response methods --------------------------------------------------------------------------
@@ -49,7 +42,8 @@ def _no_stray_bytes(ex) -> None:
 @spec(_PROTO, "DEFINED")
 def test_response_empty_sends_the_status_without_body(server, status):
     """``response_empty(status, headers)`` sends that status and the app's headers with no body."""
-    ex, _ = _send(server, [["response_empty", status, [["x-empty", "yes"]]]], then=ping(server), count=2)
+    _, ex, _ = run_script(server, [["response_empty", status, [["x-empty", "yes"]]]], then=(ping(server),),
+                          timeout=REPLY_TIMEOUT)
     resp = ex.first
     assert resp.status == status and resp.header("x-empty") == "yes" and resp.body == b"", describe(ex)
     _no_stray_bytes(ex)
@@ -58,7 +52,7 @@ def test_response_empty_sends_the_status_without_body(server, status):
 @spec("RFC 9110 §8.6 / RFC 9112 §6.1", "MUST NOT")
 def test_response_empty_204_has_no_length_or_transfer_encoding(server):
     """A 204 sent through ``response_empty`` carries neither Content-Length nor Transfer-Encoding."""
-    ex, _ = _send(server, [["response_empty", 204, [["x-empty", "yes"]]]])
+    _, ex, _ = run_script(server, [["response_empty", 204, [["x-empty", "yes"]]]], timeout=REPLY_TIMEOUT)
     resp = ex.first
     assert resp.status == 204, describe(ex)
     assert not resp.header_all("content-length") and not resp.header_all("transfer-encoding"), describe(ex)
@@ -69,7 +63,8 @@ def test_response_bytes_sends_status_headers_and_exact_body(server):
     """``response_bytes`` sends the app's status, headers and the exact bytes (NUL, 0xFF, CR LF included)."""
     body = b"\x00\x01\r\n\xff0\r\n\r\nend"
     b64 = {"b64": base64.b64encode(body).decode()}
-    ex, _ = _send(server, [["response_bytes", 202, [["x-a", "1"]], b64]], then=ping(server), count=2)
+    _, ex, _ = run_script(server, [["response_bytes", 202, [["x-a", "1"]], b64]], then=(ping(server),),
+                          timeout=REPLY_TIMEOUT)
     resp = ex.first
     assert resp.status == 202 and resp.header("x-a") == "1" and resp.body == body, describe(ex)
     _no_stray_bytes(ex)
@@ -80,7 +75,8 @@ def test_response_str_is_sent_utf8_encoded(server):
     """``response_str`` sends the text UTF-8 encoded. (The spec names no encoding; UTF-8 is the suite's
     reading.)"""
     text = "h\u00e9llo \u20ac \U0001f600"
-    ex, _ = _send(server, [["response_str", 201, [["content-type", "text/plain; charset=utf-8"]], text]])
+    _, ex, _ = run_script(server, [["response_str", 201, [["content-type", "text/plain; charset=utf-8"]], text]],
+                          timeout=REPLY_TIMEOUT)
     assert ex.first.status == 201 and ex.first.body == text.encode("utf-8"), describe(ex)
 
 
@@ -98,7 +94,7 @@ _BY_METHOD = {
 @spec(_PROTO, "DEFINED")
 def test_repeated_header_names_are_all_sent_in_order(server, steps):
     """Every header tuple the app passes is sent, a repeated name such as set-cookie once per tuple, in order."""
-    ex, _ = _send(server, steps)
+    _, ex, _ = run_script(server, steps, timeout=REPLY_TIMEOUT)
     assert ex.first.header_all("set-cookie") == ["a=1", "b=2"], describe(ex)
     assert ex.first.header("x-other") == "o", describe(ex)
 
@@ -107,7 +103,7 @@ def test_repeated_header_names_are_all_sent_in_order(server, steps):
 @spec(_PROTO, "DEFINED")
 def test_response_status_is_sent_as_given(server, status):
     """The int status passed to a response method is the status code on the wire."""
-    ex, _ = _send(server, [["response_bytes", status, _PLAIN, "s"]])
+    _, ex, _ = run_script(server, [["response_bytes", status, _PLAIN, "s"]], timeout=REPLY_TIMEOUT)
     assert ex.first.status == status, describe(ex)
 
 
@@ -116,7 +112,7 @@ def test_stream_sends_every_chunk_in_order(server):
     """``response_stream`` then ``send_bytes``/``send_str`` calls deliver every chunk, in order."""
     steps = [["stream", 200, _PLAIN], ["send_bytes", "one,"], ["send_str", "tw\u00f6,"], ["send_bytes", ""],
              ["send_bytes", "three"]]
-    ex, _ = _send(server, steps, then=ping(server), count=2)
+    _, ex, _ = run_script(server, steps, then=(ping(server),), timeout=REPLY_TIMEOUT)
     assert ex.first.body == "one,tw\u00f6,three".encode(), describe(ex)
     if len(ex.final) == 2:
         assert ex.final[1].body == b"ok", describe(ex)
@@ -140,7 +136,7 @@ def test_response_file_range_refuses_an_empty_or_inverted_range(server, start, e
     """``response_file_range`` with start >= end raises or answers an error; it never sends file bytes as
     a success, and never hangs. (Unspecified; suite policy.)"""
     steps = [["response_file_range", 206, _PLAIN, fixtures.STATIC_SMALL, start, end]]
-    ex, events = _send(server, steps)
+    _, ex, events = run_script(server, steps, timeout=REPLY_TIMEOUT)
     assert ex.final, f"no response within {REPLY_TIMEOUT}s: {describe(ex)}"
     assert _refused(ex, events, 0), f"range [{start}, {end}) was answered as a success: {describe(ex)}"
 
@@ -150,8 +146,8 @@ def test_response_file_range_beyond_eof_never_sends_more_than_the_file(server):
     """A range reaching past the end of the file is refused, or sends exactly the bytes up to EOF, validly
     framed; no hang. (Unspecified; suite policy.)"""
     start = len(_SMALL) - 10
-    ex, events = _send(server, [["response_file_range", 206, _PLAIN, fixtures.STATIC_SMALL, start, start + 100]],
-                       then=ping(server), count=2)
+    steps = [["response_file_range", 206, _PLAIN, fixtures.STATIC_SMALL, start, start + 100]]
+    _, ex, events = run_script(server, steps, then=(ping(server),), timeout=REPLY_TIMEOUT)
     assert ex.final, f"no response within {REPLY_TIMEOUT}s: {describe(ex)}"
     if not _refused(ex, events, 0):
         assert ex.final[0].body == _SMALL[start:], describe(ex)
@@ -167,7 +163,7 @@ _MISSING = {"response_file": [["response_file", 200, _PLAIN, {"missing": "file.t
 def test_missing_file_is_an_error_not_a_hang(server, steps):
     """A file response for a path that does not exist raises or answers an error status — promptly, never
     a success, never a hang. (Unspecified; suite policy.)"""
-    ex, events = _send(server, steps)
+    _, ex, events = run_script(server, steps, timeout=REPLY_TIMEOUT)
     assert ex.final, f"no response within {REPLY_TIMEOUT}s: {describe(ex)}"
     assert _refused(ex, events, 0), f"a missing file was answered as a success: {describe(ex)}"
 
@@ -189,7 +185,7 @@ _HEAD = {
 def test_head_is_answered_without_body_by_every_response_method(server, steps):
     """A HEAD request answered through any response method carries no body bytes: the response pipelined
     behind it parses cleanly."""
-    ex, _ = _send(server, steps, method="HEAD", then=ping(server), count=2)
+    _, ex, _ = run_script(server, steps, method="HEAD", then=(ping(server),), timeout=REPLY_TIMEOUT)
     assert ex.final and ex.final[0].body == b"", describe(ex)
     assert not ex.leftover, f"bytes after the HEAD response: {describe(ex)}"
     assert_answered_in_order(ex, [b"", b"ok"])
@@ -201,9 +197,9 @@ def test_head_is_answered_without_body_by_every_response_method(server, steps):
 def test_app_raising_before_responding_gets_a_server_error(server):
     """An app that raises before calling a response method gets a 5xx for the client, and the server goes
     on serving. (Unspecified; suite policy.)"""
-    ex, _ = _send(server, [["raise", "before responding"]])
+    _, ex, _ = run_script(server, [["raise", "before responding"]], timeout=REPLY_TIMEOUT)
     assert ex.final and 500 <= ex.first.status < 600, describe(ex)
-    after, _ = _send(server, [_OK])
+    _, after, _ = run_script(server, [_OK], timeout=REPLY_TIMEOUT)
     assert after.first.body == b"ok", describe(after)
 
 
@@ -211,7 +207,7 @@ def test_app_raising_before_responding_gets_a_server_error(server):
 def test_app_returning_without_responding_gets_a_server_error(server):
     """An app that returns without calling any response method gets a 5xx for the client, not a hang.
     (Unspecified; suite policy.)"""
-    ex, _ = _send(server, [["log", "returns without responding"]])
+    _, ex, _ = run_script(server, [["log", "returns without responding"]], timeout=REPLY_TIMEOUT)
     assert ex.final and 500 <= ex.first.status < 600, describe(ex)
 
 
@@ -228,7 +224,7 @@ _SECOND = {
 def test_second_response_call_does_not_corrupt_the_wire(server, steps):
     """A second response method call after a response started is ignored or raises: the wire carries one
     well-formed response for the request, and the next pipelined request is answered. (Suite policy.)"""
-    ex, _ = _send(server, steps, then=ping(server), count=2)
+    _, ex, _ = run_script(server, steps, then=(ping(server),), timeout=REPLY_TIMEOUT)
     first = ex.first
     assert first.status == 200 and first.body.startswith(b"first"), describe(ex)
     assert b"second" not in ex.raw, f"the second response reached the wire: {describe(ex)}"

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from gatecheck.conformance.client import probe, value_of
+from gatecheck.conformance.app import probe, value_of
 from gatecheck.conformance.markers import interfaces, spec
 
 pytestmark = interfaces("rsgi")

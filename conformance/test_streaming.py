@@ -16,11 +16,11 @@ import pytest
 
 from gatecheck.fixtures import payload_bytes
 
-from gatecheck.conformance.client import random_bytes
-from gatecheck.conformance.bounded import RESET
-from gatecheck.conformance.http1 import ParseError, parse_responses, read_raw
+from gatecheck.conformance.app import random_bytes, response_script, script_target
+from gatecheck.conformance.client.bounded import RESET
+from gatecheck.conformance.client.http1 import ParseError, parse_responses, read_raw
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.wire import REPLY_TIMEOUT, request, response_script, script_target
+from gatecheck.conformance.wire import REPLY_TIMEOUT, request
 
 pytestmark = needs("http1")
 

@@ -20,12 +20,11 @@ import ssl
 
 import pytest
 
-from gatecheck.conformance.client import decode_probe
-from gatecheck.conformance.h2probe import asgi_scope, rsgi_attrs, wsgi_environ
-from gatecheck.conformance.http1 import build_request
+from gatecheck.conformance.app import asgi_scope, decode_probe, rsgi_attrs, wsgi_environ
+from gatecheck.conformance.client.http1 import Connection, build_request
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.tlsclient import (TLS_VERSIONS, TlsH2Client, client_can_offer_old_tls, handshake,
-                        tls_exchange)
+from gatecheck.conformance.client.connect import TLS_VERSIONS, client_can_offer_old_tls, handshake
+from gatecheck.conformance.client.h2 import H2Client
 
 pytestmark = needs("tls")
 
@@ -39,15 +38,16 @@ _WSGI = "PEP 3333 §environ Variables"
 def tls_probe(server, target: str = "/probe") -> tuple:
     """GET ``target`` over HTTP/1.1 on TLS; (probe document, HandshakeInfo)."""
     data = build_request("GET", target, host=server.authority)
-    result, info = tls_exchange(server, data, methods=["GET"])
-    resp = result.first
+    with Connection(server.address, 5.0, tls=True) as conn:
+        conn.send(data)
+        resp, info = conn.read_responses(1, methods=["GET"]).first, conn.info
     assert resp.status == 200, f"TLS probe GET {target} answered {resp.status}: {resp.body[:300]!r}"
     return decode_probe(resp.body), info
 
 
 def h2_tls_probe(server, target: str = "/probe") -> tuple:
     """GET ``target`` over HTTP/2 on TLS; (probe document, HandshakeInfo)."""
-    with TlsH2Client(server) as client:
+    with H2Client(server.address, authority=server.authority, tls=True) as client:
         sid = client.request("GET", target)
         resp = client.response(sid)
         assert resp.status == 200, f"h2 TLS probe GET {target}: {resp.describe()} {resp.body[:300]!r}"

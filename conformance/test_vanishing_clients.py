@@ -15,9 +15,9 @@ from __future__ import annotations
 import socket
 import time
 
-from gatecheck.conformance.http1 import build_request, read_raw
+from gatecheck.conformance.client.http1 import build_request, read_raw
 from gatecheck.conformance.markers import interfaces, spec
-from gatecheck.conformance.scripted import script_target
+from gatecheck.conformance.app import new_token, script_target
 from gatecheck.conformance.usage import abort
 from gatecheck.conformance.wire import assert_serves, request
 
@@ -25,7 +25,7 @@ from gatecheck.conformance.wire import assert_serves, request
 def _vanish_after(server, steps: list, *, prefix: bytes = b"", read_first: int = 0, method="GET") -> str:
     """Send a tracked request to ``steps`` (+ ``prefix`` body bytes), optionally read ``read_first``
     bytes of the response, then reset the connection. Returns the token."""
-    token = server.new_token()
+    token = new_token()
     headers = [("x-gatecheck-token", token)]
     if prefix:
         headers.append(("Content-Length", "100000"))

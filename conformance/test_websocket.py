@@ -1,7 +1,7 @@
 """WebSocket on the wire (RFC 6455): the opening handshake, framing, control frames, UTF-8 and errors.
 
 Every check here talks to ``/ws_echo`` (accept, then echo text as text and binary as binary) with the raw
-client in ``conformance/ws.py``, so the same wire rules are checked through ASGI and RSGI. The closing
+client in ``conformance/client/ws.py``, so the same wire rules are checked through ASGI and RSGI. The closing
 handshake is in ``test_websocket_close.py``; interface mappings in ``test_websocket_asgi.py`` and
 ``test_websocket_rsgi.py``.
 
@@ -20,7 +20,8 @@ import os
 import pytest
 
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.ws import (EOF, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT, TIMEOUT, accept_for,
+from gatecheck.conformance.client.ws import (EOF, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT, TIMEOUT,
+                                             accept_for,
                  close_payload, connect, encode_frame)
 
 pytestmark = [interfaces("asgi", "rsgi"), needs("websockets")]

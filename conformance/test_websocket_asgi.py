@@ -17,44 +17,17 @@ import pytest
 
 from gatecheck.fixtures import typed
 
-from gatecheck.conformance.client import value_of
-from gatecheck.conformance.http1 import parse_responses
+from gatecheck.conformance.app import value_of, ws_accepted, ws_open, ws_script, ws_steps
+from gatecheck.conformance.client.http1 import parse_responses
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.scripted import script_target
-from gatecheck.conformance.ws import EOF, OP_CONT, OP_PING, OP_PONG, OP_TEXT, connect
+from gatecheck.conformance.client.ws import EOF, OP_CONT, OP_PING, OP_PONG, OP_TEXT
 
 pytestmark = [interfaces("asgi"), needs("websockets")]
 
 _WS = "ASGI WWW §WebSocket"
 _SCOPE = "ASGI WWW §Websocket Connection Scope"
 _NEVER_ON_WIRE = (1005, 1006, 1015)
-
-
-def _open(server, target, *, token=None, protocols=(), headers=(), timeout=5.0):
-    extra = [("x-gatecheck-token", token)] if token else []
-    return connect(server.address, target, server.authority, protocols=protocols,
-                   headers=extra + list(headers), timeout=timeout)
-
-
-def _script(server, steps, **kw):
-    """Run ``steps`` on a new WebSocket connection; return (connection, token)."""
-    token = server.new_token()
-    return _open(server, script_target(steps), token=token, **kw), token
-
-
-def _accepted(conn):
-    hs = conn.handshake
-    if hs.status != 101:
-        conn.close()
-        raise AssertionError(f"handshake answered {hs.status}: {hs.raw[:300]!r}")
-    return conn
-
-
-def _steps(server, token, timeout=5.0) -> dict:
-    """{index: step event} once the script has ended."""
-    server.wait_for_event(token, "script.end", timeout)
-    return {e["index"]: e for e in server.events(token) if e["event"] == "step"}
 
 
 def _disconnect(server, token, timeout=5.0) -> dict:
@@ -67,7 +40,7 @@ def _disconnect(server, token, timeout=5.0) -> dict:
 
 
 def _probe_scope(server, target="/ws_probe", **kw) -> dict:
-    conn = _accepted(_open(server, target, **kw))
+    conn = ws_accepted(ws_open(server, target, **kw))
     try:
         got = conn.read_message()
         assert isinstance(got, tuple) and got[0] == OP_TEXT, f"no probe document: {got!r}"
@@ -175,7 +148,7 @@ def test_first_receive_is_websocket_connect(server):
 @spec("ASGI WWW §Connect", "MUST")
 def test_no_101_before_the_app_accepts(server):
     """The server sends no 101 until the app sends websocket.accept (the app waits 1 s first)."""
-    conn, _ = _script(server, [["receive"], ["sleep", 1.0], ["accept"], ["close", 1000]], timeout=0.6)
+    conn, _ = ws_script(server, [["receive"], ["sleep", 1.0], ["accept"], ["close", 1000]], timeout=0.6)
     try:
         assert conn.handshake.response is None and not conn.handshake.raw, \
             f"response before accept: {conn.handshake.raw[:200]!r}"
@@ -188,7 +161,7 @@ def test_no_101_before_the_app_accepts(server):
 @spec("ASGI WWW §Close", "MUST")
 def test_close_before_accept_is_http_403(server):
     """websocket.close before accept rejects the handshake with HTTP 403 and no 101."""
-    conn, _ = _script(server, [["receive"], ["close", 1000]])
+    conn, _ = ws_script(server, [["receive"], ["close", 1000]])
     conn.close()
     assert conn.handshake.status == 403, conn.handshake.raw[:300]
     assert not conn.handshake.header_all("sec-websocket-accept")
@@ -199,7 +172,7 @@ def test_close_before_accept_is_http_403(server):
 def test_app_ending_before_accept_is_refused_with_http_error(server, ending):
     """POLICY: an app that returns or raises without accepting gets the handshake refused with an HTTP error
     (403 is the consistent reading; any 4xx/5xx passes), promptly and without a 101."""
-    conn, _ = _script(server, [["receive"], [ending]])
+    conn, _ = ws_script(server, [["receive"], [ending]])
     conn.close()
     hs = conn.handshake
     assert hs.status is not None and 400 <= hs.status < 600, f"got {hs.status}: {hs.raw[:300]!r}"
@@ -210,8 +183,8 @@ def test_app_ending_before_accept_is_refused_with_http_error(server, ending):
 @spec("ASGI WWW §Accept", "DEFINED")
 def test_accept_subprotocol_is_sent_in_the_101(server):
     """websocket.accept with subprotocol "b" (offered "a, b") gives exactly one Sec-WebSocket-Protocol: b."""
-    conn, _ = _script(server, [["receive"], ["accept", "b"], ["close", 1000]], protocols=["a", "b"])
-    with _accepted(conn):
+    conn, _ = ws_script(server, [["receive"], ["accept", "b"], ["close", 1000]], protocols=["a", "b"])
+    with ws_accepted(conn):
         assert conn.handshake.header_all("sec-websocket-protocol") == ["b"], conn.handshake.raw
 
 
@@ -220,10 +193,10 @@ def test_accept_subprotocol_is_sent_in_the_101(server):
 def test_subprotocol_the_client_did_not_offer_never_reaches_the_wire(server, offered):
     """An app accepting with a subprotocol the client did not offer never puts it in a 101. Evidence: a
     well-formed HTTP response (a 101 without that subprotocol, or a refusal) after the app's accept."""
-    conn, token = _script(server, [["receive"], ["accept", "gatecheck.c"], ["close", 1000]], protocols=offered)
+    conn, token = ws_script(server, [["receive"], ["accept", "gatecheck.c"], ["close", 1000]], protocols=offered)
     conn.close()
     assert conn.handshake.response is not None, f"no HTTP response to the handshake: {conn.handshake.raw[:200]!r}"
-    assert 1 in _steps(server, token), "the app's accept step never ran"
+    assert 1 in ws_steps(server, token), "the app's accept step never ran"
     if conn.handshake.status == 101:
         assert all(v in offered for v in conn.handshake.header_all("sec-websocket-protocol")), conn.handshake.raw
 
@@ -233,8 +206,8 @@ def test_accept_headers_are_sent_in_the_101(server):
     """Spec 2.1+: headers given with websocket.accept appear in the 101 response."""
     _require_spec(server, "2.1")
     steps = [["receive"], ["accept", None, [["x-gatecheck-accept", "yes"], ["set-cookie", "ws=1"]]], ["close", 1000]]
-    conn, _ = _script(server, steps)
-    with _accepted(conn):
+    conn, _ = ws_script(server, steps)
+    with ws_accepted(conn):
         assert conn.handshake.header_all("x-gatecheck-accept") == ["yes"], conn.handshake.raw
         assert conn.handshake.header_all("set-cookie") == ["ws=1"], conn.handshake.raw
 
@@ -244,12 +217,12 @@ def test_accept_headers_are_sent_in_the_101(server):
 @spec("ASGI WWW §Receive", "DEFINED")
 def test_text_arrives_as_text_and_binary_as_bytes(server):
     """A text frame arrives as websocket.receive text (str), a binary one as bytes; the other key is None."""
-    conn, token = _script(server, [["receive"], ["accept"], ["receive"], ["receive"], ["close", 1000]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["receive"], ["accept"], ["receive"], ["receive"], ["close", 1000]])
+    with ws_accepted(conn):
         conn.send_text("héllo ✓")
         conn.send_binary(b"\x00\xffbin")
         conn.read_frames_until_close()
-    steps = _steps(server, token)
+    steps = ws_steps(server, token)
     text, binary = steps[2]["result"], steps[3]["result"]
     assert text["type"] == "websocket.receive" and text.get("text") == "héllo ✓", text
     assert text.get("bytes") is None, text
@@ -261,36 +234,36 @@ def test_text_arrives_as_text_and_binary_as_bytes(server):
 @spec("ASGI Core §Error Handling", "SHOULD")
 def test_send_with_both_or_neither_payload_raises(server, message):
     """websocket.send needs exactly one of bytes/text: a message with both or neither raises from send()."""
-    conn, token = _script(server, [["receive"], ["accept"], ["send", message], ["close", 1000]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["receive"], ["accept"], ["send", message], ["close", 1000]])
+    with ws_accepted(conn):
         conn.read_frames_until_close()
-    step = _steps(server, token)[2]
+    step = ws_steps(server, token)[2]
     assert step["ok"] is False, f"send({message}) did not raise: {step}"
 
 
 @spec(_WS, "SHOULD")
 def test_fragmented_message_is_one_receive(server):
     """A message sent in three fragments reaches the app as one websocket.receive."""
-    conn, token = _script(server, [["receive"], ["accept"], ["receive"], ["close", 1000]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["receive"], ["accept"], ["receive"], ["close", 1000]])
+    with ws_accepted(conn):
         conn.send_frame(OP_TEXT, b"frag", fin=False)
         conn.send_frame(OP_CONT, b"men", fin=False)
         conn.send_frame(OP_CONT, b"ted")
         conn.read_frames_until_close()
-    assert _steps(server, token)[2]["result"].get("text") == "fragmented"
+    assert ws_steps(server, token)[2]["result"].get("text") == "fragmented"
 
 
 @spec(_WS, "SHOULD")
 def test_ping_is_answered_without_the_app(server):
     """A ping is answered by the server; the app's next receive() is the following data message."""
-    conn, token = _script(server, [["receive"], ["accept"], ["receive"], ["close", 1000]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["receive"], ["accept"], ["receive"], ["close", 1000]])
+    with ws_accepted(conn):
         conn.send_frame(OP_PING, b"ping!")
         frame = conn.read_frame()
         assert getattr(frame, "opcode", None) == OP_PONG and frame.payload == b"ping!", frame
         conn.send_text("after ping")
         conn.read_frames_until_close()
-    assert _steps(server, token)[2]["result"].get("text") == "after ping"
+    assert ws_steps(server, token)[2]["result"].get("text") == "after ping"
 
 
 # -- close ------------------------------------------------------------------------------------------
@@ -300,8 +273,8 @@ def test_ping_is_answered_without_the_app(server):
 def test_app_close_code_reaches_the_client(server, code):
     """websocket.close after accept sends a Close frame with the app's code (1000 when omitted)."""
     step = ["close"] if code is None else ["close", code]
-    conn, _ = _script(server, [["receive"], ["accept"], step])
-    with _accepted(conn):
+    conn, _ = ws_script(server, [["receive"], ["accept"], step])
+    with ws_accepted(conn):
         _, close, end = conn.read_frames_until_close()
     assert close is not None and close.close_code == (code or 1000), f"{close!r} ({end})"
 
@@ -310,8 +283,8 @@ def test_app_close_code_reaches_the_client(server, code):
 def test_app_close_reason_reaches_the_client(server):
     """Spec 2.3+: the reason of websocket.close is the reason of the Close frame."""
     _require_spec(server, "2.3")
-    conn, _ = _script(server, [["receive"], ["accept"], ["close", 4001, "gatecheck bye ✓"]])
-    with _accepted(conn):
+    conn, _ = ws_script(server, [["receive"], ["accept"], ["close", 4001, "gatecheck bye ✓"]])
+    with ws_accepted(conn):
         _, close, end = conn.read_frames_until_close()
     assert close is not None and close.close_code == 4001, f"{close!r} ({end})"
     assert close.close_reason == "gatecheck bye ✓".encode(), close
@@ -323,10 +296,10 @@ def test_app_close_with_local_only_code_never_reaches_the_wire(server, code):
     """An app asking to close with 1005, 1006 or 1015 never makes the server send that code. Evidence: the
     app's close step ran (event log) and the server answered it with a Close frame or by ending the
     connection; silence shows nothing."""
-    conn, token = _script(server, [["receive"], ["accept"], ["close", code]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["receive"], ["accept"], ["close", code]])
+    with ws_accepted(conn):
         _, close, end = conn.read_frames_until_close()
-    assert 2 in _steps(server, token), "the app's close step never ran"
+    assert 2 in ws_steps(server, token), "the app's close step never ran"
     assert close is not None or end == EOF, f"neither a Close frame nor a closed connection after the app's close ({end})"
     assert close is None or close.close_code not in _NEVER_ON_WIRE, f"server sent {close!r}"
 
@@ -335,8 +308,8 @@ def test_app_close_with_local_only_code_never_reaches_the_wire(server, code):
 @spec("ASGI WWW §Disconnect", "DEFINED")
 def test_disconnect_carries_the_client_close_code(server, code):
     """The client's Close code arrives as websocket.disconnect code."""
-    conn, token = _script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
+    with ws_accepted(conn):
         conn.send_close(code, "bye")
         conn.read_frames_until_close()
     assert _disconnect(server, token).get("code") == code
@@ -345,8 +318,8 @@ def test_disconnect_carries_the_client_close_code(server, code):
 @spec("ASGI WWW §Disconnect", "SHOULD")
 def test_disconnect_without_close_code_is_1005(server):
     """A client Close without a status code arrives as websocket.disconnect code 1005."""
-    conn, token = _script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
+    with ws_accepted(conn):
         conn.send_close(None)
         conn.read_frames_until_close()
     assert _disconnect(server, token).get("code") == 1005
@@ -355,8 +328,8 @@ def test_disconnect_without_close_code_is_1005(server):
 @spec("RFC 6455 §7.1.5", "DEFINED")
 def test_tcp_drop_is_disconnect_1006(server):
     """A client that drops the TCP connection without a Close frame is reported with code 1006."""
-    conn, token = _script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
-    _accepted(conn).abort()
+    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
+    ws_accepted(conn).abort()
     assert _disconnect(server, token).get("code") == 1006
 
 
@@ -364,8 +337,8 @@ def test_tcp_drop_is_disconnect_1006(server):
 def test_disconnect_carries_the_client_reason(server):
     """Spec 2.5+: the client's close reason arrives as websocket.disconnect reason."""
     _require_spec(server, "2.5")
-    conn, token = _script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
+    with ws_accepted(conn):
         conn.send_close(4002, "gatecheck réason")
         conn.read_frames_until_close()
     assert _disconnect(server, token).get("reason") == "gatecheck réason"
@@ -374,12 +347,12 @@ def test_disconnect_carries_the_client_reason(server):
 @spec("ASGI WWW §Disconnect", "DEFINED")
 def test_receive_after_server_close_is_disconnect(server):
     """After the app's websocket.close, a receive() returns websocket.disconnect."""
-    conn, token = _script(server, [["receive"], ["accept"], ["close", 1000], ["receive"]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["receive"], ["accept"], ["close", 1000], ["receive"]])
+    with ws_accepted(conn):
         conn.read_frames_until_close()
         conn.send_close(1000)
         conn.wait_closed(3.0)
-    step = _steps(server, token)[3]
+    step = ws_steps(server, token)[3]
     assert step["ok"] and step["result"]["type"] == "websocket.disconnect", step
 
 
@@ -388,8 +361,8 @@ def test_receive_after_server_close_is_disconnect(server):
 def test_app_ending_after_accept_closes_the_socket(server, ending):
     """When the app returns or raises after accepting, the server closes the WebSocket (evidence: a Close
     frame, or the connection ending, after the event log shows the app ended)."""
-    conn, token = _script(server, [["receive"], ["accept"], [ending]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["receive"], ["accept"], [ending]])
+    with ws_accepted(conn):
         _, close, end = conn.read_frames_until_close(5.0)
         server.wait_for_event(token, "script.end", 5.0)
         assert close is not None or end == EOF, f"socket still open 5 s after the app ended ({end})"
@@ -399,12 +372,12 @@ def test_app_ending_after_accept_closes_the_socket(server, ending):
 def test_send_after_client_close_raises_oserror(server):
     """Spec 2.4+: send() after the client closed raises an OSError subclass."""
     _require_spec(server, "2.4")
-    conn, token = _script(server, [["receive"], ["accept"], ["wait_disconnect", 10], ["sleep", 0.2],
+    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10], ["sleep", 0.2],
                                    ["send_text", "too late"]])
-    with _accepted(conn):
+    with ws_accepted(conn):
         conn.send_close(1000)
         conn.read_frames_until_close()
-    step = _steps(server, token)[4]
+    step = ws_steps(server, token)[4]
     assert step["ok"] is False and step["error"]["is_oserror"], f"send after close: {step}"
 
 
@@ -413,12 +386,12 @@ def test_send_after_client_close_is_a_noop_before_2_4(server):
     """Before spec 2.4, send() after the client closed is a no-op (no exception)."""
     if _spec_version(server) >= (2, 4):
         pytest.skip(f"{UNSUPPORTED_PREFIX} {server.target} advertises spec_version >= 2.4 (raises instead)")
-    conn, token = _script(server, [["receive"], ["accept"], ["wait_disconnect", 10], ["sleep", 0.2],
+    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10], ["sleep", 0.2],
                                    ["send_text", "too late"]])
-    with _accepted(conn):
+    with ws_accepted(conn):
         conn.send_close(1000)
         conn.read_frames_until_close()
-    assert _steps(server, token)[4]["ok"] is True
+    assert ws_steps(server, token)[4]["ok"] is True
 
 
 # -- denial response extension --------------------------------------------------------------------------
@@ -434,7 +407,7 @@ def test_denial_response_is_sent_instead_of_the_handshake(server):
     """A denial (websocket.http.response.start + body) is sent as that HTTP response, without
     Sec-WebSocket-Accept, and the connection is closed afterwards."""
     _require_denial(server)
-    conn, _ = _script(server, [["receive"], ["deny", 451, [["x-gatecheck-denied", "yes"]], "denied by app"]])
+    conn, _ = ws_script(server, [["receive"], ["deny", 451, [["x-gatecheck-denied", "yes"]], "denied by app"]])
     try:
         hs = conn.handshake
         assert hs.status == 451, hs.raw[:300]
@@ -452,7 +425,7 @@ def test_websocket_send_during_denial_never_becomes_a_frame(server):
     start = {"type": "websocket.http.response.start", "status": 403,
              "headers": [[{"b64": "Y29udGVudC1sZW5ndGg="}, {"b64": "Ng=="}]]}
     body = {"type": "websocket.http.response.body", "body": {"b64": "ZGVuaWVk"}}
-    conn, _ = _script(server, [["receive"], ["send", start], ["send_text", "not a frame"], ["send", body]])
+    conn, _ = ws_script(server, [["receive"], ["send", start], ["send_text", "not a frame"], ["send", body]])
     try:
         assert conn.handshake.status == 403 and conn.handshake.response.body == b"denied", conn.handshake.raw
         conn.wait_closed(1.5)

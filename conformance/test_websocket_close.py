@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.ws import EOF, OP_BINARY, OP_CLOSE, OP_TEXT, close_payload, connect, encode_frame
+from gatecheck.conformance.client.ws import EOF, OP_BINARY, OP_CLOSE, OP_TEXT, close_payload, connect, encode_frame
 
 pytestmark = [interfaces("asgi", "rsgi"), needs("websockets")]
 

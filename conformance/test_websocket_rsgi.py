@@ -14,10 +14,9 @@ import json
 
 import pytest
 
-from gatecheck.conformance.client import value_of
+from gatecheck.conformance.app import value_of, ws_accepted, ws_open, ws_script, ws_steps
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.scripted import script_target
-from gatecheck.conformance.ws import EOF, OP_BINARY, OP_TEXT, accept_for, connect
+from gatecheck.conformance.client.ws import EOF, OP_BINARY, OP_TEXT, accept_for
 
 pytestmark = [interfaces("rsgi"), needs("websockets")]
 
@@ -26,28 +25,9 @@ _PROTO = "RSGI §Websocket protocol interface"
 _NEVER_ON_WIRE = (1005, 1006, 1015)
 
 
-def _script(server, steps, timeout=5.0):
-    token = server.new_token()
-    conn = connect(server.address, script_target(steps), server.authority,
-                   headers=[("x-gatecheck-token", token)], timeout=timeout)
-    return conn, token
-
-
-def _accepted(conn):
-    if conn.handshake.status != 101:
-        conn.close()
-        raise AssertionError(f"handshake answered {conn.handshake.status}: {conn.handshake.raw[:300]!r}")
-    return conn
-
-
-def _steps(server, token, timeout=5.0) -> dict:
-    server.wait_for_event(token, "script.end", timeout)
-    return {e["index"]: e for e in server.events(token) if e["event"] == "step"}
-
-
 def _probe_scope(server) -> dict:
     """The WebSocket scope the probe app saw for ``/ws_probe?q=1``."""
-    conn = _accepted(connect(server.address, "/ws_probe?q=1", server.authority))
+    conn = ws_accepted(ws_open(server, "/ws_probe?q=1"))
     try:
         got = conn.read_message()
     finally:
@@ -100,22 +80,22 @@ def test_scope_query_string_is_the_rest(server):
 @spec(_PROTO, "DEFINED")
 def test_accept_completes_the_handshake(server):
     """await protocol.accept() answers the handshake with 101 and the right Sec-WebSocket-Accept."""
-    conn, token = _script(server, [["accept"], ["close", 1000]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["accept"], ["close", 1000]])
+    with ws_accepted(conn):
         assert conn.handshake.header_all("sec-websocket-accept") == [accept_for(conn.handshake.key)]
-    assert _steps(server, token)[0]["ok"]
+    assert ws_steps(server, token)[0]["ok"]
 
 
 @spec(_PROTO, "DEFINED")
 def test_message_kinds_and_data_types(server):
     """A text frame is received as kind 2 with str data, binary as kind 1 with bytes, a client Close as kind 0."""
-    conn, token = _script(server, [["accept"], ["receive"], ["receive"], ["receive"]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["accept"], ["receive"], ["receive"], ["receive"]])
+    with ws_accepted(conn):
         conn.send_text("héllo ✓")
         conn.send_binary(b"\x00\xffbin")
         conn.send_close(1000)
         conn.read_frames_until_close()
-    steps = _steps(server, token)
+    steps = ws_steps(server, token)
     text, binary, closed = (steps[i]["result"] for i in (1, 2, 3))
     assert text["kind"] == 2 and text["data"] == "héllo ✓", text
     assert binary["kind"] == 1 and binary["data"] == b"\x00\xffbin", binary
@@ -125,9 +105,9 @@ def test_message_kinds_and_data_types(server):
 @spec(_PROTO, "DEFINED")
 def test_send_str_and_send_bytes_make_text_and_binary_frames(server):
     """transport.send_str sends a text frame and send_bytes a binary frame, with identical payloads."""
-    conn, _ = _script(server, [["accept"], ["send_str", "héllo ✓"], ["send_bytes", {"b64": "AP9iaW4="}],
+    conn, _ = ws_script(server, [["accept"], ["send_str", "héllo ✓"], ["send_bytes", {"b64": "AP9iaW4="}],
                                ["close", 1000]])
-    with _accepted(conn):
+    with ws_accepted(conn):
         first, second = conn.read_message(), conn.read_message()
     assert first == (OP_TEXT, "héllo ✓".encode()), first
     assert second == (OP_BINARY, b"\x00\xffbin"), second
@@ -137,7 +117,7 @@ def test_send_str_and_send_bytes_make_text_and_binary_frames(server):
 @spec(_PROTO, "POLICY")
 def test_close_before_accept_is_that_http_status(server, status):
     """POLICY: protocol.close(status) before accept() refuses the handshake with that HTTP status, no 101."""
-    conn, _ = _script(server, [["close", status]])
+    conn, _ = ws_script(server, [["close", status]])
     conn.close()
     assert conn.handshake.status == status, conn.handshake.raw[:300]
     assert not conn.handshake.header_all("sec-websocket-accept")
@@ -147,8 +127,8 @@ def test_close_before_accept_is_that_http_status(server, status):
 @spec(_PROTO, "POLICY")
 def test_close_after_accept_sends_that_close_code(server, code):
     """POLICY: protocol.close(code) after accept() sends a Close frame carrying that code."""
-    conn, _ = _script(server, [["accept"], ["close", code]])
-    with _accepted(conn):
+    conn, _ = ws_script(server, [["accept"], ["close", code]])
+    with ws_accepted(conn):
         _, close, end = conn.read_frames_until_close()
     assert close is not None and close.close_code == code, f"{close!r} ({end})"
 
@@ -159,10 +139,10 @@ def test_close_with_local_only_code_never_reaches_the_wire(server, code):
     """protocol.close(1005 | 1006 | 1015) after accept never puts that code in a Close frame. Evidence: the
     app's close step ran (event log) and the server answered it with a Close frame or by ending the
     connection; silence shows nothing."""
-    conn, token = _script(server, [["accept"], ["close", code]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["accept"], ["close", code]])
+    with ws_accepted(conn):
         _, close, end = conn.read_frames_until_close()
-    assert 1 in _steps(server, token), "the app's close step never ran"
+    assert 1 in ws_steps(server, token), "the app's close step never ran"
     assert close is not None or end == EOF, f"neither a Close frame nor a closed connection after the app's close ({end})"
     assert close is None or close.close_code not in _NEVER_ON_WIRE, f"server sent {close!r}"
 
@@ -172,8 +152,8 @@ def test_close_with_local_only_code_never_reaches_the_wire(server, code):
 def test_app_ending_after_accept_closes_the_socket(server, ending):
     """When the app returns or raises after accept() without closing, the server closes the WebSocket
     (evidence: a Close frame, or the connection ending, after the event log shows the app ended)."""
-    conn, token = _script(server, [["accept"], [ending]])
-    with _accepted(conn):
+    conn, token = ws_script(server, [["accept"], [ending]])
+    with ws_accepted(conn):
         _, close, end = conn.read_frames_until_close(5.0)
         server.wait_for_event(token, "script.end", 5.0)
         assert close is not None or end == EOF, f"socket still open 5 s after the app ended ({end})"
@@ -183,9 +163,9 @@ def test_app_ending_after_accept_closes_the_socket(server, ending):
 def test_tcp_drop_ends_a_waiting_receive(server):
     """A client that drops the TCP connection without a Close ends a pending receive() promptly: it returns
     kind 0 or raises (the app learns the socket is gone), rather than waiting on."""
-    conn, token = _script(server, [["accept"], ["wait_disconnect", 30]])
-    _accepted(conn).abort()
-    step = _steps(server, token, timeout=5.0)[1]
+    conn, token = ws_script(server, [["accept"], ["wait_disconnect", 30]])
+    ws_accepted(conn).abort()
+    step = ws_steps(server, token, timeout=5.0)[1]
     if step["ok"]:
         assert step["result"]["kind"] == 0, step
     else:

@@ -5,10 +5,9 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.client import probe, value_of
-from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.app import new_token, probe, script_request, value_of
+from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.scripted import new_token, script_request
 
 pytestmark = interfaces("wsgi")
 
@@ -120,7 +119,8 @@ def test_path_info_is_percent_decoded_latin1(server, raw, expected):
     """SCRIPT_NAME + PATH_INFO is the path percent-decoded, its bytes carried as latin-1 code points (how the
     server splits the two is its own business)."""
     env = _environ(server, raw)
-    assert env.get("SCRIPT_NAME", "") + env.get("PATH_INFO", "") == expected, (env.get("SCRIPT_NAME"), env.get("PATH_INFO"))
+    assert env.get("SCRIPT_NAME", "") + env.get("PATH_INFO", "") == expected, (env.get("SCRIPT_NAME"),
+                                                                               env.get("PATH_INFO"))
 
 
 @spec(_ENV, "SHOULD")

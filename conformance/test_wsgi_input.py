@@ -10,14 +10,11 @@ and reads what each call returned from the event log, so the app's view is asser
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from gatecheck.conformance.http1 import Connection
+from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.scripted import script_request, step, wait_steps
-from gatecheck.conformance.scriptrun import outcome, ping, send
+from gatecheck.conformance.app import ping, run_script, script_request, step, step_value
 from gatecheck.conformance.wire import REPLY_TIMEOUT, describe
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
@@ -33,9 +30,8 @@ def _run(server, ops: list, *, body: bytes = _LINES, method: str = "POST", heade
 
     ``results[i]`` is step i's event (``ok``, ``result`` or ``error``). ``chunks`` sends the body with
     chunked transfer coding; ``then`` is pipelined after the request on the same connection."""
-    token, ex = send(server, ops + _OK, method=method, headers=headers, body=body, chunks=chunks, then=then,
-                     count=2 if then else 1)
-    events = wait_steps(server, token, len(ops) + len(_OK), timeout=REPLY_TIMEOUT)
+    _, ex, events = run_script(server, ops + _OK, method=method, headers=headers, body=body, chunks=chunks,
+                               then=(then,) if then else (), timeout=REPLY_TIMEOUT)
     results = [step(events, i) for i in range(len(ops))]
     assert ex.final and ex.final[0].status == 200, f"the script was not answered 200: {describe(ex)}"
     return results, ex
@@ -53,18 +49,8 @@ def _assert_next_answered(ex, problem: str) -> None:
         f"{problem}: {describe(ex)}")
 
 
-def _first_response(conn: Connection, timeout: float = REPLY_TIMEOUT):
-    """Read until the first response of any kind (a 1xx too) arrives, the server closes, or ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        ex = conn.read_responses(1, methods=["POST"], timeout=max(0.01, min(0.1, remaining)))
-        if ex.responses or ex.closed or remaining <= 0:
-            return ex
-
-
 def _bytes(result: dict | None, what: str) -> bytes:
-    value = outcome(result, what)
+    value = step_value(result, what)
     assert type(value) is bytes, f"{what} returned {type(value).__name__} {value!r:.80}, not bytes"
     return value
 
@@ -126,7 +112,7 @@ def test_readline_with_size_returns_at_most_size_bytes(server):
 def test_readlines_returns_every_line(server):
     """readlines() returns the list of every line, newlines kept."""
     results, _ = _run(server, [["readlines"]])
-    lines = outcome(results[0], "readlines()")
+    lines = step_value(results[0], "readlines()")
     assert lines == [b"line one\n", b"line two\n", b"last"], lines
     assert all(type(x) is bytes for x in lines), [type(x).__name__ for x in lines]
 
@@ -140,7 +126,7 @@ def test_readlines_with_hint_returns_whole_lines_from_the_start(server):
     call = results[0]
     if call is not None and not call.get("ok") and "TypeError" in (call.get("error") or {}).get("mro", []):
         return
-    lines = outcome(call, "readlines(5)")
+    lines = step_value(call, "readlines(5)")
     assert lines and all(type(x) is bytes for x in lines), lines
     assert _LINES.startswith(b"".join(lines)), lines
     assert all(x.endswith(b"\n") for x in lines[:-1]) and lines[0] == b"line one\n", lines
@@ -150,7 +136,7 @@ def test_readlines_with_hint_returns_whole_lines_from_the_start(server):
 def test_iteration_yields_the_lines(server):
     """Iterating wsgi.input yields its lines, newlines kept, like a binary file."""
     results, _ = _run(server, [["iter_input"]])
-    lines = outcome(results[0], "list(wsgi.input)")
+    lines = step_value(results[0], "list(wsgi.input)")
     assert lines == [b"line one\n", b"line two\n", b"last"], lines
 
 
@@ -160,7 +146,7 @@ def test_read_readline_and_iteration_share_one_position(server):
     results, _ = _run(server, [["read", 2], ["readline"], ["iter_input"]])
     assert _bytes(results[0], "read(2)") == b"li"
     assert _bytes(results[1], "readline() after read(2)") == b"ne one\n"
-    assert outcome(results[2], "list(wsgi.input) after readline()") == [b"line two\n", b"last"]
+    assert step_value(results[2], "list(wsgi.input) after readline()") == [b"line two\n", b"last"]
 
 
 # -- EOF ---------------------------------------------------------------------------------------
@@ -179,7 +165,7 @@ def test_exhausted_input_returns_empty_from_every_method(server):
     ops = [["read", 1000], ["read", 1], ["read"], ["readline"], ["readlines"], ["iter_input"]]
     results, _ = _run(server, ops)
     assert _bytes(results[0], "read(1000)") == _LINES
-    got = [outcome(r, " ".join(map(str, op))) for r, op in zip(results[1:], ops[1:])]
+    got = [step_value(r, " ".join(map(str, op))) for r, op in zip(results[1:], ops[1:])]
     assert got == [b"", b"", b"", [], []], got
 
 
@@ -227,8 +213,8 @@ def test_chunked_body_is_readable_by_a_portable_app(server):
     so with neither the app reads nothing.)"""
     ops = [["environ_get", "wsgi.input_terminated"], ["environ_get", "CONTENT_LENGTH"], ["read_body"]]
     results, _ = _run(server, ops, chunks=_CHUNKS)
-    terminated, length = outcome(results[0], "flag"), outcome(results[1], "CONTENT_LENGTH")
-    body = outcome(results[2], "read_body")
+    terminated, length = step_value(results[0], "flag"), step_value(results[1], "CONTENT_LENGTH")
+    body = step_value(results[2], "read_body")
     expected = b"".join(_CHUNKS)
     assert terminated or length == str(len(expected)), (
         f"wsgi.input_terminated={terminated!r} and CONTENT_LENGTH={length!r}: a portable app cannot read "
@@ -240,7 +226,7 @@ def test_chunked_body_is_readable_by_a_portable_app(server):
 def test_chunked_body_content_length_is_absent_or_the_decoded_length(server):
     """For a chunked upload CONTENT_LENGTH is absent, empty, or the length after removing the chunking."""
     results, _ = _run(server, [["environ_get", "CONTENT_LENGTH"]], chunks=_CHUNKS)
-    length = outcome(results[0], "CONTENT_LENGTH")
+    length = step_value(results[0], "CONTENT_LENGTH")
     assert length in (None, "", str(len(b"".join(_CHUNKS)))), f"CONTENT_LENGTH={length!r}"
 
 
@@ -250,7 +236,7 @@ def test_input_terminated_stream_ends_exactly_at_the_body(server):
     request pipelined behind it is still answered."""
     ops = [["environ_get", "wsgi.input_terminated"], ["read", 4096], ["read", 4096], ["read", 4096]]
     results, ex = _run(server, ops, chunks=_CHUNKS, then=ping(server))
-    if not outcome(results[0], "flag"):
+    if not step_value(results[0], "flag"):
         pytest.skip("not supported: the server does not set wsgi.input_terminated")
     got = [_bytes(r, f"read(4096) #{i + 1}") for i, r in enumerate(results[1:])]
     assert b"".join(got) == b"".join(_CHUNKS) and got[-1] == b"", got
@@ -268,7 +254,7 @@ def test_expect_100_continue_with_an_app_that_never_reads_is_still_answered(serv
                           headers=[("Expect", "100-continue"), ("Content-Length", "5")], content_length=False)
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(data)
-        early = _first_response(conn)
+        early = conn.read_first(["POST"], REPLY_TIMEOUT)
         assert early.responses, (f"neither 100 nor a final response within {REPLY_TIMEOUT}s while the body "
                                  f"was held back: {describe(early)}")
         ex = early
@@ -289,7 +275,7 @@ _TEXTS = {"non-latin-1": "caf\u00e9 \u20ac \U0001f600 \u4e2d\n", "lone-surrogate
 def test_errors_accepts_arbitrary_unicode(server, text):
     """wsgi.errors.write(str) accepts any unicode text without raising (substitution is allowed)."""
     results, _ = _run(server, [["errors_write", text]], method="GET", body=b"")
-    outcome(results[0], "wsgi.errors.write")
+    step_value(results[0], "wsgi.errors.write")
 
 
 @spec(_INPUT, "MUST")
@@ -297,5 +283,5 @@ def test_errors_writelines_and_flush_work(server):
     """wsgi.errors.writelines(seq) and flush() can be called."""
     results, _ = _run(server, [["errors_writelines", ["gatecheck one\n", "gatecheck two\n"]], ["errors_flush"]],
                       method="GET", body=b"")
-    outcome(results[0], "wsgi.errors.writelines")
-    outcome(results[1], "wsgi.errors.flush")
+    step_value(results[0], "wsgi.errors.writelines")
+    step_value(results[1], "wsgi.errors.flush")

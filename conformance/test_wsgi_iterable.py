@@ -19,10 +19,10 @@ import pytest
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.http1 import Connection, parse_head, read_raw
+from gatecheck.conformance.client.http1 import Connection, parse_head, read_raw
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.scripted import new_token, script_request, step, wait_steps
-from gatecheck.conformance.scriptrun import events_until, named, ping, send
+from gatecheck.conformance.app import (events_until, named, new_token, ping, run_script, script_request, step,
+                                       wait_steps)
 from gatecheck.conformance.wire import REPLY_TIMEOUT, describe
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
@@ -52,7 +52,7 @@ def _closes(server, token: str, timeout: float = REPLY_TIMEOUT) -> tuple:
 @spec(_SPEC, "MUST")
 def test_close_is_called_after_a_complete_response(server):
     """The iterable's close() is called when the response is complete."""
-    token, ex = send(server, [_sr(), ["yield", "a"], ["yield", "b"]])
+    token, ex, _ = run_script(server, [_sr(), ["yield", "a"], ["yield", "b"]], timeout=REPLY_TIMEOUT, wait=False)
     assert ex.first.body == b"ab", describe(ex)
     closes, events = _closes(server, token)
     assert closes, f"close() was never called; events: {[e['event'] for e in events]}"
@@ -62,7 +62,7 @@ def test_close_is_called_after_a_complete_response(server):
 def test_close_is_not_called_twice(server):
     """POLICY (the text says close() must be called, not how often; calling it twice is the suite's reading
     of a fault): close() is called no more than once for one response."""
-    token, ex = send(server, [_sr(), ["yield", "a"], ["yield", "b"]])
+    token, ex, _ = run_script(server, [_sr(), ["yield", "a"], ["yield", "b"]], timeout=REPLY_TIMEOUT, wait=False)
     closes, events = _closes(server, token)
     if not closes:
         pytest.skip("close() was never called here (test_close_is_called_after_a_complete_response fails)")
@@ -72,7 +72,8 @@ def test_close_is_not_called_twice(server):
 @spec(_SPEC, "MUST")
 def test_close_is_called_when_iteration_raises(server):
     """close() is called when the iterable raises in the middle of the response."""
-    token, _ = send(server, [_sr(), ["yield", "a"], ["raise", "mid-body"], ["yield", "b"]])
+    token, _, _ = run_script(server, [_sr(), ["yield", "a"], ["raise", "mid-body"], ["yield", "b"]],
+                             timeout=REPLY_TIMEOUT, wait=False)
     closes, events = _closes(server, token)
     assert closes, f"close() was never called; events: {[e['event'] for e in events]}"
 
@@ -89,7 +90,8 @@ def test_response_is_aborted_when_iteration_raises(server, headers):
 
     Evidence, not absence: the app's log must show it yielded its bytes (so there was a response to
     abort); a close before the app ran proves nothing."""
-    token, ex = send(server, [_sr("200 OK", *headers), ["yield", "abc"], ["raise", "mid-body"]])
+    token, ex, _ = run_script(server, [_sr("200 OK", *headers), ["yield", "abc"], ["raise", "mid-body"]],
+                              timeout=REPLY_TIMEOUT, wait=False)
     yielded = step(wait_steps(server, token, 2), 1)
     assert yielded and yielded.get("ok"), f"no evidence the app ran and yielded (step: {yielded}): {describe(ex)}"
     complete = [r for r in ex.final if r.status == 200]
@@ -139,7 +141,7 @@ _CLOSE_RUNS = {"complete": [_sr(), ["yield", "a"]], "error": [_sr(), ["yield", "
 def test_no_next_after_close(server, steps):
     """The server never calls next() on the iterable after close(). (wsgiref.validate asserts it; the
     PEP implies it.)"""
-    token, _ = send(server, steps)
+    token, _, _ = run_script(server, steps, timeout=REPLY_TIMEOUT, wait=False)
     closes, events = _closes(server, token)
     assert closes, f"close() was never called: {[e['event'] for e in events]}"
     assert not named(events, "wsgi.next_after_close"), [e["event"] for e in events]
@@ -152,7 +154,7 @@ def test_body_longer_than_content_length_is_not_sent(server):
     """When the app yields more than its Content-Length, no more than that many bytes are sent: the client
     never reads the excess as the start of the next response."""
     steps = [_sr("200 OK", ["Content-Length", "3"]), ["yield", "abc"], ["yield", "EXCESS"]]
-    _, ex = send(server, steps, then=ping(server), count=2)
+    _, ex, _ = run_script(server, steps, then=(ping(server),), timeout=REPLY_TIMEOUT, wait=False)
     assert ex.first.status == 200 and ex.first.body == b"abc", describe(ex)   # evidence: the response came
     assert b"EXCESS" not in ex.raw, f"bytes beyond Content-Length were sent: {describe(ex)}"
     if len(ex.final) == 2:
@@ -191,7 +193,8 @@ def test_body_shorter_than_content_length_closes_the_connection(server):
 def test_one_element_list_without_length_is_framed(server):
     """A one-element list without Content-Length arrives whole and delimited (computed length, chunked, or
     close); a computed Content-Length is the element's length."""
-    _, ex = send(server, [_sr(), ["return_list", ["hello world"]]], then=ping(server), count=2)
+    _, ex, _ = run_script(server, [_sr(), ["return_list", ["hello world"]]], then=(ping(server),),
+                          timeout=REPLY_TIMEOUT, wait=False)
     assert ex.first.body == b"hello world", describe(ex)
     assert ex.first.header("content-length") in (None, "11"), describe(ex)
     if len(ex.final) == 2:
@@ -203,15 +206,15 @@ def test_binary_body_is_transmitted_unmodified(server):
     """Yielded bytes are sent unmodified: line endings, NUL, 0xFF and chunk-terminator look-alikes."""
     blocks = [b"a\r\nb\nc\rd", b"\x00\xff\x80", b"0\r\n\r\n", b"\r\n"]
     steps = [_sr()] + [["yield", {"b64": base64.b64encode(b).decode()}] for b in blocks]
-    _, ex = send(server, steps, then=ping(server), count=2)
+    _, ex, _ = run_script(server, steps, then=(ping(server),), timeout=REPLY_TIMEOUT, wait=False)
     assert ex.first.body == b"".join(blocks), describe(ex)
 
 
 @spec("PEP 3333 §Error Handling", "SHOULD")
 def test_app_exception_before_output_is_trapped(server):
     """An exception escaping the app before any output is trapped: the server goes on serving."""
-    send(server, [["raise", "before any output"]])
-    _, after = send(server, [_sr(), ["yield", "still here"]])
+    run_script(server, [["raise", "before any output"]], timeout=REPLY_TIMEOUT, wait=False)
+    _, after, _ = run_script(server, [_sr(), ["yield", "still here"]], timeout=REPLY_TIMEOUT, wait=False)
     assert after.first.body == b"still here", describe(after)
 
 
@@ -219,7 +222,7 @@ def test_app_exception_before_output_is_trapped(server):
 def test_app_exception_before_output_gives_a_server_error(server):
     """POLICY (the text asks the server to trap and log, not what to answer): an exception escaping the app
     before any output gets a 5xx response."""
-    _, ex = send(server, [["raise", "before any output"]])
+    _, ex, _ = run_script(server, [["raise", "before any output"]], timeout=REPLY_TIMEOUT, wait=False)
     assert 500 <= ex.first.status < 600, describe(ex)
 
 
@@ -232,7 +235,7 @@ def _offered(event: dict | None) -> None:
 
 def _file_wrapper_run(server, options: dict | None = None, headers=(), name: str = fixtures.STATIC_SMALL):
     step_ = ["file_wrapper", name, options] if options else ["file_wrapper", name]
-    token, ex = send(server, [_sr("200 OK", *headers), step_])
+    token, ex, _ = run_script(server, [_sr("200 OK", *headers), step_], timeout=REPLY_TIMEOUT, wait=False)
     made = step(wait_steps(server, token, 2), 1)
     _offered(made)
     assert made is not None and made.get("ok"), f"wsgi.file_wrapper failed: {made}"
@@ -280,7 +283,8 @@ def test_file_wrapper_accepts_a_block_size(server):
 @spec(_FW, "MUST NOT")
 def test_discarded_file_wrapper_transmits_nothing(server):
     """A wsgi.file_wrapper result the app drops (as middleware may) sends nothing of the file."""
-    token, ex = send(server, [_sr(), ["discard_file_wrapper", fixtures.STATIC_SMALL], ["yield", "other"]])
+    token, ex, _ = run_script(server, [_sr(), ["discard_file_wrapper", fixtures.STATIC_SMALL], ["yield", "other"]],
+                              timeout=REPLY_TIMEOUT, wait=False)
     _offered(step(wait_steps(server, token, 3), 1))
     assert ex.first.body == b"other", describe(ex)
     assert _SMALL[:20] not in ex.raw, describe(ex)

@@ -17,11 +17,10 @@ import time
 
 import pytest
 
-from gatecheck.conformance.http1 import read_raw
+from gatecheck.conformance.client.http1 import read_raw
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.scripted import script_request, step, wait_steps
-from gatecheck.conformance.scriptrun import events_until, named, send
-from gatecheck.conformance.wire import describe
+from gatecheck.conformance.app import events_until, named, run_script, script_request, step, wait_steps
+from gatecheck.conformance.wire import REPLY_TIMEOUT, describe
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
 
@@ -69,7 +68,8 @@ def _timed(server, steps: list, marker: bytes, end: bytes, timeout: float = 5.0)
 @spec("PEP 3333 §The write() Callable", "MUST")
 def test_start_response_returns_a_write_callable_that_sends(server):
     """start_response returns a write(body_data) callable; bytes passed to it are sent as the body."""
-    token, ex = send(server, [_sr(), ["write", "written"], ["return_list", []]])
+    token, ex, _ = run_script(server, [_sr(), ["write", "written"], ["return_list", []]], timeout=REPLY_TIMEOUT,
+                              wait=False)
     write = step(wait_steps(server, token, 3), 1)
     assert write is not None and write.get("ok"), f"write() failed: {write and write.get('error')}"
     assert ex.first.body == b"written", describe(ex)
@@ -78,7 +78,8 @@ def test_start_response_returns_a_write_callable_that_sends(server):
 @spec("PEP 3333 §The write() Callable", "DEFINED")
 def test_write_output_precedes_iterable_output(server):
     """Output passed to write() is sent before anything the returned iterable yields."""
-    token, ex = send(server, [_sr(), ["write", "a"], ["write", "b"], ["yield", "c"], ["yield", "d"]])
+    token, ex, _ = run_script(server, [_sr(), ["write", "a"], ["write", "b"], ["yield", "c"], ["yield", "d"]],
+                              timeout=REPLY_TIMEOUT, wait=False)
     assert ex.first.body == b"abcd", describe(ex)
 
 
@@ -120,7 +121,8 @@ _EMPTY_BODIES = {"empty-blocks": [["yield", ""], ["yield", ""]], "no-blocks": [[
 def test_empty_body_still_sends_the_headers(server, tail):
     """An iterable that ends without a non-empty block still gets its status and headers sent, with an
     empty body."""
-    _, ex = send(server, [_sr("203 Gatecheck", ["X-Gatecheck", "empty"]), *tail])
+    _, ex, _ = run_script(server, [_sr("203 Gatecheck", ["X-Gatecheck", "empty"]), *tail], timeout=REPLY_TIMEOUT,
+                          wait=False)
     resp = ex.first
     assert resp.status == 203 and resp.header("x-gatecheck") == "empty" and resp.body == b"", describe(ex)
 
@@ -128,7 +130,8 @@ def test_empty_body_still_sends_the_headers(server, tail):
 @spec(_SPEC, "MUST NOT")
 def test_start_response_inside_the_first_iteration_is_honoured(server):
     """start_response may be called inside the iterable's first next(): its status and headers are used."""
-    _, ex = send(server, [["lazy"], _sr("201 Created", ["X-Lazy", "yes"]), ["yield", "lazy-body"]])
+    _, ex, _ = run_script(server, [["lazy"], _sr("201 Created", ["X-Lazy", "yes"]), ["yield", "lazy-body"]],
+                          timeout=REPLY_TIMEOUT, wait=False)
     resp = ex.first
     assert resp.status == 201 and resp.header("x-lazy") == "yes", describe(ex)
     assert resp.body == b"lazy-body", describe(ex)
@@ -142,7 +145,7 @@ def test_exc_info_before_headers_replaces_status_and_headers(server):
     steps = [_sr("200 OK", ["X-First", "1"]),
              ["start_response_exc_info", "500 Internal Server Error", [_OCTETS, ["X-Second", "2"]]],
              ["yield", "error page"]]
-    token, ex = send(server, steps)
+    token, ex, _ = run_script(server, steps, timeout=REPLY_TIMEOUT, wait=False)
     resp = ex.first
     assert resp.status == 500 and resp.header("x-second") == "2", describe(ex)
     assert resp.header("x-first") is None, f"the first call's headers were kept: {describe(ex)}"
@@ -155,7 +158,7 @@ _LATE_EXC = [_sr(), ["yield", "sent"], ["start_response_exc_info", "500 Internal
 @spec(_SR, "MUST")
 def test_exc_info_after_headers_raises(server):
     """start_response(..., exc_info) after the headers were sent raises instead of changing the response."""
-    token, ex = send(server, _LATE_EXC)
+    token, ex, _ = run_script(server, _LATE_EXC, timeout=REPLY_TIMEOUT, wait=False)
     calls = _calls(server, token)
     assert len(calls) == 2, f"start_response calls logged: {calls}"
     assert calls[1].get("ok") is False, f"the late start_response(exc_info) returned normally: {describe(ex)}"
@@ -164,7 +167,7 @@ def test_exc_info_after_headers_raises(server):
 @spec(_SR, "SHOULD")
 def test_exc_info_after_headers_reraises_the_original_exception(server):
     """The late start_response(..., exc_info) re-raises the exception it was handed."""
-    token, _ = send(server, _LATE_EXC)
+    token, _, _ = run_script(server, _LATE_EXC, timeout=REPLY_TIMEOUT, wait=False)
     calls = _calls(server, token)
     assert len(calls) == 2 and calls[1].get("ok") is False, f"start_response did not raise: {calls}"
     error = calls[1]["error"]
@@ -175,7 +178,8 @@ def test_exc_info_after_headers_reraises_the_original_exception(server):
 def test_second_start_response_without_exc_info_raises(server):
     """POLICY (the text calls it "a fatal error" of the application, not what the server does; its example
     gateway raises): calling start_response a second time without exc_info raises."""
-    token, ex = send(server, [_sr("200 OK"), _sr("500 Internal Server Error"), ["yield", "x"]])
+    token, ex, _ = run_script(server, [_sr("200 OK"), _sr("500 Internal Server Error"), ["yield", "x"]],
+                              timeout=REPLY_TIMEOUT, wait=False)
     calls = _calls(server, token)
     assert len(calls) == 2, f"start_response calls logged: {calls}"
     assert calls[1].get("ok") is False, f"the second start_response returned normally: {describe(ex)}"
@@ -191,7 +195,8 @@ _HOP_BY_HOP = [("Connection", "close"), ("Keep-Alive", "timeout=5"), ("Transfer-
 @spec(_SR, "SHOULD")
 def test_hop_by_hop_header_from_the_app_is_an_error(server, name, value):
     """A hop-by-hop header from the app is a fatal error: start_response raises."""
-    token, ex = send(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]])
+    token, ex, _ = run_script(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]],
+                              timeout=REPLY_TIMEOUT, wait=False)
     calls = _calls(server, token, until=("request.end",))
     assert calls, "start_response was never logged"
     assert calls[0].get("ok") is False, f"start_response accepted {name}: {value}; wire: {describe(ex)}"
@@ -206,7 +211,8 @@ _INVALID = {"cr-lf-value": ("X-Bad", "a\r\nX-Injected: 1"), "lf-value": ("X-Bad"
 def test_invalid_header_is_rejected_when_start_response_is_called(server, name, value):
     """The server checks headers when start_response is called, so an invalid one (CR/LF in a value, a
     colon or space in a name) raises while the app can still react."""
-    token, ex = send(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]])
+    token, ex, _ = run_script(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]],
+                              timeout=REPLY_TIMEOUT, wait=False)
     calls = _calls(server, token, until=("request.end",))
     assert calls and calls[0].get("ok") is False, f"start_response accepted {name!r}: {value!r}; {describe(ex)}"
 
@@ -219,7 +225,8 @@ def test_invalid_header_never_splits_the_response(server, name, value):
 
     Evidence, not absence: the app's log must show its start_response call (the server was handed the
     header); a close before the app ran proves nothing."""
-    token, ex = send(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]])
+    token, ex, _ = run_script(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]],
+                              timeout=REPLY_TIMEOUT, wait=False)
     assert _calls(server, token, until=("request.end",)), f"no evidence the app ran: {describe(ex)}"
     assert b"\nx-injected" not in ex.raw.lower(), f"the header split the response: {describe(ex)}"
 
@@ -237,7 +244,7 @@ def test_non_latin1_status_or_header_is_an_error(server, sr):
 
     Evidence, not absence: the app's log must show its start_response call (so the server was handed the
     text); a close before the app ran proves nothing."""
-    token, ex = send(server, [sr + [{"reraise": True}], ["yield", "x"]])
+    token, ex, _ = run_script(server, [sr + [{"reraise": True}], ["yield", "x"]], timeout=REPLY_TIMEOUT, wait=False)
     assert _calls(server, token, until=("request.end",)), f"no evidence the app ran: {describe(ex)}"
     complete_ok = [r for r in ex.final if r.status == 200]
     assert not complete_ok, f"sent a normal 200 for a non-latin-1 {sr}: {describe(ex)}"
@@ -250,7 +257,7 @@ _WRITE_PAST = [_sr("200 OK", ["Content-Length", "3"]), ["write", "ab"], ["write"
 @spec(_CL, "SHOULD")
 def test_write_past_content_length_raises(server):
     """write() within the declared Content-Length works; a write() past it raises."""
-    token, ex = send(server, _WRITE_PAST)
+    token, ex, _ = run_script(server, _WRITE_PAST, timeout=REPLY_TIMEOUT, wait=False)
     writes = named(events_until(server, token, ("request.end",)), "write")
     assert len(writes) == 2, f"write() calls logged: {writes}"
     assert writes[0].get("ok"), f"write() within Content-Length failed: {writes[0].get('error')}"
@@ -263,7 +270,7 @@ def test_write_past_content_length_is_not_sent(server):
 
     Evidence, not absence: the app's log must show its write() past the length (whatever it returned); a
     close before the app wrote proves nothing."""
-    token, ex = send(server, _WRITE_PAST)
+    token, ex, _ = run_script(server, _WRITE_PAST, timeout=REPLY_TIMEOUT, wait=False)
     writes = named(events_until(server, token, ("request.end",)), "write")
     assert len(writes) == 2, f"no evidence the app wrote past Content-Length (writes logged: {writes}); {describe(ex)}"
     assert b"def" not in ex.raw, describe(ex)

@@ -2,7 +2,7 @@
 
 Rules of this module:
 
-1. It builds on ``conformance/http1.py`` (requests from parts, the response parser, ``Connection``) and
+1. It builds on ``conformance/client/http1.py`` (requests from parts, the response parser, ``Connection``) and
    never parses HTTP itself.
 2. Every wait is bounded: replies within ``REPLY_TIMEOUT``, a close within ``CLOSE_WAIT``. A server that
    keeps a connection open when it must close costs ``CLOSE_WAIT`` seconds, not a hang.
@@ -17,15 +17,15 @@ import time
 
 import pytest
 
-from gatecheck.fixtures import TOKEN_HEADER, typed
+from gatecheck.fixtures import TOKEN_HEADER
 
-from .http1 import Connection, Exchange, build_request
+from .app import new_token
+from .client.http1 import Connection, Exchange, build_request
 from .results import UNSUPPORTED_PREFIX
-from .scripted import script_target
 
 __all__ = ["REPLY_TIMEOUT", "CLOSE_WAIT", "MODES", "request", "deliver", "assert_rejected", "assert_refused",
            "assert_closed_after_answer", "status_classes", "assert_closed", "assert_serves", "smuggled_request",
-           "assert_never_parsed", "app_view", "describe", "script_target", "response_script", "read_first",
+           "assert_never_parsed", "describe",
            "says_close", "assert_answered_in_order"]
 
 REPLY_TIMEOUT = 3.0   # seconds for a reply to a small request on a loaded 2-core box
@@ -148,7 +148,7 @@ def assert_closed(ex: Exchange) -> None:
 def assert_serves(server) -> None:
     """The server still answers a normal request on a new connection, and the app logged it: so a check's
     "never parsed" (nothing logged under a smuggled token) stands on a log that works."""
-    token = server.new_token()
+    token = new_token()
     ex = deliver(server, smuggled_request(server, token))
     assert ex.final and ex.final[0].status == 200 and ex.final[0].body == b"ok", (
         f"after the previous input, a plain GET /ping on a new connection {describe(ex)}")
@@ -165,77 +165,6 @@ def assert_never_parsed(server, token: str, wait: float = 0.1) -> None:
     events = server.events(token, timeout=wait)
     seen = [(e.get("event"), e.get("path")) for e in events][:5]
     assert not events, f"the smuggled request reached the app as a request of its own: {seen}"
-
-
-def app_view(doc: dict) -> dict:
-    """What the app was handed, interface-neutral: {"path", "query", "headers": [(name, value)]}.
-
-    Names are lower-case str, values latin-1 str, as received in order; WSGI's HTTP_* keys come back as
-    names with "-" (their order and duplicates are lost by the interface)."""
-    kind = doc["interface"]
-    if kind == "asgi":
-        scope = typed.decode(doc["scope"])
-        headers = [(n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in scope["headers"]]
-        return {"path": scope["path"], "query": scope["query_string"].decode("latin-1"), "headers": headers}
-    if kind == "rsgi":
-        attrs = {k: typed.decode(v["value"]) for k, v in doc["scope"].items() if "value" in v}
-        items = doc["headers"]["items"]
-        pairs = typed.decode(items["value"]) if "value" in items else []
-        headers = [(str(n).lower(), str(v)) for n, v in pairs]
-        return {"path": attrs.get("path"), "query": attrs.get("query_string"), "headers": headers}
-    env = typed.decode(doc["environ"])
-    headers = [(k[5:].lower().replace("_", "-"), v) for k, v in env.items() if k.startswith("HTTP_")]
-    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-        if env.get(key):
-            headers.append((key.lower().replace("_", "-"), env[key]))
-    return {"path": env.get("PATH_INFO"), "query": env.get("QUERY_STRING"), "headers": headers}
-
-
-# -- scripted responses (the /script route of fixtures/ROUTES.md, one vocabulary per interface) ----
-
-_REASONS = {200: "OK", 204: "No Content", 299: "Gatecheck", 304: "Not Modified"}
-
-
-
-def response_script(interface: str, status: int, headers=(), chunks=(), pause: float = 0.0) -> list:
-    """Steps that answer ``status`` with ``headers`` and the body ``chunks`` (str), sent one by one with
-    ``pause`` seconds between them, in the interface's own vocabulary (ASGI start/body, RSGI
-    stream/send_bytes, WSGI start_response/yield)."""
-    headers = [list(h) for h in headers]
-    chunks = list(chunks)
-    if interface == "asgi":
-        steps = [["start", status, headers]]
-        for i, chunk in enumerate(chunks):
-            if i and pause:
-                steps.append(["sleep", pause])
-            steps.append(["body", chunk, i < len(chunks) - 1])
-        return steps if chunks else steps + [["body", ""]]
-    if interface == "rsgi":
-        if len(chunks) <= 1 and not pause:
-            return [["response_bytes", status, headers, chunks[0] if chunks else ""]]
-        steps = [["stream", status, headers]]
-    else:
-        steps = [["start_response", f"{status} {_REASONS.get(status, 'Status')}", headers]]
-    for i, chunk in enumerate(chunks):
-        if i and pause:
-            steps.append(["sleep", pause])
-        steps.append(["send_bytes" if interface == "rsgi" else "yield", chunk])
-    return steps
-
-
-def read_first(conn: Connection, methods=(), timeout: float = REPLY_TIMEOUT) -> Exchange:
-    """Read until the first response of any kind (interim or final) arrives, the server closes, or
-    ``timeout`` passes; ``read_responses`` alone would wait past a 1xx for a final response."""
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        ex = _read_for(conn, methods, max(0.01, min(0.1, remaining)))
-        if ex.responses or ex.closed or remaining <= 0:
-            return ex
-
-
-def _read_for(conn: Connection, methods, timeout: float) -> Exchange:
-    return conn.read_responses(1, methods=methods, timeout=timeout)
 
 
 def says_close(resp) -> bool:

@@ -1,9 +1,9 @@
-"""conformance/bounded.py: every way a bounded read ends, over a real socket pair."""
+"""conformance/client/bounded.py: every way a bounded read ends, over a real socket pair."""
 import socket
 import threading
 import time
 
-from gatecheck.conformance.bounded import CLOSED, DONE, OVERFLOW, RESET, TIMEOUT, read_until
+from gatecheck.conformance.client.bounded import CLOSED, DONE, OVERFLOW, RESET, TIMEOUT, read_until
 
 
 def _pair():

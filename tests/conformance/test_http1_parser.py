@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from gatecheck.conformance.http1 import HEAD_CAP, ParseError, build_request, parse_responses
+from gatecheck.conformance.client.http1 import HEAD_CAP, ParseError, build_request, parse_responses
 
 CASES = {
     "length": (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", [b"hello"]),

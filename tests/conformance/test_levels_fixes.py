@@ -59,7 +59,7 @@ def test_pipelined_requests_never_answered_are_not_supported():
     """``assert_answered_in_order``: one response, then neither more nor a close (the read timed out) is a
     server that does not serve pipelined requests: *not supported*, not a failure. A server that says close
     and closes still passes; one that answers out of order still fails."""
-    from gatecheck.conformance.http1 import Exchange, parse_responses
+    from gatecheck.conformance.client.http1 import Exchange, parse_responses
     from gatecheck.conformance.results import UNSUPPORTED_PREFIX
     from gatecheck.conformance.wire import assert_answered_in_order
 

@@ -1,4 +1,4 @@
-"""The raw WebSocket client the WebSocket checks rely on (conformance/ws.py), against a scripted peer."""
+"""The raw WebSocket client the WebSocket checks rely on (conformance/client/ws.py), against a scripted peer."""
 from __future__ import annotations
 
 import socket
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from gatecheck.conformance.ws import (EOF, OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, TIMEOUT, WSConnection, accept_for,
+from gatecheck.conformance.client.ws import (EOF, OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, TIMEOUT, WSConnection, accept_for,
                             close_payload, encode_frame, handshake_request, parse_close)
 
 
@@ -139,7 +139,7 @@ def test_wss_speaks_the_same_protocol_over_tls():
     import ssl
 
     from gatecheck import fixtures
-    from gatecheck.conformance.ws import connect
+    from gatecheck.conformance.client.ws import connect
 
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(fixtures.TLS_CERT, fixtures.TLS_KEY)
@@ -157,6 +157,7 @@ def test_wss_speaks_the_same_protocol_over_tls():
     thread.start()
     with listener, connect(listener.getsockname(), "/ws", "127.0.0.1", timeout=3, tls=True) as conn:
         assert conn.handshake.status == 101
+        assert conn.info is not None and conn.info.version.startswith("TLS"), conn.info   # opened by client.connect
         assert conn.read_message() == (OP_TEXT, b"over tls")
     thread.join(3)
 

@@ -9,7 +9,7 @@ Rules of this module:
 
 1. The parser is strict (``parse_head``): a response that breaks the grammar of RFC 9112 §4-§5 raises
    ``ParseError`` with its bytes, and a check fails on it; it is never read leniently into a pass.
-2. Every read goes through ``conformance.bounded`` (deadline and cap); passing the cap raises ``Overflow``,
+2. Every read goes through ``conformance.client.bounded`` (deadline and cap); passing the cap raises ``Overflow``,
    a failure naming the cap. ``read_raw`` is the one loop for checks that need bytes, not responses.
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import bounded
+from .connect import connect
 
 __all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "exchange", "Connection",
            "ParseError", "Overflow", "HEAD_CAP", "read_raw"]
@@ -281,14 +282,16 @@ def read_raw(sock, done=lambda buf: False, *, timeout: float, cap: int = bounded
 class Connection:
     """One TCP connection with a deadline on every operation; reads until responses are complete.
 
-    Every read goes through :func:`conformance.bounded.recv_once`: a deadline and a cap of ``cap`` bytes
+    ``tls=True``: the same connection over TLS (ALPN ``http/1.1``), opened by :func:`connect.connect`.
+    Every read goes through :func:`conformance.client.bounded.recv_once`: a deadline and a cap of ``cap`` bytes
     buffered; passing the cap raises :class:`Overflow` (a check failure naming the cap)."""
 
-    def __init__(self, address: tuple, timeout: float = 5.0, cap: int = bounded.DEFAULT_CAP) -> None:
+    def __init__(self, address, timeout: float = 5.0, cap: int = bounded.DEFAULT_CAP, *, tls: bool = False,
+                 alpn=("http/1.1",)) -> None:
         self.timeout = timeout
         self.cap = cap
-        self.sock = socket.create_connection(address, timeout=timeout)
-        self.sock.settimeout(timeout)
+        self.sock = connect(address, tls=tls, alpn=alpn, timeout=timeout)
+        self.info = getattr(self.sock, "info", None)   # the TLS handshake's HandshakeInfo (None in cleartext)
         self.buffer = b""
         self.closed = False
 
@@ -333,6 +336,16 @@ class Connection:
         raw, self.buffer = self.buffer, self.buffer[pos:]
         return Exchange(responses, self.closed, self.buffer, timed_out, raw)
 
+    def read_first(self, methods=(), timeout: float | None = None) -> Exchange:
+        """Read until the first response of any kind (interim or final) arrives, the server closes, or
+        ``timeout`` passes; ``read_responses`` alone would wait past a 1xx for a final response."""
+        deadline = time.monotonic() + (timeout if timeout is not None else self.timeout)
+        while True:
+            remaining = deadline - time.monotonic()
+            ex = self.read_responses(1, methods=methods, timeout=max(0.01, min(0.1, remaining)))
+            if ex.responses or ex.closed or remaining <= 0:
+                return ex
+
     def _parse(self, buf: bytearray, methods) -> tuple:
         """(responses, position after them, None), or ([], 0, what is wrong with the bytes)."""
         try:
@@ -370,10 +383,11 @@ class Connection:
         self.close()
 
 
-def exchange(address: tuple, data: bytes, *, count: int = 1, methods=(), timeout: float = 5.0,
-             shut_write: bool = False) -> Exchange:
-    """Open a connection, send ``data``, read ``count`` responses (or until close/timeout), close."""
-    with Connection(address, timeout) as conn:
+def exchange(address, data: bytes, *, count: int = 1, methods=(), timeout: float = 5.0,
+             shut_write: bool = False, tls: bool = False) -> Exchange:
+    """Open a connection (``tls``: over TLS), send ``data``, read ``count`` responses (or until
+    close/timeout), close."""
+    with Connection(address, timeout, tls=tls) as conn:
         conn.send(data)
         if shut_write:
             conn.sock.shutdown(socket.SHUT_WR)

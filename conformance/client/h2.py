@@ -1,4 +1,5 @@
-"""A small HTTP/2 client for the checks: cleartext prior knowledge, exact frames, every wait bounded.
+"""A small HTTP/2 client for the checks: prior knowledge (or ALPN h2 with ``tls=True``), exact frames, every
+wait bounded.
 
     with H2Client(server.address, authority=server.authority) as c:
         sid = c.request("POST", "/echo", body=b"abc")
@@ -18,7 +19,7 @@ Rules of this module:
    type, flags, stream, length, and the payload of control frames), so a check can see what h2's
    state machine would hide - e.g. DATA after a GOAWAY, or a frame's exact size. When h2 refuses
    the server's input (``h2_error``), the raw record goes on.
-5. Every read goes through :mod:`conformance.bounded` (a deadline and a cap) and the connection as a whole
+5. Every read goes through :mod:`conformance.client.bounded` (a deadline and a cap) and the connection as a whole
    is capped: more than :data:`CONNECTION_CAP` bytes or :data:`FRAME_COUNT_CAP` frames, more than
    :data:`STREAM_DATA_CAP` DATA bytes on one stream, or a header block
    (HEADERS + CONTINUATION) over :data:`HEADER_BLOCK_CAP`, raises :class:`H2ReadError` naming the cap.
@@ -39,22 +40,16 @@ import h2.exceptions
 import h2.settings
 
 from . import bounded
-from .h2frames import (ACK, CONTINUATION, DATA, FRAME_TYPES, GOAWAY, HEADERS, PING, PUSH_PROMISE,
-                       RST_STREAM, SETTINGS, WINDOW_UPDATE, ErrorCodes, Frame, RawFrames, SettingCodes, StreamState,
-                       code_name)
+from .connect import connect
+from .h2frames import (ACK, CONNECTION_CAP, CONTINUATION, DATA, FRAME_COUNT_CAP, FRAME_TYPES, GOAWAY, HEADER_BLOCK_CAP,
+                       HEADERS, PING, PUSH_PROMISE, RST_STREAM, SETTINGS, STREAM_DATA_CAP, WINDOW_UPDATE, ErrorCodes,
+                       Frame, H2ReadError, RawFrames, SettingCodes, StreamState, _mib, code_name)
 
 __all__ = ["H2Client", "H2Timeout", "H2ReadError", "CONNECTION_CAP", "FRAME_COUNT_CAP", "HEADER_BLOCK_CAP",
            "STREAM_DATA_CAP", "StreamState", "Frame", "FRAME_TYPES", "ErrorCodes", "SettingCodes",
            "DATA", "HEADERS", "RST_STREAM", "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE"]
 
 
-#: the most bytes, and frames, one connection may carry to a check (the biggest exchange is a 10 MiB body)
-CONNECTION_CAP = 64 << 20
-FRAME_COUNT_CAP = 100_000
-#: the most DATA bytes one stream may carry to a check (the biggest body a check reads is 10 MiB)
-STREAM_DATA_CAP = 16 << 20
-#: the largest header block (a HEADERS frame and its CONTINUATION frames) a check reads
-HEADER_BLOCK_CAP = 1 << 20
 #: a partial frame can never exceed this (a frame's length field has 24 bits)
 _PARTIAL_CAP = 9 + (1 << 24) + (1 << 16)
 
@@ -63,22 +58,16 @@ class H2Timeout(AssertionError):
     """A wait ran past its deadline (the server did not do what the check waited for)."""
 
 
-class H2ReadError(AssertionError):
-    """The server sent what no check can judge: bytes that are not HTTP/2, or more than a cap."""
-
-
-def _mib(n: int) -> str:
-    return f"{n / (1 << 20):g} MiB"
-
-
 class H2Client(RawFrames):
     """One HTTP/2 connection with prior knowledge. Not thread-safe; use one per check."""
 
     def __init__(self, address: tuple, *, authority: str | None = None, timeout: float = 5.0,
                  settings: dict | None = None, auto_window: bool = True, connect: bool = True,
-                 preface: bool = True) -> None:
-        self.address = address
-        self.authority = authority or f"{address[0]}:{address[1]}"
+                 preface: bool = True, tls: bool = False) -> None:
+        self.address = getattr(address, "address", address)
+        self.tls = tls                    # over TLS with ALPN h2; requests then carry :scheme https
+        self.info = None                  # the TLS handshake's HandshakeInfo
+        self.authority = authority or getattr(address, "authority", None) or f"{self.address[0]}:{self.address[1]}"
         self.timeout = timeout
         self.auto_window = auto_window
         config = h2.config.H2Configuration(client_side=True, header_encoding=None,
@@ -110,10 +99,12 @@ class H2Client(RawFrames):
     # -- connection ------------------------------------------------------------------------------
 
     def connect(self, *, preface: bool = True) -> None:
-        self.sock = socket.create_connection(self.address, timeout=self.timeout)
-        self.sock.settimeout(self.timeout)
         # Small frames (WINDOW_UPDATE, PING ACK) must not wait for Nagle's algorithm.
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = connect(self.address, tls=self.tls, alpn=["h2"], timeout=self.timeout, nodelay=True)
+        self.info = getattr(self.sock, "info", None)
+        if self.tls and self.info.alpn != "h2":
+            self.close()
+            raise AssertionError(f"ALPN h2 offered alone, the server negotiated {self.info.describe()}")
         if preface:
             self.conn.initiate_connection()
             self.flush()
@@ -147,9 +138,11 @@ class H2Client(RawFrames):
 
     # -- sending ---------------------------------------------------------------------------------
 
-    def request_headers(self, method: str, path: str, headers: Iterable = (), *, scheme: str = "http",
+    def request_headers(self, method: str, path: str, headers: Iterable = (), *, scheme: str | None = None,
                         authority: str | None = None) -> list:
-        """The header list of an ordinary request: pseudo-headers first, then ``headers``."""
+        """The header list of an ordinary request: pseudo-headers first, then ``headers``; ``scheme``
+        defaults to the connection's (https over TLS, else http)."""
+        scheme = scheme or ("https" if self.tls else "http")
         out = [(b":method", _b(method)), (b":scheme", _b(scheme))]
         if authority != "":
             out.append((b":authority", _b(authority or self.authority)))
@@ -330,69 +323,6 @@ class H2Client(RawFrames):
         try:
             self.flush()
         except OSError:
-            pass
-
-    def _bound_frames(self, frame: Frame) -> None:
-        """Stop at FRAME_COUNT_CAP frames on the connection, STREAM_DATA_CAP DATA bytes on one stream and
-        HEADER_BLOCK_CAP bytes in one header block."""
-        if len(self.frames) >= FRAME_COUNT_CAP:
-            raise H2ReadError(f"the server sent more than the {FRAME_COUNT_CAP}-frame connection cap of the checks' client "
-                              f"(one HTTP/2 connection); stopped reading (last frames {self.frames[-8:]!r})")
-        if frame.type == DATA:
-            got = self._data_bytes[frame.stream_id] = self._data_bytes.get(frame.stream_id, 0) + frame.length
-            if got > STREAM_DATA_CAP:
-                raise H2ReadError(f"stream {frame.stream_id} passed the {_mib(STREAM_DATA_CAP)} per-stream DATA cap "
-                                  f"of the checks' client; stopped reading")
-        if frame.type in (HEADERS, PUSH_PROMISE, CONTINUATION):
-            self._block_bytes = (frame.length if frame.type != CONTINUATION else self._block_bytes + frame.length)
-            if self._block_bytes > HEADER_BLOCK_CAP:
-                raise H2ReadError(f"a header block from the server passed the {_mib(HEADER_BLOCK_CAP)} header "
-                                  f"block cap (stream {frame.stream_id}); stopped reading")
-            if frame.flags & 0x4:  # END_HEADERS
-                self._block_bytes = 0
-
-    def _handle(self, event) -> None:
-        self.events.append(event)
-        sid = getattr(event, "stream_id", None)
-        state = self.streams.setdefault(sid, StreamState(sid)) if sid else None
-        if isinstance(event, h2.events.InformationalResponseReceived):
-            state.informational.append(list(event.headers))
-        elif isinstance(event, h2.events.ResponseReceived):
-            state.headers = list(event.headers)
-        elif isinstance(event, h2.events.TrailersReceived):
-            state.trailers = list(event.headers)
-        elif isinstance(event, h2.events.DataReceived):
-            state.data += event.data
-            if self.auto_window and event.flow_controlled_length:
-                self.conn.acknowledge_received_data(event.flow_controlled_length, sid)
-                # h2 batches stream-level updates; hand everything back at once so nothing stalls.
-                self._top_up(sid)
-        elif isinstance(event, h2.events.StreamEnded):
-            state.ended = True
-        elif isinstance(event, h2.events.StreamReset):
-            if event.remote_reset:
-                state.reset_code = int(event.error_code)
-        elif isinstance(event, h2.events.PushedStreamReceived):
-            self.streams.setdefault(event.parent_stream_id, StreamState(event.parent_stream_id)).pushes.append(event)
-            self.streams.setdefault(event.pushed_stream_id, StreamState(event.pushed_stream_id))
-        elif isinstance(event, h2.events.RemoteSettingsChanged):
-            for code, change in event.changed_settings.items():
-                self.remote_settings[int(code)] = change.new_value
-        elif isinstance(event, h2.events.SettingsAcknowledged):
-            self.settings_acked += 1
-        elif isinstance(event, h2.events.ConnectionTerminated):
-            self.goaways.append(event)
-
-    def _top_up(self, sid: int) -> None:
-        try:
-            conn_gap = 65535 - self.conn.inbound_flow_control_window
-            if conn_gap > 0:
-                self.conn.increment_flow_control_window(conn_gap)
-            stream = self.conn._get_stream_by_id(sid)
-            gap = self.conn.local_settings.initial_window_size - stream.inbound_flow_control_window
-            if gap > 0 and not stream.closed:
-                self.conn.increment_flow_control_window(gap, stream_id=sid)
-        except (h2.exceptions.H2Error, KeyError):
             pass
 
     # -- waiting for outcomes --------------------------------------------------------------------

@@ -1,34 +1,33 @@
-"""TLS for the checks: handshakes with chosen ALPN offers and versions, HTTP/1 and HTTP/2 over TLS.
+"""One way to open a connection to a server under test: ``connect(server, alpn=..., tls=...)``, and TLS.
 
-    info = handshake(server, ["h2", "http/1.1"])      # HandshakeInfo, or HandshakeInfo.refused
-    resp = tls_exchange(server, build_request(...))   # an http1.Exchange read from the TLS stream
-    with TlsH2Client(server) as c: ...                # conformance.h2client over TLS (ALPN h2, :scheme https)
+    sock = connect(server, nodelay=True)                  # a plain socket with a timeout on every operation
+    sock = connect(server, tls=True, alpn=["h2"])         # TlsStream: the same, over TLS; sock.info says what
+    info = handshake(server, ["h2", "http/1.1"])          # HandshakeInfo, or HandshakeInfo.refused
+
+Every client of the checks (``http1.Connection``, ``h2.H2Client``, ``ws.WSConnection``) opens its socket here,
+so each works over TLS by the same switch (``tls=True``: https, h2 by ALPN, wss).
 
 Rules of this module:
 
 1. The client trusts exactly the suite's test certificate (``fixtures.TLS_CERT``) and checks the name
    (127.0.0.1 is an IP subjectAltName of it): a server presenting another certificate fails loudly.
-2. Every socket operation has the caller's timeout, as in ``http1.py``; a TLS read that ends without a
+2. Every socket operation has the caller's timeout; a TLS read that ends without a
    close_notify counts as the peer closing, as a TCP FIN does in cleartext.
 3. A refused handshake (an alert, or the connection closed during it) is an outcome, not an error: the
    checks about what a server must refuse look at it.
 """
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gatecheck import fixtures
 
-from .h2client import H2Client
-from . import bounded
-from .http1 import Connection, Exchange
-
-__all__ = ["HandshakeInfo", "handshake", "tls_context", "tls_connect", "tls_exchange", "TlsConnection",
-           "TlsH2Client", "iana_cipher_id", "TLS_VERSIONS", "client_can_offer_old_tls"]
+__all__ = ["connect", "TlsStream", "HandshakeInfo", "handshake", "tls_context", "tls_connect", "iana_cipher_id",
+           "TLS_VERSIONS", "client_can_offer_old_tls"]
 
 #: ssl's version names -> the TLS wire versions the ASGI tls extension uses
 TLS_VERSIONS = {"TLSv1": 0x0301, "TLSv1.1": 0x0302, "TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
@@ -85,15 +84,12 @@ def iana_cipher_id(ctx: ssl.SSLContext, name: str) -> int | None:
     return None
 
 
-@contextmanager
+@contextlib.contextmanager
 def tls_connect(address: tuple, alpn=None, *, timeout: float = 5.0, max_version=None):
-    """Yield (SSL socket, HandshakeInfo) for one connection; raises ssl.SSLError/OSError if refused."""
-    ctx = tls_context(alpn, max_version=max_version)
-    with socket.create_connection(address, timeout=timeout) as raw:
-        raw.settimeout(timeout)
-        with ctx.wrap_socket(raw, server_hostname=address[0]) as sock:
-            sock.settimeout(timeout)
-            yield sock, _info(sock, ctx)
+    """Yield (TLS socket, HandshakeInfo) for one connection; raises ssl.SSLError/OSError if refused."""
+    sock = connect(address, alpn=alpn, tls=True, timeout=timeout, max_version=max_version)
+    with contextlib.closing(sock):
+        yield sock, sock.info
 
 
 def handshake(server, alpn=None, *, timeout: float = 5.0, max_version=None) -> HandshakeInfo:
@@ -109,11 +105,12 @@ def handshake(server, alpn=None, *, timeout: float = 5.0, max_version=None) -> H
         return HandshakeInfo(error=f"{type(exc).__name__}: {exc}")
 
 
-class _TlsStream:
-    """An SSL socket whose reads return b"" when the peer ends TLS, with or without close_notify."""
+class TlsStream:
+    """An SSL socket whose reads return b"" when the peer ends TLS, with or without close_notify; ``info``
+    is what its handshake negotiated."""
 
-    def __init__(self, sock: ssl.SSLSocket) -> None:
-        self._sock = sock
+    def __init__(self, sock: ssl.SSLSocket, info: HandshakeInfo) -> None:
+        self._sock, self.info = sock, info
 
     def recv(self, size: int) -> bytes:
         try:
@@ -125,63 +122,27 @@ class _TlsStream:
         return getattr(self._sock, name)
 
 
-class TlsConnection(Connection):
-    """``http1.Connection`` over TLS (ALPN ``http/1.1``): same reads, same deadlines."""
-
-    def __init__(self, address: tuple, timeout: float = 5.0, alpn=("http/1.1",)) -> None:
-        self.timeout = timeout
-        ctx = tls_context(alpn)
-        raw = socket.create_connection(address, timeout=timeout)
-        raw.settimeout(timeout)
-        try:
-            sock = ctx.wrap_socket(raw, server_hostname=address[0])
-        except BaseException:
-            raw.close()
-            raise
-        sock.settimeout(timeout)
-        self.info = _info(sock, ctx)
-        self.sock = _TlsStream(sock)
-        self.cap = bounded.DEFAULT_CAP
-        self.buffer = b""
-        self.closed = False
-
-
-def tls_exchange(server, data: bytes, *, count: int = 1, methods=(), timeout: float = 5.0) -> tuple:
-    """Send ``data`` over a fresh TLS connection; (Exchange, HandshakeInfo)."""
-    with TlsConnection(server.address, timeout) as conn:
-        conn.send(data)
-        result: Exchange = conn.read_responses(count, methods=methods)
-        return result, conn.info
-
-
-class TlsH2Client(H2Client):
-    """``H2Client`` over TLS with ALPN ``h2``; requests carry ``:scheme https``."""
-
-    def __init__(self, server, *, timeout: float = 5.0, **kwargs) -> None:
-        self.info: HandshakeInfo | None = None
-        super().__init__(server.address, authority=server.authority, timeout=timeout, **kwargs)
-
-    def connect(self, *, preface: bool = True) -> None:
-        ctx = tls_context(["h2"])
-        raw = socket.create_connection(self.address, timeout=self.timeout)
-        raw.settimeout(self.timeout)
+def connect(server, *, alpn=None, tls: bool = False, timeout: float = 5.0, nodelay: bool = False,
+            max_version=None):
+    """A connected socket to ``server`` (a served target, or an ``(host, port)`` address) with ``timeout``
+    on every operation. ``tls=True`` wraps it in TLS offering ``alpn`` (a :class:`TlsStream` whose
+    ``info`` says what was negotiated); a refused handshake raises ssl.SSLError/OSError. ``nodelay`` turns
+    Nagle's algorithm off (small frames and byte-by-byte writes go out at once)."""
+    address = getattr(server, "address", server)
+    raw = socket.create_connection(address, timeout=timeout)
+    raw.settimeout(timeout)
+    if nodelay:
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            sock = ctx.wrap_socket(raw, server_hostname=self.address[0])
-        except BaseException:
-            raw.close()
-            raise
-        sock.settimeout(self.timeout)
-        self.info = _info(sock, ctx)
-        self.sock = _TlsStream(sock)
-        if self.info.alpn != "h2":
-            raise AssertionError(f"ALPN h2 offered alone, the server negotiated {self.info.describe()}")
-        if preface:
-            self.conn.initiate_connection()
-            self.flush()
-
-    def request_headers(self, method, path, headers=(), *, scheme: str = "https", authority=None) -> list:
-        return super().request_headers(method, path, headers, scheme=scheme, authority=authority)
+    if not tls:
+        return raw
+    ctx = tls_context(alpn, max_version=max_version)
+    try:
+        sock = ctx.wrap_socket(raw, server_hostname=address[0])
+    except BaseException:
+        raw.close()
+        raise
+    sock.settimeout(timeout)
+    return TlsStream(sock, _info(sock, ctx))
 
 
 def client_can_offer_old_tls(timeout: float = 5.0) -> bool:

@@ -17,14 +17,33 @@ from typing import Optional
 
 import h2.errors
 import h2.events
+import h2.exceptions
 import h2.settings
 
-__all__ = ["Frame", "StreamState", "RawFrames", "FRAME_TYPES", "ErrorCodes", "SettingCodes", "code_name", "unpad",
+__all__ = ["Frame", "StreamState", "RawFrames", "H2ReadError", "CONNECTION_CAP", "FRAME_COUNT_CAP", "HEADER_BLOCK_CAP",
+           "STREAM_DATA_CAP", "FRAME_TYPES", "ErrorCodes", "SettingCodes", "code_name", "unpad",
            "DATA", "HEADERS", "PRIORITY", "RST_STREAM", "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY",
            "WINDOW_UPDATE", "CONTINUATION", "END_STREAM", "ACK", "PADDED"]
 
 ErrorCodes = h2.errors.ErrorCodes
 SettingCodes = h2.settings.SettingCodes
+
+#: the most bytes, and frames, one connection may carry to a check (the biggest exchange is a 10 MiB body)
+CONNECTION_CAP = 64 << 20
+FRAME_COUNT_CAP = 100_000
+#: the most DATA bytes one stream may carry to a check (the biggest body a check reads is 10 MiB)
+STREAM_DATA_CAP = 16 << 20
+#: the largest header block (a HEADERS frame and its CONTINUATION frames) a check reads
+HEADER_BLOCK_CAP = 1 << 20
+
+
+class H2ReadError(AssertionError):
+    """The server sent what no check can judge: bytes that are not HTTP/2, or more than a cap."""
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
+
 
 DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
 FRAME_TYPES = {DATA: "DATA", HEADERS: "HEADERS", PRIORITY: "PRIORITY", RST_STREAM: "RST_STREAM",
@@ -118,7 +137,8 @@ def unpad(payload: bytes, flags: int) -> bytes:
 
 
 class RawFrames:
-    """The raw path of :class:`conformance.h2client.H2Client` (needs ``streams``, ``goaways``,
+    """The inbound side of :class:`conformance.client.h2.H2Client`: h2's events into :class:`StreamState`,
+    the caps on what arrives, and the raw path (needs ``streams``, ``goaways``,
     ``remote_settings``, ``settings_acked``, ``auto_window``, ``conn``, ``sock``, ``closed``, ``_block``)."""
 
     def _raw_frame(self, frame: Frame, payload: bytes) -> None:
@@ -176,3 +196,66 @@ class RawFrames:
             self.sock.sendall(header + payload)
         except OSError:
             self.closed = True
+
+    def _bound_frames(self, frame: Frame) -> None:
+        """Stop at FRAME_COUNT_CAP frames on the connection, STREAM_DATA_CAP DATA bytes on one stream and
+        HEADER_BLOCK_CAP bytes in one header block."""
+        if len(self.frames) >= FRAME_COUNT_CAP:
+            raise H2ReadError(f"the server sent more than the {FRAME_COUNT_CAP}-frame connection cap of the checks' client "
+                              f"(one HTTP/2 connection); stopped reading (last frames {self.frames[-8:]!r})")
+        if frame.type == DATA:
+            got = self._data_bytes[frame.stream_id] = self._data_bytes.get(frame.stream_id, 0) + frame.length
+            if got > STREAM_DATA_CAP:
+                raise H2ReadError(f"stream {frame.stream_id} passed the {_mib(STREAM_DATA_CAP)} per-stream DATA cap "
+                                  f"of the checks' client; stopped reading")
+        if frame.type in (HEADERS, PUSH_PROMISE, CONTINUATION):
+            self._block_bytes = (frame.length if frame.type != CONTINUATION else self._block_bytes + frame.length)
+            if self._block_bytes > HEADER_BLOCK_CAP:
+                raise H2ReadError(f"a header block from the server passed the {_mib(HEADER_BLOCK_CAP)} header "
+                                  f"block cap (stream {frame.stream_id}); stopped reading")
+            if frame.flags & 0x4:  # END_HEADERS
+                self._block_bytes = 0
+
+    def _handle(self, event) -> None:
+        self.events.append(event)
+        sid = getattr(event, "stream_id", None)
+        state = self.streams.setdefault(sid, StreamState(sid)) if sid else None
+        if isinstance(event, h2.events.InformationalResponseReceived):
+            state.informational.append(list(event.headers))
+        elif isinstance(event, h2.events.ResponseReceived):
+            state.headers = list(event.headers)
+        elif isinstance(event, h2.events.TrailersReceived):
+            state.trailers = list(event.headers)
+        elif isinstance(event, h2.events.DataReceived):
+            state.data += event.data
+            if self.auto_window and event.flow_controlled_length:
+                self.conn.acknowledge_received_data(event.flow_controlled_length, sid)
+                # h2 batches stream-level updates; hand everything back at once so nothing stalls.
+                self._top_up(sid)
+        elif isinstance(event, h2.events.StreamEnded):
+            state.ended = True
+        elif isinstance(event, h2.events.StreamReset):
+            if event.remote_reset:
+                state.reset_code = int(event.error_code)
+        elif isinstance(event, h2.events.PushedStreamReceived):
+            self.streams.setdefault(event.parent_stream_id, StreamState(event.parent_stream_id)).pushes.append(event)
+            self.streams.setdefault(event.pushed_stream_id, StreamState(event.pushed_stream_id))
+        elif isinstance(event, h2.events.RemoteSettingsChanged):
+            for code, change in event.changed_settings.items():
+                self.remote_settings[int(code)] = change.new_value
+        elif isinstance(event, h2.events.SettingsAcknowledged):
+            self.settings_acked += 1
+        elif isinstance(event, h2.events.ConnectionTerminated):
+            self.goaways.append(event)
+
+    def _top_up(self, sid: int) -> None:
+        try:
+            conn_gap = 65535 - self.conn.inbound_flow_control_window
+            if conn_gap > 0:
+                self.conn.increment_flow_control_window(conn_gap)
+            stream = self.conn._get_stream_by_id(sid)
+            gap = self.conn.local_settings.initial_window_size - stream.inbound_flow_control_window
+            if gap > 0 and not stream.closed:
+                self.conn.increment_flow_control_window(gap, stream_id=sid)
+        except (h2.exceptions.H2Error, KeyError):
+            pass

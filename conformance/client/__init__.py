@@ -1,0 +1,12 @@
+"""The checks' clients: every byte a check sends to a server or reads from it goes through this package.
+
+    connect.py   ``connect(server, alpn=..., tls=...)``: the one way to open a socket (TLS by wrapping it)
+    bounded.py   the one bounded read (a deadline and a cap on every ``recv``)
+    http1.py     HTTP/1.x: requests from parts, a strict response parser, ``Connection``
+    h2.py        HTTP/2: ``H2Client`` (h2frames.py: frame records, stream state, the raw path)
+    ws.py        WebSocket: ``WSConnection`` (wsframes.py: handshake and frames from fields)
+
+Each client opens its socket with :func:`connect.connect` and reads through :mod:`bounded`, so each works
+over TLS the same way (``tls=True``) and none can hang or buffer without limit. Nothing here knows the
+fixture app (``conformance/app.py``) or judges a result (the checks, ``conformance/verdicts.py``).
+"""
