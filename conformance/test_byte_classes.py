@@ -16,17 +16,16 @@ import json
 
 import pytest
 
-from gatecheck.conformance.client import decode_probe
+from gatecheck.conformance.app import app_view, decode_probe, response_script, script_target, wait_steps
 from gatecheck.conformance.dimensions import (APP_NAME_CLASSES, APP_VALUE_CLASSES, H1_NAME_CLASSES,
                                               H1_VALUE_CLASSES, H2_NAME_CLASSES, H2_VALUE_CLASSES, KEEP,
                                               REJECT, REJECT_OR_KEEP, REJECT_OR_SP, byte_params, show)
-from gatecheck.conformance.h2client import H2Client
-from gatecheck.conformance.h2probe import outcome, refused
-from gatecheck.conformance.http1 import ParseError
+from gatecheck.conformance.client.h2 import H2Client
+from gatecheck.conformance.client.h2 import is_refusal as refused
+from gatecheck.conformance.client.http1 import ParseError
+from gatecheck.conformance.client.ws import OP_TEXT, connect
 from gatecheck.conformance.markers import interfaces, needs
-from gatecheck.conformance.scripted import script_target, wait_steps
-from gatecheck.conformance.wire import (app_view, assert_serves, deliver, describe, request, response_script)
-from gatecheck.conformance.ws import OP_TEXT, connect
+from gatecheck.conformance.wire import assert_serves, deliver, describe, request
 from gatecheck.fixtures import TOKEN_HEADER, typed
 
 _NAME = "x-bc"
@@ -151,7 +150,7 @@ def _h2_ask(server, headers, verdict: str, sent: bytes, reject) -> str | None:
     name = _text(headers[-1][0]).lower()
     with H2Client(server.address, authority=server.authority) as client:
         sid = client.request("GET", "/probe/bytes", headers)
-        result = outcome(client, sid)
+        result = client.stream_error_or_status(sid)
         state = client.streams[sid]
         if result == "status:200" and not state.done:
             state = client.response(sid)

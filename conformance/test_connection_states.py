@@ -17,14 +17,13 @@ import socket
 
 import pytest
 
+from gatecheck.conformance.app import app_view, decode_probe, response_script, script_target
+from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.dimensions import PIPELINE, POSITIONS, position_params
-from gatecheck.conformance.http1 import Connection
 from gatecheck.conformance.markers import needs, spec
 from gatecheck.conformance.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.client import decode_probe
-from gatecheck.conformance.scripted import script_target
-from gatecheck.conformance.wire import (CLOSE_WAIT, REPLY_TIMEOUT, app_view, assert_never_parsed, describe,
-                                        request, response_script, says_close, smuggled_request)
+from gatecheck.conformance.wire import (CLOSE_WAIT, REPLY_TIMEOUT, assert_never_parsed, describe, request, says_close,
+                                        smuggled_request)
 from gatecheck.fixtures import TOKEN_HEADER, payload_bytes
 
 pytestmark = needs("http1")

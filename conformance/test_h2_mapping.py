@@ -13,6 +13,7 @@ import pytest
 from gatecheck import fixtures
 
 from gatecheck.conformance.client.h2 import H2Client
+from gatecheck.conformance.client.h2 import is_refusal as refused
 from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, h2_get, h2_probe, response_script, rsgi_attrs,
                                        rsgi_headers, script_target, wsgi_environ)
 from gatecheck.conformance.markers import interfaces, needs, spec
@@ -24,15 +25,6 @@ _RSGI = "RSGI §HTTP connection scope"
 _WSGI = "PEP 3333 §environ Variables"
 _PATH = "/probe/a%20b"
 _QUERY = "x=1&y=%20"
-
-#: how a server may refuse a malformed request: a stream error, a connection error (RFC 9113 §5.4.1
-#: lets an endpoint treat any stream error as one), or an HTTP error response first (§8.1.1).
-REFUSED_OUTCOMES = ("reset:PROTOCOL_ERROR", "goaway:PROTOCOL_ERROR")
-
-
-def refused(result: str) -> bool:
-    """``result`` (``H2Client.stream_error_or_status``) is a refusal: a PROTOCOL_ERROR reset or GOAWAY, or a 4xx."""
-    return result in REFUSED_OUTCOMES or (result.startswith("status:4"))
 
 
 # -- version, authority, path -------------------------------------------------------------------

@@ -47,7 +47,17 @@ from .h2frames import (ACK, CONNECTION_CAP, CONTINUATION, DATA, FRAME_COUNT_CAP,
 
 __all__ = ["H2Client", "H2Timeout", "H2ReadError", "CONNECTION_CAP", "FRAME_COUNT_CAP", "HEADER_BLOCK_CAP",
            "STREAM_DATA_CAP", "StreamState", "Frame", "FRAME_TYPES", "ErrorCodes", "SettingCodes",
-           "DATA", "HEADERS", "RST_STREAM", "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE"]
+           "DATA", "HEADERS", "RST_STREAM", "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE",
+           "REFUSED_OUTCOMES", "is_refusal"]
+
+#: how a server may refuse a malformed request: a stream error, a connection error (RFC 9113 §5.4.1
+#: lets an endpoint treat any stream error as one), or an HTTP error response first (§8.1.1).
+REFUSED_OUTCOMES = ("reset:PROTOCOL_ERROR", "goaway:PROTOCOL_ERROR")
+
+
+def is_refusal(result: str) -> bool:
+    """``result`` (``H2Client.stream_error_or_status``) is a refusal: a PROTOCOL_ERROR reset or GOAWAY, or a 4xx."""
+    return result in REFUSED_OUTCOMES or result.startswith("status:4")
 
 
 #: a partial frame can never exceed this (a frame's length field has 24 bits)
