@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .model import Matrix, evidence_of, sentence_of, slug
-from .view import LEGEND_NOTES, OUTCOME_WORDS, SECTIONS, cell_view, fraction, legend, sections
+from .view import LEGEND_NOTES, OUTCOME_WORDS, SECTIONS, by_area, cell_view, fraction, legend, sections
 
 __all__ = ["render_index_md", "render_target_md"]
 
@@ -15,6 +15,7 @@ def _cell(view) -> str:
     if view.css in ("na", "ro"):
         return view.main
     sub = f" {view.sub}" if view.sub and view.css != "ns" else ""
+    sub += f" · {view.known}" if view.known else ""
     return f"{view.mark} {view.main}{sub}"
 
 
@@ -49,7 +50,7 @@ def render_index_md(m: Matrix) -> str:
 def _entry(record: dict) -> list:
     sentence, accepts = sentence_of(record)
     outcome = record["outcome"]
-    out = [f"### `{record['check']}`", "",
+    out = [f"#### `{record['check']}`", "",
            f"{record['level']} · {OUTCOME_WORDS.get(outcome, outcome)} · {record['clause']} · area "
            f"{record.get('area', '')}", ""]
     out += [f"> {_esc(sentence)}" if sentence else "(no sentence recorded)", ""]
@@ -67,13 +68,14 @@ def render_target_md(m: Matrix, target: str) -> str:
     out = ["[← the matrix](README.md)", "", f"# `{target}`", "",
            f"{m.versions(target)} · interface {info['interface']}, HTTP {info.get('http', '')} · features "
            f"{', '.join(info.get('features', []))}", "", f"Checks × this target: {counts}.", ""]
-    out += _table(m, [target], lambda t: f"{slug(t)}.html") + [""]
+    out += _table(m, [target], lambda t: f"{slug(t)}.md") + [""]
     out += [" · ".join(f"[{title}](#{anchor}) ({len(listed[anchor])})" for anchor, title, _ in SECTIONS), ""]
     for anchor, title, about in SECTIONS:
         out += [f"<a id=\"{anchor}\"></a>", "", f"## {title} ({len(listed[anchor])})", "", f"_{about}_", ""]
-        records = sorted(listed[anchor], key=lambda r: (r.get("area", ""), r["check"]))
-        for record in records:
-            out += _entry(record)
-        if not records:
+        for area, records in by_area(listed[anchor]):
+            out += [f"### {area} ({len(records)})", ""]
+            for record in records:
+                out += _entry(record)
+        if not listed[anchor]:
             out += ["None.", ""]
     return "\n".join(out) + "\n"

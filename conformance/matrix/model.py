@@ -171,6 +171,11 @@ class Matrix:
                 result[record["outcome"]].append(record)
         return result
 
+    def version(self, target: str) -> str:
+        """The server's own version ("" when not recorded)."""
+        info = self.info[target]
+        return str(info.get("versions", {}).get(info["server"], ""))
+
     def versions(self, target: str) -> str:
         return ", ".join(f"{k} {v}" for k, v in self.info[target].get("versions", {}).items())
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..plugin.outcomes import level_group
-from .model import Tally
+from .model import AREAS, Tally, area_of
 
-__all__ = ["BANDS", "CellView", "cell_view", "fraction", "SECTIONS", "sections", "legend", "LEGEND_NOTES", "OUTCOME_WORDS"]
+__all__ = ["BANDS", "CellView", "cell_view", "fraction", "SECTIONS", "sections", "by_area", "legend", "LEGEND_NOTES", "OUTCOME_WORDS"]
 
 #: (lowest share, css class, colour, Markdown mark, words), best first: a share falls in the first band it reaches
 BANDS = (
@@ -17,9 +17,10 @@ BANDS = (
     (0.50, "b50", "#ffb74d", "🟧", "50% or more"),
     (0.0, "b0", "#e57373", "🟥", "under 50%"),
 )
-NOT_SUPPORTED = ("ns", "▨", "not supported: the target lacks what every check of the area needs (a feature, "
-                 "TLS or cleartext, HTTP/2)")
-NOT_APPLICABLE = ("na", "·", "n/a: no check of the area applies to the target's interface")
+NOT_SUPPORTED = ("ns", "▨", "not supported: the target lacks what every check of the area needs (a feature such as "
+                 "HTTP/2, WebSocket, a tool such as h2spec)")
+NOT_APPLICABLE = ("na", "·", "n/a: no check of the area applies to the target (another interface; cleartext "
+                  "checks on a TLS listener)")
 READINGS_ONLY = ("ro", "–", "only POLICY/INFO checks decided here (counted in their own columns)")
 LEGEND_NOTES = (
     "Each cell is the share of the area's MUST/SHOULD checks (every BCP 14 or interface-text keyword level, and "
@@ -40,8 +41,9 @@ class CellView:
     css: str        # css class (colour band, ns, na, ro)
     mark: str       # Markdown mark
     main: str       # the big text: "97%", "n/s", "·"
-    sub: str        # the small text: "130/134 · 2 known"
+    sub: str        # the small text: "130/134"
     title: str      # everything, for a tooltip
+    known: str = "" # "2 known" when the cell has known deviations
 
 
 def fraction(pair) -> str:
@@ -55,17 +57,17 @@ def cell_view(tally: Tally, where: str) -> CellView:
         return CellView(NOT_APPLICABLE[0], NOT_APPLICABLE[1], "·", "", f"{where}: n/a")
     unsupported = tally.outcomes.get("unsupported", 0)
     if state == "n/s":
-        return CellView(NOT_SUPPORTED[0], NOT_SUPPORTED[1], "n/s", f"{unsupported} not supported",
+        return CellView(NOT_SUPPORTED[0], NOT_SUPPORTED[1], "n/s", f"{unsupported} checks",
                         f"{where}: not supported ({unsupported} checks)")
     if state == "policy-only":
         return CellView(READINGS_ONLY[0], READINGS_ONLY[1], "–", "", f"{where}: {READINGS_ONLY[2]}")
     share = tally.share
     css, _, mark = next((c, col, m) for low, c, col, m, _ in BANDS if share >= low)
-    sub = f"{tally.passed}/{tally.decided}" + (f" · {tally.known} known" if tally.known else "")
+    sub = f"{tally.passed}/{tally.decided}"
     title = (f"{where}: {tally.passed} of {tally.decided} MUST/SHOULD checks passed; {tally.failed} failed "
              f"(error, timeout included); {tally.known} known deviations; {unsupported} not supported; "
              f"POLICY {fraction(tally.policy)}; INFO {fraction(tally.info)}")
-    return CellView(css, mark, _percent(share), sub, title)
+    return CellView(css, mark, _percent(share), sub, title, f"{tally.known} known" if tally.known else "")
 
 
 def _percent(share: float) -> str:
@@ -115,3 +117,13 @@ def sections(records: list) -> dict:
             result[anchor].append(record)
     return result
 
+
+
+def by_area(records: list) -> list:
+    """[(spec area, its records sorted by check id)] in the overview's column order."""
+    order = {name: i for i, (name, _) in enumerate(AREAS)}
+    groups: dict = {}
+    for record in records:
+        groups.setdefault(area_of(record.get("area", "")), []).append(record)
+    return [(area, sorted(groups[area], key=lambda r: r["check"]))
+            for area in sorted(groups, key=lambda a: (order.get(a, len(order)), a))]
