@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from .htmlpage import render_index_html, render_target_html
-from .mdpage import render_index_md, render_target_md
+from .htmlpage import GENERATOR, render_index_html, render_target_html
+from .mdpage import MARKER, render_index_md, render_target_md
 from .model import Matrix, load_results, slug
 
 __all__ = ["main", "write_pages"]
@@ -15,7 +15,8 @@ __all__ = ["main", "write_pages"]
 USAGE = """\
 RESULTS are results JSON files of conformance runs (--results-json; a directory stands for its *.json), e.g.
 every server env's: python -m gatecheck.conformance.matrix results --out docs/matrix
-Written into DIR: index.html and README.md (the overview), and <target>.html and <target>.md per target."""
+Written into DIR: index.html and README.md (the overview), and <target>.html and <target>.md per target;
+pages of an earlier render that this one did not write are removed (only this command's own pages)."""
 
 
 def write_pages(matrix: Matrix, out: Path) -> list:
@@ -27,7 +28,20 @@ def write_pages(matrix: Matrix, out: Path) -> list:
         pages[f"{slug(target)}.md"] = render_target_md(matrix, target)
     for name, text in pages.items():
         (out / name).write_text(text, encoding="utf-8")
+    _remove_stale(out, set(pages))
     return [out / name for name in pages]
+
+
+def _remove_stale(out: Path, written: set) -> None:
+    """Remove this command's pages of an earlier render that this one did not write (a target renamed or
+    gone); a file is this command's when it carries its marker, so nothing else in DIR is touched."""
+    for path in list(out.glob("*.html")) + list(out.glob("*.md")):
+        if path.name in written:
+            continue
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(400)
+        if GENERATOR in head or head.startswith(MARKER):
+            path.unlink()
 
 
 def main(argv: list | None = None) -> int:

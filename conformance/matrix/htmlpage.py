@@ -7,7 +7,10 @@ from html import escape as e
 from .model import Matrix, evidence_of, sentence_of, slug
 from .view import BANDS, LEGEND_NOTES, OUTCOME_WORDS, SECTIONS, by_area, cell_view, fraction, legend, sections
 
-__all__ = ["render_index_html", "render_target_html"]
+__all__ = ["render_index_html", "render_target_html", "GENERATOR"]
+
+#: in every page's head: how ``cli`` knows its own pages
+GENERATOR = "<meta name=generator content=\"gatecheck.conformance.matrix\">"
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.2em 2em;color:#222;background:#fff}
@@ -45,7 +48,7 @@ max-height:22em;overflow:auto}
 
 
 def _page(title: str, body: str) -> str:
-    return (f"<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
+    return (f"<!doctype html>\n<html lang=en><head><meta charset=utf-8>{GENERATOR}"
             f"<meta name=viewport content=\"width=device-width,initial-scale=1\"><title>{e(title)}</title>"
             f"<style>{_CSS}{_band_css()}</style></head><body>\n{body}\n</body></html>\n")
 

@@ -107,6 +107,12 @@ def test_cli_writes_every_page_and_refuses_bad_input(tmp_path, capsys):
     names = {p.name for p in out.iterdir()}
     assert names == {"index.html", "README.md"} | {f"{slug(t)}.{ext}" for t in targets for ext in ("html", "md")}
     assert main([str(DATA), "--out", str(tmp_path / "dir")]) == 0       # a directory: its *.json
+    # a render removes its own pages of an earlier render (a target gone), nothing else
+    (out / "notes.md").write_text("mine", encoding="utf-8")
+    assert main([str(RECORDED), "--out", str(out)]) == 0
+    names = {p.name for p in out.iterdir()}
+    assert "notes.md" in names and "a-asgi-h1.html" not in names and "a-asgi-h1.md" not in names
+    assert f"{slug(Matrix(*load_results([RECORDED])).targets[0])}.md" in names
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema_version": 99, "targets": [], "checks": []}))
     assert main([str(bad), "--out", str(tmp_path / "x")]) == 2
