@@ -72,7 +72,7 @@ def cell_view(tally: Tally, where: str) -> CellView:
 
 def _percent(share: float) -> str:
     if share < 1.0:   # never round a failure up to 100%
-        return f"{min(int(share * 1000) / 10, 99.9):g}%"
+        return f"{min(round(share * 100, 1), 99.9):g}%"
     return "100%"
 
 
