@@ -192,6 +192,7 @@ def sentence_of(record: dict) -> tuple:
 
 def evidence_of(record: dict) -> str:
     """The evidence shown for a listed record: a known deviation's expectation entry (the record's message is
-    "known deviation [clause]: evidence (link)"), else the failure message."""
+    "known deviation [clause]: evidence (link)"), else the failure message (its assertion lines)."""
     message = (record.get("message") or "").strip()
+    message = re.sub(r"(?m)^E {0,7}", "", message)   # pytest's "E       " before each assertion line
     return re.sub(r"^known deviation \[[^\]]*\]:\s*", "", message)

@@ -57,7 +57,7 @@ def cell_view(tally: Tally, where: str) -> CellView:
         return CellView(NOT_APPLICABLE[0], NOT_APPLICABLE[1], "·", "", f"{where}: n/a")
     unsupported = tally.outcomes.get("unsupported", 0)
     if state == "n/s":
-        return CellView(NOT_SUPPORTED[0], NOT_SUPPORTED[1], "n/s", f"{unsupported} checks",
+        return CellView(NOT_SUPPORTED[0], NOT_SUPPORTED[1], "n/s", f"{unsupported} check{'s' if unsupported != 1 else ''}",
                         f"{where}: not supported ({unsupported} checks)")
     if state == "policy-only":
         return CellView(READINGS_ONLY[0], READINGS_ONLY[1], "–", "", f"{where}: {READINGS_ONLY[2]}")
