@@ -21,7 +21,7 @@ table.grid th{font-weight:600;font-size:12px;padding:4px 6px;text-align:center;v
 table.grid th.tg,table.grid td.tg{text-align:left;white-space:nowrap}
 table.grid td{padding:3px 6px;text-align:center;min-width:5.2em;border-radius:3px}
 table.grid td b{display:block;font-size:15px}table.grid td small{display:block;font-size:11px;color:#333;white-space:nowrap}
-table.grid td small.k{color:#7a3e00;font-weight:600}
+table.grid td small.k{color:#7a3e00;font-weight:600}table.grid td small.f{color:#8b0000;font-weight:700}
 table.grid td.v{font-size:11px;color:#555;text-align:left;background:none;min-width:0}
 table.grid td.gap,table.grid th.gap{background:none;min-width:.8em;padding:0}
 table.grid td.apart{background:#ede7f6}table.grid th.apart{background:#e3dcf0}
@@ -61,6 +61,7 @@ def _band_css() -> str:
 
 def _cell(view, extra: str = "") -> str:
     sub = f"<small>{e(view.sub)}</small>" if view.sub else ""
+    sub += f"<small class=f>{e(view.failed)}</small>" if view.failed else ""
     sub += f"<small class=k>{e(view.known)}</small>" if view.known else ""
     return f"<td class=\"{view.css}{extra}\" title=\"{e(view.title)}\"><b>{e(view.main)}</b>{sub}</td>"
 
@@ -95,7 +96,7 @@ def render_index_html(m: Matrix) -> str:
     built = "".join(f"<li><code>{e(s.path)}</code> ({e(s.created)}): {len(s.targets)} targets</li>" for s in m.sources)
     body = (f"<h1>gatecheck compliance matrix</h1><p class=lead>{len(m.targets)} targets of {len(set(servers))} servers × "
             f"{len(m.areas)} spec areas; {m.check_count} distinct checks. Each cell: the share of the area's "
-            f"MUST/SHOULD checks passed, with passed/decided and known deviations below it.</p>"
+            f"MUST/SHOULD checks passed, with passed/decided, failures and known deviations below it.</p>"
             f"<table class=grid>{_head(m)}<tbody>{rows}</tbody></table><h2>Legend</h2>{_legend()}"
             f"<h2>Built from</h2><ul>{built}</ul>")
     return _page("gatecheck compliance matrix", body)

@@ -18,6 +18,7 @@ def _cell(view) -> str:
     if view.css in ("na", "ro"):
         return view.main
     sub = f" {view.sub}" if view.sub and view.css != "ns" else ""
+    sub += f" · **{view.failed}**" if view.failed else ""
     sub += f" · {view.known}" if view.known else ""
     return f"{view.mark} {view.main}{sub}"
 
@@ -37,8 +38,8 @@ def render_index_md(m: Matrix) -> str:
     servers = len({m.info[t]["server"] for t in m.targets})
     out = [MARKER, "# gatecheck compliance matrix", "",
            f"{len(m.targets)} targets of {servers} servers × {len(m.areas)} spec areas; {m.check_count} distinct "
-           "checks. Each cell: the share of the area's MUST/SHOULD checks passed, then passed/decided and known "
-           "deviations. The same page in colour: [index.html](index.html).", ""]
+           "checks. Each cell: the share of the area's MUST/SHOULD checks passed, then passed/decided, failures "
+           "and known deviations. The same page in colour: [index.html](index.html).", ""]
     out += _table(m, m.targets, lambda t: f"{slug(t)}.md")
     out += ["", "## Legend", ""]
     out += [f"- {mark} {words}" for _, mark, words in legend()]

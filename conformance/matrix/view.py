@@ -44,6 +44,7 @@ class CellView:
     sub: str        # the small text: "130/134"
     title: str      # everything, for a tooltip
     known: str = "" # "2 known" when the cell has known deviations
+    failed: str = ""  # "1 failed" when the cell has failures (error, timeout, interrupted included)
 
 
 def fraction(pair) -> str:
@@ -67,7 +68,8 @@ def cell_view(tally: Tally, where: str) -> CellView:
     title = (f"{where}: {tally.passed} of {tally.decided} MUST/SHOULD checks passed; {tally.failed} failed "
              f"(error, timeout included); {tally.known} known deviations; {unsupported} not supported; "
              f"POLICY {fraction(tally.policy)}; INFO {fraction(tally.info)}")
-    return CellView(css, mark, _percent(share), sub, title, f"{tally.known} known" if tally.known else "")
+    return CellView(css, mark, _percent(share), sub, title, f"{tally.known} known" if tally.known else "",
+                    f"{tally.failed} failed" if tally.failed else "")
 
 
 def _percent(share: float) -> str:

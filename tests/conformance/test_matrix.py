@@ -39,7 +39,7 @@ def test_a_cell_is_the_spec_share_with_known_deviations_counted_and_policy_info_
     assert (cell.passed, cell.decided, cell.known, cell.failed) == (2, 5, 1, 2)
     assert cell.policy == [0, 1] and cell.info == [0, 1]
     view = cell_view(cell, "ASGI")
-    assert (view.css, view.main, view.sub, view.known) == ("b0", "40%", "2/5", "1 known")
+    assert (view.css, view.main, view.sub, view.known, view.failed) == ("b0", "40%", "2/5", "1 known", "2 failed")
     assert m.rows["s:asgi:h1"].share == 0.4
 
 
