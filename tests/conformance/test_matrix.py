@@ -9,6 +9,8 @@ targets: granian:wsgi:auto and uvicorn (known deviations, not supported areas), 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,6 +123,13 @@ def test_cli_writes_every_page_and_refuses_bad_input(tmp_path, capsys):
     assert "schema_version 99 not supported" in capsys.readouterr().err
     assert main([str(tmp_path / "missing.json")]) == 2
     assert "run the conformance envs first" in capsys.readouterr().err
+
+
+def test_the_command_runs_as_a_module(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "gatecheck.conformance.matrix", str(RECORDED), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr
+    assert "pages in" in done.stdout and (tmp_path / "index.html").exists()
 
 
 def test_sentence_comes_from_the_record_or_else_the_levels_table(tmp_path):
