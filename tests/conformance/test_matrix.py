@@ -1,58 +1,184 @@
-"""The compliance matrix rendered from a committed sample results file."""
+"""The compliance matrix rendered from recorded results, and a screenshot of it in headless Chromium.
+
+``data/matrix-results.json`` is cut from real runs of the granian, uvicorn and daphne envs (2026-11-23, the
+tox envs' command lines): one or two records per target × area × outcome × (spec or POLICY/INFO) of four
+targets: granian:wsgi:auto and uvicorn (known deviations, not supported areas), granian:asgi:auto?tls=on
+(only TLS applies), daphne:asgi:h1 (MUST NOT failures, a timeout, a POLICY failure, an INFO noted).
+``data/results-sample.json`` is a hand-made schema-1 file.
+"""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-from gatecheck.conformance.matrix import Matrix, load_results, main, render_html, render_markdown
+import pytest
 
-SAMPLE = Path(__file__).parent / "data" / "results-sample.json"
+from gatecheck.conformance.levels import row_for_check
+from gatecheck.conformance.matrix import (Matrix, load_results, main, render_index_html, render_index_md,
+                                          render_target_html, render_target_md, slug)
+from gatecheck.conformance.matrix.model import evidence_of
+from gatecheck.conformance.matrix.view import BANDS, cell_view
+from tests.conformance.chromium import find_chromium, screenshot
+from tests.conformance.pngread import read_png
 
-
-def test_markdown_has_totals_levels_and_cells_per_clause():
-    text = render_markdown(Matrix(*load_results([SAMPLE])))
-    assert "3 distinct checks × 2 targets" in text
-    assert "| `a:asgi:h1` | a 1.0 | 1 | 0 | 1 | 0 | 1 |" in text
-    assert "| `b:wsgi:h1` | b 2.0 | 0 | 1 | 0 | 0 | 0 |" in text
-    assert "### RFC 1 §1" in text
-    assert "| `test_x.py::test_one` | MUST | pass | FAIL |" in text
-    assert "| `test_y.py::test_asgi_only` | DEFINED | n/s | n/a |" in text
-    # MUST: a passes 1/1, b passes 0/1; SHOULD: a's known deviation counts against it
-    assert "| `a:asgi:h1` | 1/1 | – | 0/1 |" in text
+DATA = Path(__file__).parent / "data"
+RECORDED = DATA / "matrix-results.json"
+SAMPLE = DATA / "results-sample.json"
 
 
-def test_html_is_self_contained_and_escapes_messages():
-    page = render_html(Matrix(*load_results([SAMPLE])))
-    assert page.startswith("<!doctype html>") and "<script" not in page and "http" not in page.split("<body>")[0].split("title>")[0]
-    assert "title=\"E boom\"" in page
+@pytest.fixture(scope="module")
+def matrix() -> Matrix:
+    return Matrix(*load_results([RECORDED]))
 
 
-def test_cli_writes_both_files_and_refuses_unknown_schema(tmp_path, capsys):
-    assert main([str(SAMPLE), "--md", str(tmp_path / "m.md"), "--html", str(tmp_path / "m.html")]) == 0
-    assert (tmp_path / "m.md").exists() and (tmp_path / "m.html").exists()
+def test_a_cell_is_the_spec_share_with_known_deviations_counted_and_policy_info_apart(tmp_path):
+    records = [("MUST", "passed"), ("SHOULD", "failed"), ("MUST", "known"), ("DEFINED", "passed"),
+               ("POLICY", "failed"), ("INFO", "noted"), ("MUST", "unsupported"), ("MAY", "error")]
+    m = _matrix(tmp_path, [dict(level=lv, outcome=o, check=f"test_a.py::test_{i}") for i, (lv, o) in enumerate(records)])
+    cell = m.cell("s:asgi:h1", "ASGI")
+    assert (cell.passed, cell.decided, cell.known, cell.failed) == (2, 5, 1, 2)
+    assert cell.policy == [0, 1] and cell.info == [0, 1]
+    view = cell_view(cell, "ASGI")
+    assert (view.css, view.main, view.sub, view.known, view.failed) == ("b0", "40%", "2/5", "1 known", "2 failed")
+    assert m.rows["s:asgi:h1"].share == 0.4
+
+
+def test_not_supported_and_not_applicable_cells_differ_from_failures(tmp_path):
+    m = _matrix(tmp_path, [dict(level="MUST", outcome="unsupported", check="test_a.py::test_u"),
+                           dict(level="MUST", outcome="passed", check="test_b.py::test_p", area="wsgi_input")])
+    assert cell_view(m.cell("s:asgi:h1", "ASGI"), "").css == "ns"
+    assert cell_view(m.cell("s:asgi:h1", "RSGI"), "").css == "na"
+    assert cell_view(m.cell("s:asgi:h1", "WSGI"), "").main == "100%"
+    # a failure is never rounded up to 100%
+    assert cell_view(_matrix(tmp_path, [dict(level="MUST", outcome="passed", check=f"test_a.py::test_{i}")
+                                        for i in range(999)] + [dict(level="MUST", outcome="failed", check="test_a.py::test_f")])
+                     .cell("s:asgi:h1", "ASGI"), "").main == "99.9%"
+
+
+def test_overview_has_every_target_area_legend_and_no_script_or_external_asset(matrix):
+    page = render_index_html(matrix)
+    assert page.startswith("<!doctype html>") and "<script" not in page.lower()
+    assert "src=" not in page and "http://" not in page and "https://" not in page and "@import" not in page
+    for target in matrix.targets:
+        assert f"href=\"{slug(target)}.html\"" in page
+    for area in ("ASGI", "WSGI", "HTTP/1.1", "h2spec", "TLS"):
+        assert f"<th>{area}</th>" in page
+    assert "Legend" in page and "not supported" in page and ">POLICY</th>" in page and ">INFO</th>" in page
+    assert 'class="ns"' in page and "known</small>" in page
+
+
+def test_target_page_lists_failures_and_known_deviations_with_sentence_and_evidence(matrix):
+    for target in matrix.targets:
+        page = render_target_html(matrix, target)
+        listed = [r for r in matrix.records[target] if r["outcome"] in ("failed", "known", "noted", "timeout")]
+        for record in listed:
+            assert _h(record["check"]) in page
+            assert _h(evidence_of(record)[:60]) in page
+            sentence = record.get("sentence") or row_for_check(record["check"]).sentence
+            assert _h(sentence) in page
+        assert "<script" not in page.lower()
+    outcomes = {r["outcome"] for t in matrix.targets for r in matrix.records[t]}
+    assert {"known", "failed", "timeout", "noted"} <= outcomes, "the recorded fixture must hold each"
+    # a known deviation's evidence is its expectation entry's, without the "known deviation [clause]:" prefix
+    known = [r for t in matrix.targets for r in matrix.records[t] if r["outcome"] == "known"]
+    assert all(not evidence_of(r).startswith("known deviation [") for r in known)
+
+
+def test_policy_and_info_failures_are_listed_apart_from_spec_failures(tmp_path):
+    m = _matrix(tmp_path, [dict(level="POLICY", outcome="failed", check="test_a.py::test_policy", message="E p"),
+                           dict(level="MUST", outcome="failed", check="test_a.py::test_must", message="E m"),
+                           dict(level="INFO", outcome="noted", check="test_a.py::test_info", message="E i")])
+    page = render_target_md(m, "s:asgi:h1")
+    spec, policy, info = (page.index(f"## {title}") for title in ("MUST/SHOULD failures (1)", "POLICY failures (1)",
+                                                                  "INFO noted (1)"))
+    assert spec < page.index("test_must") < policy < page.index("test_policy") < info < page.index("test_info")
+
+
+def test_markdown_pages_link_each_other(matrix):
+    index = render_index_md(matrix)
+    for target in matrix.targets:
+        assert f"({slug(target)}.md)" in index
+        assert "[← the matrix](README.md)" in render_target_md(matrix, target)
+    assert "| target |" in index and ("🟩" in index or "🟢" in index)
+
+
+def test_cli_writes_every_page_and_refuses_bad_input(tmp_path, capsys):
+    out = tmp_path / "m"
+    assert main([str(RECORDED), str(SAMPLE), "--out", str(out)]) == 0
+    targets = Matrix(*load_results([RECORDED, SAMPLE])).targets
+    names = {p.name for p in out.iterdir()}
+    assert names == {"index.html", "README.md"} | {f"{slug(t)}.{ext}" for t in targets for ext in ("html", "md")}
+    assert main([str(DATA), "--out", str(tmp_path / "dir")]) == 0       # a directory: its *.json
+    # a render removes its own pages of an earlier render (a target gone), nothing else
+    (out / "notes.md").write_text("mine", encoding="utf-8")
+    assert main([str(RECORDED), "--out", str(out)]) == 0
+    names = {p.name for p in out.iterdir()}
+    assert "notes.md" in names and "a-asgi-h1.html" not in names and "a-asgi-h1.md" not in names
+    assert f"{slug(Matrix(*load_results([RECORDED])).targets[0])}.md" in names
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema_version": 99, "targets": [], "checks": []}))
-    assert main([str(bad), "--md", str(tmp_path / "x.md"), "--html", str(tmp_path / "x.html")]) == 2
+    assert main([str(bad), "--out", str(tmp_path / "x")]) == 2
     assert "schema_version 99 not supported" in capsys.readouterr().err
     assert main([str(tmp_path / "missing.json")]) == 2
+    assert "run the conformance envs first" in capsys.readouterr().err
+
+
+def test_the_command_runs_as_a_module(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "gatecheck.conformance.matrix", str(RECORDED), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr
+    assert "pages in" in done.stdout and (tmp_path / "index.html").exists()
 
 
 def test_sentence_comes_from_the_record_or_else_the_levels_table(tmp_path):
-    from gatecheck.conformance.levels import LEVELS_DIR, load_table, row_for_check
+    from gatecheck.conformance.levels import LEVELS_DIR, load_table
 
     stem = sorted(LEVELS_DIR.glob("test_*.toml"))[0].stem
-    function = next(iter(load_table(stem)))
-    table_check = f"{stem}.py::{function}"
-    record = {"area": "x", "clause": "RFC 1 §1", "level": "MUST", "duration": 0.1, "interface": "asgi",
-              "message": "", "outcome": "passed", "server": "a", "target": "a:asgi:h1"}
-    data = {"schema_version": 1, "created": "now", "targets": [
-        {"target": "a:asgi:h1", "server": "a", "interface": "asgi", "http": "h1", "features": [], "versions": {}}],
-        "checks": [dict(record, check="test_q.py::test_quoted", sentence="A server MUST | quote."),
-                   dict(record, check=table_check)]}
-    path = tmp_path / "r.json"
+    table_check = f"{stem}.py::{next(iter(load_table(stem)))}"
+    m = _matrix(tmp_path, [dict(level="MUST", outcome="failed", check="test_q.py::test_quoted", sentence="A server MUST | quote."),
+                           dict(level="MUST", outcome="failed", check=table_check, sentence="")])
+    page = render_target_html(m, "s:asgi:h1")
+    assert "A server MUST | quote." in page and _h(row_for_check(table_check).sentence) in page
+    assert "<pre>x</pre>" in page     # a failure's evidence is its message ("E x"), pytest's "E " left out
+    assert "> A server MUST \\| quote." in render_target_md(m, "s:asgi:h1")
+
+
+def test_screenshot_in_headless_chromium_shows_the_coloured_matrix(tmp_path, matrix):
+    binary = find_chromium()
+    if binary is None:
+        pytest.skip("no Chromium binary (chromium, chromium-browser, google-chrome; or GATECHECK_CHROMIUM): "
+                    "apt-get install chromium")
+    assert main([str(RECORDED), "--out", str(tmp_path / "m")]) == 0
+    png = tmp_path / "index.png"
+    output = screenshot(binary, tmp_path / "m" / "index.html", png, size=(1400, 900))
+    assert png.exists() and png.stat().st_size > 10_000, f"no screenshot; Chromium said:\n{output}"
+    image = read_png(png)
+    pixels = list(image.pixels(step=2))
+    white = sum(p == (255, 255, 255) for p in pixels)
+    assert len(set(pixels)) > 50 and white < 0.95 * len(pixels), "the screenshot is blank"
+    # the cells' colours were painted: every band the overview uses is on screen
+    bands = {cell_view(matrix.cell(t, a), "").css for t in matrix.targets for a in matrix.areas}
+    expected = {_rgb(colour) for _, css, colour, _, _ in BANDS if css in bands}
+    assert expected and expected <= set(pixels), f"missing cell colours {expected - set(pixels)}"
+
+
+def _rgb(colour: str) -> tuple:
+    return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def _h(text: str) -> str:
+    import html
+    return html.escape(text)
+
+
+def _matrix(tmp_path, records: list) -> Matrix:
+    base = {"area": "asgi_scope", "clause": "ASGI §1", "duration": 0.1, "interface": "asgi", "message": "E x",
+            "server": "s", "target": "s:asgi:h1", "sentence": "It must.", "accepts": "a yes"}
+    data = {"schema_version": 2, "created": "2026-11-23T00:00:00Z", "targets": [
+        {"target": "s:asgi:h1", "server": "s", "interface": "asgi", "http": "h1", "features": [], "versions": {"s": "1"}}],
+        "checks": [dict(base, **r) for r in records]}
+    path = tmp_path / f"r{len(list(tmp_path.glob('r*.json')))}.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    m = Matrix(*load_results([path]))
-    text = render_markdown(m)
-    assert "| `test_q.py::test_quoted` | MUST | pass | A server MUST \\| quote. |" in text
-    assert f"| {row_for_check(table_check).sentence.replace('|', chr(92) + '|')} |" in text
-    assert "A server MUST | quote." in render_html(m)
+    return Matrix(*load_results([path]))
