@@ -53,7 +53,7 @@ BREAKS = {
     "expect_ignored": "Expect: 100-continue gets no 100 (the server waits for the body)",
     "no_persistent_connections": "every response closes the connection, HTTP/1.1 included",
     "app_date_duplicated": "Date is added even when the app sent its own",
-    "request_line_bare_cr": "a bare CR in the request-line is read as a space",
+    "request_line_bare_cr_kept": "a bare CR in the request-target is kept (percent-encoded) and the request served",
     "nul_in_values_kept": "a NUL in a field value reaches the app",
     "any_field_name": "a field name with non-token octets is accepted",
     "spaces_in_target": "a request-target with spaces in it is accepted (the last word is the version)",
@@ -83,6 +83,8 @@ VARIANTS = {
     "unknown_coding_501": "a request whose Transfer-Encoding is not exactly chunked gets 501 and a close, before "
                           "any other framing rule (RFC 9112 §6.1: a server SHOULD answer 501 to a coding it does "
                           "not understand)",
+    "request_line_bare_cr_as_space": "a bare CR in the request-line is replaced by SP before the line is parsed "
+                                     "(RFC 9112 §2.2: consider it invalid or replace it with SP)",
 }
 
 MAX_LINE = 16 * 1024          # request-line limit (414 beyond)
@@ -198,8 +200,10 @@ class Connection:
         return lines[0], fields
 
     def parse(self, line: bytes, field_lines: list) -> Request:
-        if "request_line_bare_cr" in self.breaks:
+        if "request_line_bare_cr_as_space" in self.breaks:
             line = line.replace(b"\r", b" ")
+        if "request_line_bare_cr_kept" in self.breaks:
+            line = line.replace(b"\r", b"%0D")
         if b"\r" in line or b"\n" in line:
             raise HttpError(400)
         if "spaces_in_target" in self.breaks and line.count(b" ") > 2:

@@ -9,6 +9,9 @@ and reads the outcomes from its results file:
   needs the fixture app's event log as evidence.
 - ``tests/broken/server.py --variant unknown_coding_501`` answers a request with a Transfer-Encoding it does
   not understand 501 and closes, what RFC 9112 §6.1 recommends: the NUL-suffixed TE.TE probe passes (it used to accept only a 4xx or a 2xx).
+- ``tests/broken/server.py --variant request_line_bare_cr_as_space`` replaces a bare CR in the request-line by
+  SP, what RFC 9112 §2.2 allows: the bare-CR request-line check passes (its request used to put the CR in place
+  of the SP before the version, which that replacement turns into a valid line the check then failed).
 - ``one-per-connection`` answers the first request of a connection and never the ones pipelined behind
   it: checks that need pipelining report *not supported*, never "stray content" or a failure.
 """
@@ -32,6 +35,9 @@ CASES = {
                 "[nul-suffix]": "passed",
                 "test_http1_smuggling.py::test_obfuscated_transfer_encoding_closes_the_connection[nul-suffix]":
                     "passed"}),
+    "{python} -m tests.broken.server --host {host} --port {port} --variant request_line_bare_cr_as_space": (
+        ["conformance/test_http1_fields.py"], "bare_cr_in_the_request_line",
+        {"test_http1_fields.py::test_bare_cr_in_the_request_line_is_rejected": "passed"}),
     HOSTILE + "one-per-connection": (["conformance/test_http1_smuggling.py"], "garbage",
                            {"test_http1_smuggling.py::test_garbage_after_a_pipelined_request_is_rejected":
                                 "unsupported",
@@ -40,7 +46,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "one-per-connection"])
+@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "one-per-connection"])
 def test_check_outcome_on_a_server_the_text_allows(tmp_path, command):
     files, keyword, expected = CASES[command]
     results = tmp_path / "results.json"
