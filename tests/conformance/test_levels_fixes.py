@@ -12,6 +12,9 @@ and reads the outcomes from its results file:
 - ``tests/broken/server.py --variant request_line_bare_cr_as_space`` replaces a bare CR in the request-line by
   SP, what RFC 9112 §2.2 allows: the bare-CR request-line check passes (its request used to put the CR in place
   of the SP before the version, which that replacement turns into a valid line the check then failed).
+- ``tests.broken.asgi:ws_local_close_refused`` under uvicorn refuses an app's WebSocket close with 1005, 1006 or
+  1015 by raising from ``send`` (nothing goes on the wire, as daphne does) and holds the connection: the
+  local-only-code check passes on that refusal (it used to demand a Close frame or a closed connection).
 - ``one-per-connection`` answers the first request of a connection and never the ones pipelined behind
   it: checks that need pipelining report *not supported*, never "stray content" or a failure.
 """
@@ -38,6 +41,10 @@ CASES = {
     "{python} -m tests.broken.server --host {host} --port {port} --variant request_line_bare_cr_as_space": (
         ["conformance/test_http1_fields.py"], "bare_cr_in_the_request_line",
         {"test_http1_fields.py::test_bare_cr_in_the_request_line_is_rejected": "passed"}),
+    "{python} -m uvicorn --host {host} --port {port} --no-access-log tests.broken.asgi:ws_local_close_refused": (
+        ["conformance/test_websocket_asgi.py"], "local_only_code",
+        {f"test_websocket_asgi.py::test_app_close_with_local_only_code_never_reaches_the_wire[{code}]": "passed"
+         for code in (1005, 1006, 1015)}, ["--interface", "asgi", "--features", "websockets"]),
     HOSTILE + "one-per-connection": (["conformance/test_http1_smuggling.py"], "garbage",
                            {"test_http1_smuggling.py::test_garbage_after_a_pipelined_request_is_rejected":
                                 "unsupported",
@@ -46,13 +53,13 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "one-per-connection"])
+@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "ws-local-close-refused", "one-per-connection"])
 def test_check_outcome_on_a_server_the_text_allows(tmp_path, command):
-    files, keyword, expected = CASES[command]
+    files, keyword, expected, *target = CASES[command]
     results = tmp_path / "results.json"
     cmd = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "--no-expectations",
            "--server-cmd", command,
-           "--interface", "wsgi", "-k", keyword, "--results-json", str(results)]
+           *(target[0] if target else ["--interface", "wsgi"]), "-k", keyword, "--results-json", str(results)]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert results.exists(), f"no results:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     got = {c["check"]: (c["outcome"], c["message"]) for c in json.loads(results.read_text())["checks"]}
