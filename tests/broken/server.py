@@ -83,6 +83,9 @@ VARIANTS = {
     "unknown_coding_501": "a request whose Transfer-Encoding is not exactly chunked gets 501 and a close, before "
                           "any other framing rule (RFC 9112 §6.1: a server SHOULD answer 501 to a coding it does "
                           "not understand)",
+    "write_past_length_raises_after_sending": "a write() past the app's Content-Length raises ValueError, but "
+                                              "its bytes are sent (PEP 3333: the server should raise; what is "
+                                              "sent is another rule)",
     "request_line_bare_cr_as_space": "a bare CR in the request-line is replaced by SP before the line is parsed "
                                      "(RFC 9112 §2.2: consider it invalid or replace it with SP)",
 }
@@ -376,7 +379,8 @@ class Connection:
         elif "content-length" in names:
             declared = int(next(v for n, v in headers if n.lower() == "content-length"))
             keep = keep and len(body) >= declared  # a short body is followed by a close
-            body = body[:declared]
+            if "write_past_length_raises_after_sending" not in self.breaks:
+                body = body[:declared]
         elif code != 304:
             headers = headers + [("Content-Length", str(len(body)))]
         if req.method == "HEAD" and "head_body" not in self.breaks:
@@ -460,7 +464,8 @@ class Server:
         self.app, self.breaks = app, breaks
 
     def call_app(self, environ: dict) -> tuple:
-        return gateway.call_app(self.app, environ, check_headers="app_headers_unchecked" not in self.breaks)
+        return gateway.call_app(self.app, environ, check_headers="app_headers_unchecked" not in self.breaks,
+                                write_past_raises="write_past_length_raises_after_sending" in self.breaks)
 
     async def handle(self, reader, writer) -> None:
         await Connection(self, reader, writer).run()

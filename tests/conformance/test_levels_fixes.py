@@ -15,6 +15,9 @@ and reads the outcomes from its results file:
 - ``tests.broken.asgi:ws_local_close_refused`` under uvicorn refuses an app's WebSocket close with 1005, 1006 or
   1015 by raising from ``send`` (nothing goes on the wire, as daphne does) and holds the connection: the
   local-only-code check passes on that refusal (it used to demand a Close frame or a closed connection).
+- ``tests/broken/server.py --variant write_past_length_raises_after_sending`` raises from a write() past the
+  Content-Length but sends its bytes, as cheroot does: the raise check passes (its verdict is the app's log;
+  it used to fail on the unparseable bytes past the length, which are the is-not-sent check's business).
 - ``one-per-connection`` answers the first request of a connection and never the ones pipelined behind
   it: checks that need pipelining report *not supported*, never "stray content" or a failure.
 """
@@ -45,6 +48,10 @@ CASES = {
         ["conformance/test_websocket_asgi.py"], "local_only_code",
         {f"test_websocket_asgi.py::test_app_close_with_local_only_code_never_reaches_the_wire[{code}]": "passed"
          for code in (1005, 1006, 1015)}, ["--interface", "asgi", "--features", "websockets"]),
+    "{python} -m tests.broken.server --host {host} --port {port} --variant write_past_length_raises_after_sending": (
+        ["conformance/test_wsgi_response.py"], "write_past_content_length",
+        {"test_wsgi_response.py::test_write_past_content_length_raises": "passed",
+         "test_wsgi_response.py::test_write_past_content_length_is_not_sent": "failed"}),
     HOSTILE + "one-per-connection": (["conformance/test_http1_smuggling.py"], "garbage",
                            {"test_http1_smuggling.py::test_garbage_after_a_pipelined_request_is_rejected":
                                 "unsupported",
@@ -53,7 +60,7 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "ws-local-close-refused", "one-per-connection"])
+@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "ws-local-close-refused", "write-past-raises-after-sending", "one-per-connection"])
 def test_check_outcome_on_a_server_the_text_allows(tmp_path, command):
     files, keyword, expected, *target = CASES[command]
     results = tmp_path / "results.json"
