@@ -89,8 +89,8 @@ def abort(sock: socket.socket) -> None:
     sock.close()
 
 
-def open_many(server, count: int, first: bytes = b"", within: float = 30.0) -> list:
-    """``count`` connections (each sent ``first``). One bound for the whole set, never ``count`` × the connect
+def open_many(server, count: int, first: bytes | list = b"", within: float = 30.0) -> list:
+    """``count`` connections, each sent ``first`` (a list: connection n is sent ``first[n % len(first)]``). One bound for the whole set, never ``count`` × the connect
     timeout: a server that stops accepting fills its backlog, each connect() then waits, and the check would
     run past its deadline instead of failing; taking over ``within`` seconds fails (AssertionError)."""
     socks = []
@@ -105,8 +105,9 @@ def open_many(server, count: int, first: bytes = b"", within: float = 30.0) -> l
                 raise AssertionError(f"connect() {n + 1} of {count} timed out after {min(5.0, remaining):.1f} s "
                                      f"({n} were open)") from None
             socks.append(sock)
-            if first:
-                sock.sendall(first)
+            fragment = first[n % len(first)] if isinstance(first, list) else first
+            if fragment:
+                sock.sendall(fragment)
     except BaseException:
         for sock in socks:
             sock.close()
