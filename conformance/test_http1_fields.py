@@ -132,8 +132,10 @@ def test_bare_cr_in_a_field_is_rejected_or_replaced_with_space(server, headers, 
 
 @spec("RFC 9112 §2.2", "MUST")
 def test_bare_cr_in_the_request_line_is_rejected(server):
-    """A bare CR in the request-line is invalid; replaced by SP it leaves an invalid request-line → 4xx."""
-    ex, resp = _status(server, b"GET /probe\rHTTP/1.1\r\nHost: " + server.authority.encode() + b"\r\n\r\n")
+    """A bare CR inside the request-target is invalid; replaced by SP it leaves whitespace inside the target,
+    an invalid request-line either way → 4xx. (A CR in place of the SP before the version would become a valid
+    line when replaced, so the CR sits inside the target: "GET /probe?x=a\\rb HTTP/1.1".)"""
+    ex, resp = _status(server, b"GET /probe?x=a\rb HTTP/1.1\r\nHost: " + server.authority.encode() + b"\r\n\r\n")
     assert 400 <= resp.status < 500, f"expected 4xx; {describe(ex)}"
     assert_serves(server)
 

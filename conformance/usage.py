@@ -89,14 +89,25 @@ def abort(sock: socket.socket) -> None:
     sock.close()
 
 
-def open_many(server, count: int, first: bytes = b"") -> list:
+def open_many(server, count: int, first: bytes | list = b"", within: float = 30.0) -> list:
+    """``count`` connections, each sent ``first`` (a list: connection n is sent ``first[n % len(first)]``). One bound for the whole set, never ``count`` × the connect
+    timeout: a server that stops accepting fills its backlog, each connect() then waits, and the check would
+    run past its deadline instead of failing; taking over ``within`` seconds fails (AssertionError)."""
     socks = []
+    deadline = time.monotonic() + within
     try:
-        for _ in range(count):
-            sock = socket.create_connection(server.address, timeout=5.0)
+        for n in range(count):
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"opening {count} connections took over {within:.0f} s ({n} were open)"
+            try:
+                sock = socket.create_connection(server.address, timeout=min(5.0, remaining))
+            except socket.timeout:
+                raise AssertionError(f"connect() {n + 1} of {count} timed out after {min(5.0, remaining):.1f} s "
+                                     f"({n} were open)") from None
             socks.append(sock)
-            if first:
-                sock.sendall(first)
+            fragment = first[n % len(first)] if isinstance(first, list) else first
+            if fragment:
+                sock.sendall(fragment)
     except BaseException:
         for sock in socks:
             sock.close()

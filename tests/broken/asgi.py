@@ -22,7 +22,7 @@ from gatecheck.fixtures.apps.asgi import app as fixture_app
 
 from .chunks import reordered
 
-__all__ = ["BREAKS", "control"]
+__all__ = ["BREAKS", "VARIANTS", "control"]
 
 
 # -- building blocks: edit the scope, what the app receives, or what the app sends ------------------
@@ -531,4 +531,31 @@ _ALL = ("http", "websocket")
 #: the fixture app through every building block, with nothing broken (the control of every break)
 control = _on_scope(lambda scope: None, _ALL)(_on_receive(_unchanged, _ALL)(_on_send(_passthrough, _ALL)(fixture_app)))
 
-globals().update({name: wrap(fixture_app) for name, wrap in BREAKS.items()})
+
+
+# -- variants: behaviours the texts allow, unlike uvicorn's (not breaks: for checks that must accept them) ----
+
+def _ws_local_close_refused(app):
+    """The app's websocket.close with a code that never goes on the wire (1005, 1006, 1015) raises, as
+    daphne's autobahn does, and nothing is sent; the connection is then held 6 s after the app returns (no
+    Close frame, no EOF: bounded, rule 2)."""
+    async def variant(scope, receive, send):
+        if scope["type"] != "websocket":
+            return await app(scope, receive, send)
+        refused = []
+
+        async def refusing(message):
+            if message["type"] == "websocket.close" and message.get("code") in (1005, 1006, 1015):
+                refused.append(message["code"])
+                raise ValueError(f"invalid close code {message['code']}")
+            await send(message)
+        await app(scope, receive, refusing)
+        if refused:
+            await asyncio.sleep(6)
+    return variant
+
+
+#: variant name -> the wrapper
+VARIANTS = {"ws_local_close_refused": _ws_local_close_refused}
+
+globals().update({name: wrap(fixture_app) for name, wrap in {**BREAKS, **VARIANTS}.items()})

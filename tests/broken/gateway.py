@@ -45,11 +45,19 @@ def environ(method: str, target: bytes, version: str, fields: list, body: bytes,
     return env
 
 
-def call_app(app, env: dict, check_headers: bool = True) -> tuple:
+def call_app(app, env: dict, check_headers: bool = True, write_past_raises: bool = False) -> tuple:
     """Run the WSGI app to completion: (status, headers, body); a failing app gets a 500.
-    ``check_headers=False`` lets any header through (the ``app_headers_unchecked`` break)."""
+    ``check_headers=False`` lets any header through (the ``app_headers_unchecked`` break);
+    ``write_past_raises``: a write() that goes past the app's Content-Length raises ValueError, after its bytes
+    were queued (the ``write_past_length_raises_after_sending`` variant)."""
     state: dict = {}
     chunks: list = []
+
+    def write(data):
+        chunks.append(data)  # nothing is sent before the app is done, so it simply comes first
+        declared = [v for n, v in state.get("headers", []) if n.lower() == "content-length"]
+        if write_past_raises and declared and sum(map(len, chunks)) > int(declared[0]):
+            raise ValueError("write() past the declared Content-Length")
 
     def start_response(status, headers, exc_info=None):
         if exc_info is None and "status" in state:
@@ -63,7 +71,7 @@ def call_app(app, env: dict, check_headers: bool = True) -> tuple:
                 raise ValueError(f"hop-by-hop response header {name!r}")
         status.encode("latin-1")
         state["status"], state["headers"] = status, list(headers)
-        return chunks.append  # write(): nothing is sent before the app is done, so it simply comes first
+        return write
 
     try:
         result = app(env, start_response)

@@ -53,7 +53,7 @@ BREAKS = {
     "expect_ignored": "Expect: 100-continue gets no 100 (the server waits for the body)",
     "no_persistent_connections": "every response closes the connection, HTTP/1.1 included",
     "app_date_duplicated": "Date is added even when the app sent its own",
-    "request_line_bare_cr": "a bare CR in the request-line is read as a space",
+    "request_line_bare_cr_kept": "a bare CR in the request-target is kept (percent-encoded) and the request served",
     "nul_in_values_kept": "a NUL in a field value reaches the app",
     "any_field_name": "a field name with non-token octets is accepted",
     "spaces_in_target": "a request-target with spaces in it is accepted (the last word is the version)",
@@ -84,6 +84,11 @@ VARIANTS = {
     "unknown_coding_501": "a request whose Transfer-Encoding is not exactly chunked gets 501 and a close, before "
                           "any other framing rule (RFC 9112 §6.1: a server SHOULD answer 501 to a coding it does "
                           "not understand)",
+    "write_past_length_raises_after_sending": "a write() past the app's Content-Length raises ValueError, but "
+                                              "its bytes are sent (PEP 3333: the server should raise; what is "
+                                              "sent is another rule)",
+    "request_line_bare_cr_as_space": "a bare CR in the request-line is replaced by SP before the line is parsed "
+                                     "(RFC 9112 §2.2: consider it invalid or replace it with SP)",
 }
 
 MAX_LINE = 16 * 1024          # request-line limit (414 beyond)
@@ -199,8 +204,10 @@ class Connection:
         return lines[0], fields
 
     def parse(self, line: bytes, field_lines: list) -> Request:
-        if "request_line_bare_cr" in self.breaks:
+        if "request_line_bare_cr_as_space" in self.breaks:
             line = line.replace(b"\r", b" ")
+        if "request_line_bare_cr_kept" in self.breaks:
+            line = line.replace(b"\r", b"%0D")
         if b"\r" in line or b"\n" in line:
             raise HttpError(400)
         if "spaces_in_target" in self.breaks and line.count(b" ") > 2:
@@ -373,7 +380,8 @@ class Connection:
         elif "content-length" in names:
             declared = int(next(v for n, v in headers if n.lower() == "content-length"))
             keep = keep and len(body) >= declared  # a short body is followed by a close
-            body = body[:declared]
+            if "write_past_length_raises_after_sending" not in self.breaks:
+                body = body[:declared]
         elif code != 304:
             headers = headers + [("Content-Length", str(len(body)))]
         if req.method == "HEAD" and "head_body" not in self.breaks:
@@ -468,7 +476,8 @@ class Server:
         self.app, self.breaks = app, breaks
 
     def call_app(self, environ: dict) -> tuple:
-        return gateway.call_app(self.app, environ, check_headers="app_headers_unchecked" not in self.breaks)
+        return gateway.call_app(self.app, environ, check_headers="app_headers_unchecked" not in self.breaks,
+                                write_past_raises="write_past_length_raises_after_sending" in self.breaks)
 
     async def handle(self, reader, writer) -> None:
         await Connection(self, reader, writer).run()

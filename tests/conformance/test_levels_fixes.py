@@ -9,6 +9,15 @@ and reads the outcomes from its results file:
   needs the fixture app's event log as evidence.
 - ``tests/broken/server.py --variant unknown_coding_501`` answers a request with a Transfer-Encoding it does
   not understand 501 and closes, what RFC 9112 §6.1 recommends: the NUL-suffixed TE.TE probe passes (it used to accept only a 4xx or a 2xx).
+- ``tests/broken/server.py --variant request_line_bare_cr_as_space`` replaces a bare CR in the request-line by
+  SP, what RFC 9112 §2.2 allows: the bare-CR request-line check passes (its request used to put the CR in place
+  of the SP before the version, which that replacement turns into a valid line the check then failed).
+- ``tests.broken.asgi:ws_local_close_refused`` under uvicorn refuses an app's WebSocket close with 1005, 1006 or
+  1015 by raising from ``send`` (nothing goes on the wire, as daphne does) and holds the connection: the
+  local-only-code check passes on that refusal (it used to demand a Close frame or a closed connection).
+- ``tests/broken/server.py --variant write_past_length_raises_after_sending`` raises from a write() past the
+  Content-Length but sends its bytes, as cheroot does: the raise check passes (its verdict is the app's log;
+  it used to fail on the unparseable bytes past the length, which are the is-not-sent check's business).
 - ``one-per-connection`` answers the first request of a connection and never the ones pipelined behind
   it: checks that need pipelining report *not supported*, never "stray content" or a failure.
 """
@@ -32,6 +41,17 @@ CASES = {
                 "[nul-suffix]": "passed",
                 "test_http1_smuggling.py::test_obfuscated_transfer_encoding_closes_the_connection[nul-suffix]":
                     "passed"}),
+    "{python} -m tests.broken.server --host {host} --port {port} --variant request_line_bare_cr_as_space": (
+        ["conformance/test_http1_fields.py"], "bare_cr_in_the_request_line",
+        {"test_http1_fields.py::test_bare_cr_in_the_request_line_is_rejected": "passed"}),
+    "{python} -m uvicorn --host {host} --port {port} --no-access-log tests.broken.asgi:ws_local_close_refused": (
+        ["conformance/test_websocket_asgi.py"], "local_only_code",
+        {f"test_websocket_asgi.py::test_app_close_with_local_only_code_never_reaches_the_wire[{code}]": "passed"
+         for code in (1005, 1006, 1015)}, ["--interface", "asgi", "--features", "websockets"]),
+    "{python} -m tests.broken.server --host {host} --port {port} --variant write_past_length_raises_after_sending": (
+        ["conformance/test_wsgi_response.py"], "write_past_content_length",
+        {"test_wsgi_response.py::test_write_past_content_length_raises": "passed",
+         "test_wsgi_response.py::test_write_past_content_length_is_not_sent": "failed"}),
     HOSTILE + "one-per-connection": (["conformance/test_http1_smuggling.py"], "garbage",
                            {"test_http1_smuggling.py::test_garbage_after_a_pipelined_request_is_rejected":
                                 "unsupported",
@@ -40,13 +60,13 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "one-per-connection"])
+@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "ws-local-close-refused", "write-past-raises-after-sending", "one-per-connection"])
 def test_check_outcome_on_a_server_the_text_allows(tmp_path, command):
-    files, keyword, expected = CASES[command]
+    files, keyword, expected, *target = CASES[command]
     results = tmp_path / "results.json"
     cmd = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "--no-expectations",
            "--server-cmd", command,
-           "--interface", "wsgi", "-k", keyword, "--results-json", str(results)]
+           *(target[0] if target else ["--interface", "wsgi"]), "-k", keyword, "--results-json", str(results)]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert results.exists(), f"no results:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     got = {c["check"]: (c["outcome"], c["message"]) for c in json.loads(results.read_text())["checks"]}
