@@ -177,6 +177,34 @@ def pytest_collection_modifyitems(session, config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+    _ensure_h2spec(config, gs, keep)
+
+
+def _ensure_h2spec(config, gs, items) -> None:
+    """Before the first check: h2spec found or installed when a selected check needs it; otherwise the
+    session is incomplete (said in the summary and the results, and the exit status is non-zero)."""
+    if config.option.collectonly or not any(
+            item.path.name == "test_h2spec.py" and not item.get_closest_marker("gatecheck_unsupported")
+            for item in items):
+        return
+    from ..h2spec_install import ensure_h2spec
+
+    _binary, problem = ensure_h2spec(lambda line: _say(config, line))
+    if problem:
+        reason = f"h2spec not installed — {problem}"
+        _say(config, f"gatecheck: {reason}; its cases will not run and the run is incomplete")
+        gs.results.incomplete.append(reason)
+
+
+def _say(config, line: str) -> None:
+    """A progress line on the terminal now, even while pytest captures output."""
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if capman is None or reporter is None:
+        print(line, flush=True)
+        return
+    with capman.global_and_fixture_disabled():
+        reporter.write_line(line)
 
 
 def _is_check(item) -> bool:
@@ -353,6 +381,8 @@ def pytest_sessionfinish(session, exitstatus):
         except OSError as exc:
             gs.write_error = f"could not write {gs.results.path}: {exc.strerror or exc}"
             session.exitstatus = session.exitstatus or 1
+        if gs.results.incomplete:
+            session.exitstatus = session.exitstatus or 1
         gs.pool.cleanup()
 
 
@@ -370,6 +400,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         parts = [f"{group} {failures.get(group, 0)}" for group in order]
         tr.write_line("failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
                       "not spec requirements)")
+    for reason in gs.results.incomplete:
+        tr.write_line(f"incomplete: {reason}", red=True)
     if gs.write_error:
         tr.write_line(f"results: {gs.write_error}; the records decided are in {gs.results.partial}", red=True)
     elif gs.written:

@@ -12,6 +12,9 @@ Schema history (``schema_version``):
       "error"); each check record also has ``sentence`` and ``accepts`` (its row of the levels table,
       ``conformance/levels/``), and ``level`` may be INFO.
 
+An optional ``incomplete`` list (no schema change: absent when empty) says what the session could not run,
+e.g. "h2spec not installed — Go is missing ...": such a run exits non-zero.
+
 Partial lines: {"record": "target", ...target fields} and {"record": "check", ...check fields}.
 """
 from __future__ import annotations
@@ -69,6 +72,7 @@ class Results:
         self.records: dict = {}
         self.targets: dict = {}
         self._written: set = set()
+        self.incomplete: list = []  # why the session did not run all it selected, e.g. "h2spec not installed — ..."
 
     def open(self) -> None:
         """Create the partial file now (so a bad path fails before any work)."""
@@ -120,6 +124,8 @@ class Results:
             "targets": sorted(self.targets.values(), key=lambda t: t["target"]),
             "checks": sorted(self.records.values(), key=lambda r: (r["check"], r["target"])),
         }
+        if self.incomplete:
+            data["incomplete"] = list(self.incomplete)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
