@@ -122,7 +122,8 @@ def pytest_report_header(config):
     gs = _session(config)
     if gs is None:
         return None
-    return ["gatecheck targets: " + ", ".join(str(st.target) for st in gs.targets)]
+    return ["gatecheck targets: " + ", ".join(st.target.name + ("" if st.target.name == str(st.target) else f" ({st.target})")
+                                             for st in gs.targets)]
 
 
 def pytest_generate_tests(metafunc):

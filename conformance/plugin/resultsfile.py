@@ -81,10 +81,12 @@ class Results:
         self.partial.write_text(json.dumps(header) + "\n", encoding="utf-8")
 
     def add_target(self, st, versions: dict | None = None) -> None:
-        record = self.targets.setdefault(str(st.target), {
-            "target": str(st.target), "server": st.target.server, "interface": st.target.interface,
+        record = self.targets.setdefault(st.target.name, {
+            "target": st.target.name, "server": st.target.server, "interface": st.target.interface,
             "http": st.target.http, "features": st.capabilities.features(), "versions": {},
         })
+        if st.target.name != str(st.target):
+            record["spec"] = str(st.target)  # a named or command target: what was started
         if versions and record["versions"] != versions:
             record["versions"] = dict(versions)
             self._append({"record": "target", **record})

@@ -72,6 +72,8 @@ def split_command_line(text: str, what: str) -> list:
 COMMON_OPTIONS = {
     "python": "interpreter or virtualenv that runs the server (default: the harness's own Python)",
     "args": "extra command-line arguments appended verbatim (shell-quoted string)",
+    "name": "what reports call the target: pytest ids, results and the matrix column "
+            "(default: the target as typed; a command target: cmd-PROGRAM)",
 }
 
 
