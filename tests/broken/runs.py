@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-
 from .pick import ENV as PICK_ENV
 from .pick import PROFILE
 
