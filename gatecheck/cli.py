@@ -30,6 +30,10 @@ def conformance_args(args: Sequence[str]) -> list:
 def _conformance(args: list) -> int:
     import pytest
 
+    from gatecheck.tools import cache_dir
+
+    # hypothesis keeps its files in gatecheck's cache, not in a .hypothesis/ of the current directory
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(cache_dir() / "hypothesis"))
     return int(pytest.main(conformance_args(args)))
 
 
