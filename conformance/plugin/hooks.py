@@ -28,6 +28,7 @@ from .resultsfile import Results, check_id_of, meta_of, set_meta
 from .session import GatecheckSession, item_meta
 from .started import read_log
 from .targets import targets_from_options
+from .tools import ensure_tools
 
 __all__ = [
     "pytest_addoption", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
@@ -178,34 +179,7 @@ def pytest_collection_modifyitems(session, config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
-    _ensure_h2spec(config, gs, keep)
-
-
-def _ensure_h2spec(config, gs, items) -> None:
-    """Before the first check: h2spec found or installed when a selected check needs it; otherwise the
-    session is incomplete (said in the summary and the results, and the exit status is non-zero)."""
-    if config.option.collectonly or not any(
-            item.path.name == "test_h2spec.py" and not item.get_closest_marker("gatecheck_unsupported")
-            for item in items):
-        return
-    from ..h2spec_install import ensure_h2spec
-
-    _binary, problem = ensure_h2spec(lambda line: _say(config, line))
-    if problem:
-        reason = f"h2spec not installed — {problem}"
-        _say(config, f"gatecheck: {reason}; its cases will not run and the run is incomplete")
-        gs.results.incomplete.append(reason)
-
-
-def _say(config, line: str) -> None:
-    """A progress line on the terminal now, even while pytest captures output."""
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if capman is None or reporter is None:
-        print(line, flush=True)
-        return
-    with capman.global_and_fixture_disabled():
-        reporter.write_line(line)
+    ensure_tools(config, gs.results, keep)
 
 
 def _is_check(item) -> bool:
