@@ -60,7 +60,11 @@ def _wanted(config) -> bool:
     """Whether this run asked for gatecheck: --server/--server-cmd given, or the checks' folder was given to
     pytest. Otherwise (the plugin autoloaded into a server project's own test run) every hook stays inert."""
     opt = config.getoption
-    return bool(opt("--server") or opt("--server-cmd")) or config.pluginmanager in _ACTIVATED
+    try:
+        asked = bool(opt("--server") or opt("--server-cmd"))
+    except ValueError:  # registered after the command line was parsed (a conftest found late): not asked
+        asked = False
+    return asked or config.pluginmanager in _ACTIVATED
 
 
 def _session(config) -> GatecheckSession | None:
