@@ -43,10 +43,12 @@ def check_id_of(item) -> str:
     ids = callspec.id
     server = callspec.params.get("server")
     server_id = getattr(server, "id", None)
-    if server_id:
-        for form in (f"{server_id}-", f"-{server_id}", server_id):
-            if form in ids:
-                ids = ids.replace(form, "", 1)
+    if server_id:  # the target's id is one whole "-"-separated part (a short name= must not cut into another)
+        parts = ids.split("-")
+        width = server_id.count("-") + 1
+        for i in range(len(parts) - width + 1):
+            if "-".join(parts[i:i + width]) == server_id:
+                ids = "-".join(parts[:i] + parts[i + width:])
                 break
     return f"{base}[{ids}]" if ids else base
 
