@@ -12,7 +12,7 @@ Schema history (``schema_version``):
       "error"); each check record also has ``sentence`` and ``accepts`` (its row of the levels table,
       ``conformance/levels/``), and ``level`` may be INFO.
 
-An optional ``incomplete`` list (no schema change: absent when empty) says what the session could not run,
+An optional ``incomplete`` string (no schema change: absent when empty) says what the session could not run,
 e.g. "h2spec not installed — Go is missing ...": such a run exits non-zero.
 
 Partial lines: {"record": "target", ...target fields} and {"record": "check", ...check fields}.
@@ -129,7 +129,7 @@ class Results:
             "checks": sorted(self.records.values(), key=lambda r: (r["check"], r["target"])),
         }
         if self.incomplete:
-            data["incomplete"] = list(self.incomplete)
+            data["incomplete"] = "; ".join(self.incomplete)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
