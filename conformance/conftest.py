@@ -1,4 +1,16 @@
-"""The conformance session's pytest plugin lives in ``conformance/plugin/``; this file loads it, so
-``pytest conformance ...`` works as the README shows."""
-from gatecheck.conformance.plugin import profiles  # noqa: F401  (registers and loads the hypothesis profiles)
-from gatecheck.conformance.plugin.hooks import *  # noqa: F401,F403  (hooks and fixtures, listed in hooks.__all__)
+"""Loads the conformance session's pytest plugin (``conformance/plugin/hooks.py``) for ``pytest conformance
+...`` in a checkout and for ``gatecheck conformance``, and makes it act without --server (Granian's defaults).
+
+Where gatecheck is installed, its ``pytest11`` entry point has registered the plugin already: it is not
+registered a second time (pluggy refuses one module under two names, and its options would be added twice).
+Under ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` or in a checkout that is not installed, this registers it.
+"""
+from gatecheck.conformance.plugin import hooks as _hooks
+
+PLUGIN_NAME = "gatecheck"  # the entry point's name too: `-p no:gatecheck` turns it off
+
+
+def pytest_addoption(parser, pluginmanager):
+    if not pluginmanager.is_registered(_hooks):
+        pluginmanager.register(_hooks, PLUGIN_NAME)
+    _hooks.activate(pluginmanager)

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Optional
 
 __all__ = ["Case", "CaseResult", "Report", "find_h2spec", "load_cases", "parse_dryrun", "parse_junit", "run",
-           "CASES_FILE", "INSTALL_HINT", "SKIP_CAUSES", "clause_for"]
+           "CASES_FILE", "H2SPEC_PACKAGE", "INSTALL_HINT", "SKIP_CAUSES", "clause_for"]
 
 CASES_FILE = Path(__file__).parent / "data" / "h2spec_cases.txt"
-INSTALL_HINT = ("install Go and run: GOBIN=${GATECHECK_CACHE:-~/.cache/gatecheck}/bin "
-                "go install github.com/summerwind/h2spec/cmd/h2spec@latest")
+#: the pinned h2spec (its case list is conformance/data/h2spec_cases.txt); h2spec_install.py installs it
+H2SPEC_PACKAGE = "github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible"
+INSTALL_HINT = f"run: GOBIN=${{GATECHECK_CACHE:-~/.cache/gatecheck}}/bin go install {H2SPEC_PACKAGE}"
 
 #: h2spec's root groups: dry-run title -> group key (the first part of a case id)
 ROOTS = {"Generic tests for HTTP/2 server": "generic",

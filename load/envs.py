@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence, Tuple
 
+from gatecheck.tools import cache_dir
+
 __all__ = [
     "EnvError",
     "InstallSpec",
@@ -64,12 +66,6 @@ _FORMS = ("expected a requirement such as 'granian==2.8.6', a path to a wheel, s
 
 class EnvError(RuntimeError):
     """An environment could not be parsed, built or used (a harness or install problem, not a slow server)."""
-
-
-def cache_dir() -> Path:
-    """gatecheck's cache directory: ``$GATECHECK_CACHE`` or ``~/.cache/gatecheck``."""
-    env = os.environ.get("GATECHECK_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "gatecheck"
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from gatecheck.tools import cache_dir, find_or_build, say_stderr
+
 __all__ = [
     "OHA_VERSION",
     "OhaError",
@@ -63,12 +65,6 @@ class OhaNotFound(OhaError):
     """No oha binary, and it could not be built."""
 
 
-def cache_dir() -> Path:
-    """gatecheck's cache directory: ``$GATECHECK_CACHE`` or ``~/.cache/gatecheck``."""
-    env = os.environ.get("GATECHECK_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "gatecheck"
-
-
 def _cached_binary(cache: Path) -> Path:
     return cache / f"oha-{OHA_VERSION}" / "bin" / "oha"
 
@@ -77,7 +73,8 @@ def find_oha(*, build: bool = True, log: Callable[[str], None] | None = None) ->
     """Return a usable oha binary.
 
     Order: ``$GATECHECK_OHA`` (an explicit path), the pinned build in the cache, ``oha`` on PATH, and
-    finally (when ``build``) ``cargo install`` of the pinned version into the cache.
+    finally (when ``build``) ``cargo install`` of the pinned version into the cache, under the cache's build
+    lock (``gatecheck.tools``: a concurrent run waits for this build, then reuses it).
     """
     explicit = os.environ.get("GATECHECK_OHA")
     if explicit:
@@ -96,7 +93,12 @@ def find_oha(*, build: bool = True, log: Callable[[str], None] | None = None) ->
             f"oha not found on PATH nor at {cached}; run 'python -m gatecheck.load run ...' once to build it, "
             f"or install it with 'cargo install oha --version {OHA_VERSION} --locked'"
         )
-    return build_oha(cache_dir(), log=log)
+    cache = cache_dir()
+
+    def cached_build() -> Path | None:
+        return cached if os.access(cached, os.X_OK) else None
+
+    return find_or_build("oha", cached_build, lambda: build_oha(cache, log=log), log or say_stderr)
 
 
 def build_oha(cache: Path, *, log: Callable[[str], None] | None = None, timeout: float = 3600.0) -> Path:
@@ -104,7 +106,7 @@ def build_oha(cache: Path, *, log: Callable[[str], None] | None = None, timeout:
 
     Takes several minutes on two cores. Raises OhaNotFound when cargo is missing or the build fails.
     """
-    say = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    say = log or say_stderr
     home_cargo = Path.home() / ".cargo" / "bin" / "cargo"
     cargo = shutil.which("cargo") or (str(home_cargo) if home_cargo.exists() else None)
     if not cargo:

@@ -16,7 +16,7 @@ from .errors import (
     TargetError,
     UnknownServer,
 )
-from .launcher import REPO_ROOT, ServerHandle, python_for, resolve, start_server
+from .launcher import ServerHandle, python_for, resolve, start_server
 from .process import ResourceSample, ServerProcess, live_pids, stop_all
 from .registry import ENTRY_POINT_GROUP, adapters, get_adapter
 from .target import HTTP_MODES, INTERFACES, Target
@@ -26,7 +26,7 @@ __all__ = [
     "FEATURES", "Capabilities",
     "ServerError", "TargetError", "UnknownServer", "ServerNotInstalled", "PortInUse",
     "ServerStartError", "ServerExited", "ServerNotReady",
-    "REPO_ROOT", "ServerHandle", "python_for", "resolve", "start_server",
+    "ServerHandle", "python_for", "resolve", "start_server",
     "ResourceSample", "ServerProcess", "live_pids", "stop_all",
     "ENTRY_POINT_GROUP", "adapters", "get_adapter",
     "HTTP_MODES", "INTERFACES", "Target",

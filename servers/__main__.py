@@ -12,6 +12,7 @@ import signal
 import sys
 import time
 
+from .adapters._base import COMMON_OPTIONS
 from .capabilities import FEATURES
 from .errors import ServerError
 from .registry import adapters
@@ -40,6 +41,9 @@ def cmd_list(args: argparse.Namespace) -> int:
                 choices = f" ({'|'.join(spec.choices)})" if spec.choices else (" (N)" if spec.integer else "")
                 print(f"{'':<12}{opt}{choices}: {spec.help}")
     if args.verbose:
+        print("\noptions every target takes:")
+        for opt, meaning in COMMON_OPTIONS.items():
+            print(f"  {opt}: {meaning}")
         print("\nfeatures:")
         for feature, meaning in FEATURES.items():
             print(f"  {feature:<12} {meaning}")

@@ -18,18 +18,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from gatecheck import IMPORT_ROOT
-
 from .capabilities import Capabilities
 from .errors import PortInUse, ServerExited, ServerError, TargetError
 from .probe import probe_for
 from .process import PeakTracker, ResourceSample, ServerProcess, free_port, port_is_free
 from .registry import get_adapter
+from .staging import child_env as isolated_env
+from .staging import child_root
 from .target import Target
 
-__all__ = ["start_server", "ServerHandle", "resolve", "python_for", "REPO_ROOT"]
+__all__ = ["start_server", "ServerHandle", "resolve", "python_for"]
 
-REPO_ROOT = Path(IMPORT_ROOT)  # what holds the gatecheck package: the child's PYTHONPATH and working directory
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -157,11 +156,11 @@ def start_server(
     if port is not None and not port_is_free(host, port):
         raise PortInUse(f"port {port} on {host} is already in use; pick another port or omit it to get a free one")
 
-    child_env = dict(os.environ)
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO_ROOT)] + ([child_env["PYTHONPATH"]] if child_env.get("PYTHONPATH") else [])
-    )
+    # The server sees its own environment and the staged fixture apps only (servers/staging.py); a command
+    # target runs where the user runs gatecheck (its command line may name files relative to it).
+    child_env = isolated_env()
     child_env["PYTHONUNBUFFERED"] = "1"
+    cwd = os.getcwd() if adapter.name == "command" else child_root()
     child_env.update(env or {})
 
     attempts = 1 if port is not None else 3
@@ -171,7 +170,7 @@ def start_server(
         launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter, tls=tls)
         env_for_server = {**child_env, **launch.env}
         log_path = log_dir / f"{_log_stem(target)}-{chosen}.log"
-        proc = ServerProcess(launch.argv, log_path=log_path, env=env_for_server, cwd=str(REPO_ROOT), cpus=cpus,
+        proc = ServerProcess(launch.argv, log_path=log_path, env=env_for_server, cwd=cwd, cpus=cpus,
                              port=chosen)
         try:
             probe = probe_for(launch.probe_http2, launch.tls)

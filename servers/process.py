@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 
 import psutil
 
-from . import reaper
+from . import reaper, staging  # noqa: F401  (both register atexit first: they run after stop_all)
 from .errors import ServerExited, ServerNotReady, ServerStartError, TargetError
 from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
 

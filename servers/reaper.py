@@ -52,12 +52,15 @@ def _writer() -> int | None:
     if me in _pipe:
         return _pipe[me][0]
     read_fd, write_fd = os.pipe()
+    # The reaper is the harness's own interpreter and sees what the harness sees (it imports gatecheck.servers
+    # and psutil; in a checkout gatecheck is importable through IMPORT_ROOT); it runs in "/", holding no
+    # directory of ours.
     from gatecheck import IMPORT_ROOT as root
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     try:
         proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(read_fd), str(me)],
-                                pass_fds=(read_fd,), start_new_session=True, cwd=root, env=env,
+                                pass_fds=(read_fd,), start_new_session=True, cwd="/", env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     except OSError:  # pragma: no cover - the harness still stops its servers itself
         os.close(write_fd)

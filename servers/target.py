@@ -116,6 +116,26 @@ class Target:
         return text
 
     @property
+    def name(self) -> str:
+        """What reports call this target (pytest ids, results, the matrix column): its ``name=`` option; else
+        the target as typed, except a command target, which is ``cmd-`` and its program's name (the command
+        line itself is in ``str()``)."""
+        given = self.option("name")
+        if given:
+            return given
+        if self.server == "command":
+            return "cmd-" + _program_name(self.option("cmd") or "")
+        return str(self)
+
+    @property
     def id(self) -> str:
-        """A short id for test names and file names (no characters that need quoting)."""
-        return re.sub(r"[^A-Za-z0-9_.:=-]+", "_", str(self))
+        """The name as a short id for test names and file names (no characters that need quoting)."""
+        return re.sub(r"[^A-Za-z0-9_.:=-]+", "_", self.name)
+
+
+def _program_name(command: str) -> str:
+    """``uvicorn --port {port} {app}`` -> uvicorn; ``{python} -m tests.hostile.server ...`` -> tests.hostile.server."""
+    words = command.split()
+    if len(words) >= 3 and words[1] == "-m" and (words[0] == "{python}" or "python" in words[0].rsplit("/", 1)[-1]):
+        return words[2]
+    return words[0].rsplit("/", 1)[-1] if words else "command"

@@ -1,4 +1,5 @@
-"""The conformance session as a pytest plugin (``conformance/conftest.py`` loads ``hooks``).
+"""The conformance session as a pytest plugin: ``hooks`` (the entry point ``pytest11`` gatecheck of an installed
+gatecheck; ``conformance/conftest.py`` registers it when that did not).
 
     options.py       command-line options; values and output paths checked before anything starts
     targets.py       the session's targets, resolved from --server / --server-cmd
@@ -11,6 +12,7 @@
     resultsfile.py   the records: appended while running, one JSON document at the end
     finish.py        a killed session's results finished from its partial file (run by the server reaper)
     session.py       the session's state in one object
-    hooks.py         the pytest hooks and fixtures that tie these together
+    tools.py         h2spec found or installed before the first check, else the session incomplete
+    hooks.py         the pytest hooks and fixtures that tie these together (inert unless asked for)
     profiles.py      the hypothesis profiles of the property checks
 """

@@ -10,6 +10,7 @@ decided → the results document at the end.
 from __future__ import annotations
 
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
@@ -24,12 +25,14 @@ from .expectations import Applied, ExpectationError, Expectations, read_expectat
 from .interrupts import Deadlines, Interrupts
 from .options import add_options, check_output_paths, session_timeout
 from .outcomes import SPEC_GROUP, Verdict, decide
+from .profiles import load_profile
 from .pool import ServerPool, StartFailed
 from .resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
 from .session import GatecheckSession, item_meta
 from .stale import judge_session, write_summary
 from .started import read_log
 from .targets import targets_from_options
+from .tools import ensure_tools
 
 __all__ = [
     "pytest_addoption", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
@@ -45,13 +48,40 @@ _DEVIATION = pytest.StashKey[object]()
 _CALLED = pytest.StashKey[bool]()
 _FINISH_JOB = "finish-results"
 _LOG = pytest.StashKey[tuple]()
+_ACTIVATED: weakref.WeakSet = weakref.WeakSet()
+_CHECKS_DIR = Path(__file__).resolve().parent.parent
 
 
 def pytest_addoption(parser):
     add_options(parser)
 
 
+def activate(pluginmanager) -> None:
+    """Make this plugin act in the pytest run of ``pluginmanager`` even without --server (the conformance
+    folder's ``conftest.py`` calls it: a run over the checks' folder checks Granian's defaults)."""
+    _ACTIVATED.add(pluginmanager)
+
+
+def _wanted(config) -> bool:
+    """Whether this run asked for gatecheck: --server/--server-cmd given, or the checks' folder was given to
+    pytest. Otherwise (the plugin autoloaded into a server project's own test run) every hook stays inert."""
+    opt = config.getoption
+    try:
+        asked = bool(opt("--server") or opt("--server-cmd"))
+    except ValueError:  # registered after the command line was parsed (a conftest found late): not asked
+        asked = False
+    return asked or config.pluginmanager in _ACTIVATED
+
+
+def _session(config) -> GatecheckSession | None:
+    return config.stash.get(_SESSION, None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before hypothesis's own plugin, which loads a --hypothesis-profile given
 def pytest_configure(config):
+    if not _wanted(config):
+        return
+    load_profile(config)
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     config.addinivalue_line("markers", "gatecheck_not_applicable: internal, no target applies")
@@ -115,13 +145,15 @@ def server_pool(config) -> ServerPool | None:
 
 
 def pytest_report_header(config):
-    gs = config.stash.get(_SESSION, None)
-    targets = gs.targets if gs is not None else []
-    return ["gatecheck targets: " + ", ".join(str(st.target) for st in targets)]
+    gs = _session(config)
+    if gs is None:
+        return None
+    return ["gatecheck targets: " + ", ".join(st.target.name + ("" if st.target.name == str(st.target) else f" ({st.target})")
+                                             for st in gs.targets)]
 
 
 def pytest_generate_tests(metafunc):
-    if "server" not in metafunc.fixturenames:
+    if "server" not in metafunc.fixturenames or _session(metafunc.config) is None:
         return
     wanted = applicable_interfaces(metafunc.definition.iter_markers("interfaces"))
     needed = [f for mark in metafunc.definition.iter_markers("needs") for f in mark.args]
@@ -156,10 +188,15 @@ def pytest_collection_everything(session, config, items):
 
 
 def pytest_collection_modifyitems(session, config, items):
+    gs = _session(config)
+    if gs is None:
+        if any(_is_check(item) for item in items):
+            raise pytest.UsageError("gatecheck's checks need a target: add --server TARGET (e.g. --server "
+                                    "granian:asgi) or --server-cmd; `gatecheck servers list` shows the targets")
+        return
     errors = [msg for item in items if (msg := validate_item(item))]
     if errors:
         raise pytest.UsageError("malformed checks:\n  " + "\n  ".join(errors))
-    gs = config.stash[_SESSION]
     keep, dropped = [], []
     for item in items:
         if item.get_closest_marker("gatecheck_not_applicable"):
@@ -177,6 +214,12 @@ def pytest_collection_modifyitems(session, config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+    ensure_tools(config, gs.results, keep)
+
+
+def _is_check(item) -> bool:
+    """An item of gatecheck's own checks (the folder of gatecheck.conformance)."""
+    return Path(str(getattr(item, "path", ""))).parent == _CHECKS_DIR
 
 
 @pytest.fixture(scope="session")
@@ -200,7 +243,7 @@ def usage(server, request):
 def _server_watch(request):
     """Around each check: a dead server is restarted first (an error with the reason when it cannot be);
     a server that dies during a check makes that check an error, and is restarted for the next ones."""
-    if "server" not in request.fixturenames:
+    if "server" not in request.fixturenames or _session(request.config) is None:
         yield
         return
     pool = request.config.stash[_SESSION].pool
@@ -363,6 +406,8 @@ def pytest_sessionfinish(session, exitstatus):
             gs.write_error = f"could not write {gs.results.path}: {exc.strerror or exc}"
             session.exitstatus = session.exitstatus or 1
         cancel(_FINISH_JOB)
+        if gs.results.incomplete:
+            session.exitstatus = session.exitstatus or 1
         gs.pool.cleanup()
 
 
@@ -381,6 +426,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line("failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
                       "not spec requirements)")
     write_summary(tr, gs.expectation_report)
+    for reason in gs.results.incomplete:
+        tr.write_line(f"incomplete: {reason}", red=True)
     if gs.write_error:
         tr.write_line(f"results: {gs.write_error}; the records decided are in {gs.results.partial}", red=True)
     elif gs.written:

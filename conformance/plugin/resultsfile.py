@@ -19,6 +19,9 @@ Schema history (``schema_version``):
       "entries", "matched", "out_of_range", "stale": [{"file", "line", "check", "server", "targets",
       "versions", "why"}]}.
 
+An optional ``incomplete`` string (no schema change: absent when empty) says what the session could not run,
+e.g. "h2spec not installed — Go is missing ...": such a run exits non-zero.
+
 Partial lines: {"record": "target", ...target fields} and {"record": "check", ...check fields}.
 """
 from __future__ import annotations
@@ -88,6 +91,7 @@ class Results:
         self.targets: dict = {}
         self._written: set = set()
         self.extra: dict = {}        # further top-level sections of the document ("expectations")
+        self.incomplete: list = []  # why the session did not run all it selected, e.g. "h2spec not installed — ..."
 
     def open(self) -> None:
         """Create the partial file now (so a bad path fails before any work)."""
@@ -96,10 +100,12 @@ class Results:
         self.partial.write_text(json.dumps(header) + "\n", encoding="utf-8")
 
     def add_target(self, st, versions: dict | None = None) -> None:
-        record = self.targets.setdefault(str(st.target), {
-            "target": str(st.target), "server": st.target.server, "interface": st.target.interface,
+        record = self.targets.setdefault(st.target.name, {
+            "target": st.target.name, "server": st.target.server, "interface": st.target.interface,
             "http": st.target.http, "features": st.capabilities.features(), "versions": {},
         })
+        if st.target.name != str(st.target):
+            record["spec"] = str(st.target)  # a named or command target: what was started
         if versions and record["versions"] != versions:
             record["versions"] = dict(versions)
             self._append({"record": "target", **record})
@@ -134,6 +140,18 @@ class Results:
             self._drop_partial()
             return False
         write_document(self.path, {**document(self.targets.values(), self.records.values()), **self.extra})
+        data = {
+            "schema_version": SCHEMA_VERSION,
+            "created": _now(),
+            "targets": sorted(self.targets.values(), key=lambda t: t["target"]),
+            "checks": sorted(self.records.values(), key=lambda r: (r["check"], r["target"])),
+        }
+        if self.incomplete:
+            data["incomplete"] = "; ".join(self.incomplete)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)
         self._drop_partial()
         return True
 

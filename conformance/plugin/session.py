@@ -31,7 +31,7 @@ def item_meta(item, st, check: str, row: tuple) -> dict:
     """The fields of a check's record (the results' schema): who, what clause, level and sentence (``row``:
     ``markers.row_of``, from the levels table), which area."""
     clause, level, sentence, accepts = row
-    return {"check": check, "target": str(st.target) if st is not None else "",
+    return {"check": check, "target": st.target.name if st is not None else "",
             "server": st.target.server if st is not None else "", "interface": st.interface if st is not None else "",
             "clause": clause, "level": level, "sentence": sentence, "accepts": accepts,
             "area": Path(str(item.path)).stem.removeprefix("test_")}

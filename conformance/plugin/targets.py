@@ -60,6 +60,12 @@ def targets_from_options(servers: list, server_cmd: str | None, interface: str |
         if st.target not in seen:
             seen.add(st.target)
             unique.append(st)
+    ids: dict = {}
+    for st in unique:
+        other = ids.setdefault(st.id, st.target)
+        if other != st.target:
+            raise TargetError(f"two targets are both called {st.id!r} ({other} and {st.target}); "
+                              f"give them distinct names with the name= option (e.g. name=second)")
     return unique
 
 

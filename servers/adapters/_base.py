@@ -20,6 +20,7 @@ from typing import Callable, ClassVar, Sequence
 
 from ..capabilities import Capabilities
 from ..errors import ServerNotInstalled, TargetError
+from ..staging import child_env, child_root
 from ..target import Target
 
 __all__ = ["Adapter", "Option", "flag", "switch", "tls_option", "Launch", "split_command_line"]
@@ -71,6 +72,8 @@ def split_command_line(text: str, what: str) -> list:
 COMMON_OPTIONS = {
     "python": "interpreter or virtualenv that runs the server (default: the harness's own Python)",
     "args": "extra command-line arguments appended verbatim (shell-quoted string)",
+    "name": "what reports call the target: pytest ids, results and the matrix column "
+            "(default: the target as typed; a command target: cmd-PROGRAM)",
 }
 
 
@@ -219,7 +222,8 @@ def _distribution_version(python: str, package: str) -> str | None:
     )
     try:
         out = subprocess.run(
-            [python, "-c", code, package], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+            [python, "-c", code, package], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+            env=child_env(), cwd=child_root(),  # what the server itself will see (servers/staging.py)
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -44,7 +44,6 @@ class CommandAdapter(Adapter):
     OPTIONS = {
         "cmd": Option("command template with {app} {host} {port}", lambda v: []),
         "features": Option("comma-separated features the server has beyond HTTP/1.1", lambda v: []),
-        "name": Option("a name for reports (default: the command's first word)", lambda v: []),
     }
 
     def resolve(self, target):

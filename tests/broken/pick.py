@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections import Counter
 
 import pytest
@@ -69,7 +68,8 @@ def pytest_runtest_teardown(item, nextitem):
     if left is None or target is None:
         return
     left[target.target] -= 1
-    conftest = sys.modules.get("conformance.conftest")
-    pool = conftest.server_pool(item.config) if conftest is not None else None
+    from gatecheck.conformance.plugin.hooks import server_pool
+
+    pool = server_pool(item.config)
     if left[target.target] <= 0 and pool is not None:
         pool.release(target.target)
