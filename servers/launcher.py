@@ -157,8 +157,11 @@ def start_server(
         raise PortInUse(f"port {port} on {host} is already in use; pick another port or omit it to get a free one")
 
     # The server sees its own environment and the staged fixture apps only (servers/staging.py); a command
-    # target runs where the user runs gatecheck (its command line may name files relative to it).
+    # target runs where the user runs gatecheck (its command line may name files relative to it) and keeps
+    # the user's PYTHONPATH after the fixture apps (its modules may live there).
     child_env = isolated_env()
+    if adapter.name == "command" and os.environ.get("PYTHONPATH"):
+        child_env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
     child_env["PYTHONUNBUFFERED"] = "1"
     cwd = os.getcwd() if adapter.name == "command" else child_root()
     child_env.update(env or {})

@@ -184,7 +184,7 @@ def pytest_collection_everything(session, config, items):
         return
     for item in items:
         st = item.callspec.params.get("server") if hasattr(item, "callspec") else None
-        gs.collected.add(check_id_of(item), str(st.target) if st is not None else None, Path(str(item.path)))
+        gs.collected.add(check_id_of(item), st.target.name if st is not None else None, Path(str(item.path)))
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -139,19 +139,8 @@ class Results:
         if not self.records:
             self._drop_partial()
             return False
-        write_document(self.path, {**document(self.targets.values(), self.records.values()), **self.extra})
-        data = {
-            "schema_version": SCHEMA_VERSION,
-            "created": _now(),
-            "targets": sorted(self.targets.values(), key=lambda t: t["target"]),
-            "checks": sorted(self.records.values(), key=lambda r: (r["check"], r["target"])),
-        }
-        if self.incomplete:
-            data["incomplete"] = "; ".join(self.incomplete)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        incomplete = "; ".join(self.incomplete) or None
+        write_document(self.path, {**document(self.targets.values(), self.records.values(), incomplete), **self.extra})
         self._drop_partial()
         return True
 

@@ -40,7 +40,7 @@ class Collected:
 
 def judge_session(gs) -> dict:
     """The report of a session (``session.GatecheckSession``) at its end."""
-    targets = [(st.target.server, str(st.target)) for st in gs.targets]
+    targets = [(st.target.server, st.target.name) for st in gs.targets]
     versions = {name: server_version(t.get("versions", {})) for name, t in gs.results.targets.items()}
     return judge(gs.expectations, targets, versions, set(gs.results.records), gs.collected)
 
