@@ -14,6 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.hostile.procs import descendants_running
+
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "{python} -m tests.hostile.server --port {port} --mode "
 ENVIRON = "test_wsgi_environ and (query_string or path_info)"   # 7 cheap WSGI checks, one request each
@@ -118,18 +120,10 @@ def _start_pytest(tmp_path, *args, ignore_sigint=False):
                             stderr=subprocess.STDOUT, text=True, preexec_fn=preexec)
 
 
-def _cmdline(process) -> str:
-    try:
-        return " ".join(process.cmdline())
-    except psutil.Error:  # a child that exited (or became a zombie) between the listing and the read
-        return ""
-
-
 def _wait_for_server(proc, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = [p for p in psutil.Process(proc.pid).children(recursive=True)
-                 if "tests.hostile.server" in _cmdline(p)]
+        found = descendants_running(proc.pid, "tests.hostile.server")
         if found:
             return found
         time.sleep(0.1)

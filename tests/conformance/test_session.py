@@ -11,6 +11,8 @@ from pathlib import Path
 
 import psutil
 
+from tests.hostile.procs import descendants_running
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -64,7 +66,7 @@ def test_sigint_mid_run_leaves_no_server_behind(tmp_path):
         servers = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not servers:
-            servers = [p for p in psutil.Process(proc.pid).children(recursive=True) if "granian" in " ".join(p.cmdline())]
+            servers = descendants_running(proc.pid, "granian")
             time.sleep(0.1)
         assert servers, "the run never started a server"
         time.sleep(0.5)

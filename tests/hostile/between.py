@@ -12,23 +12,17 @@ import os
 import psutil
 import pytest
 
+from tests.hostile.procs import descendants_running
+
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
     if nextitem is None:
         return
-    ours = [p for p in psutil.Process(os.getpid()).children(recursive=True)
-            if "tests.hostile.server" in " ".join(_cmdline(p))]
+    ours = descendants_running(os.getpid(), "tests.hostile.server")
     for proc in ours:
         try:
             proc.kill()
         except psutil.Error:
             pass
     psutil.wait_procs(ours, timeout=10)
-
-
-def _cmdline(proc) -> list:
-    try:
-        return proc.cmdline()
-    except psutil.Error:
-        return []
