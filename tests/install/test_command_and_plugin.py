@@ -88,7 +88,8 @@ def test_own_server_fixture(server):
     assert server == "the project's own server fixture"
 
 def test_hypothesis_settings_are_the_projects():
-    assert settings.default.max_examples == 100 and settings.default.derandomize is False
+    with open("settings.txt", "w") as out:
+        out.write(repr(settings.default))
 
 @pytest.mark.parametrize("n", [1, 2])
 def test_parametrized(n, server):
@@ -103,3 +104,10 @@ def test_the_plugin_is_inert_in_a_projects_own_run_without_server(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "4 passed" in done.stdout
     assert "gatecheck" not in done.stdout and not (tmp_path / "results").exists()
+    with_plugin = (tmp_path / "settings.txt").read_text()
+    # Hypothesis's defaults depend on the machine (a CI variable loads its "ci" profile): the run without
+    # the plugin is the reference.
+    alone = run(["-m", "pytest", "-p", "_hypothesis_pytestplugin", "-q", "-p", "no:cacheprovider", "test_own.py"],
+                tmp_path)
+    assert alone.returncode == 0, alone.stdout[-3000:] + alone.stderr[-3000:]
+    assert with_plugin == (tmp_path / "settings.txt").read_text()
