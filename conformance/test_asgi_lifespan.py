@@ -21,7 +21,7 @@ from gatecheck.servers.process import free_port
 
 from gatecheck.conformance.client.http1 import Connection, build_request, exchange
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.private import private_server
+from gatecheck.conformance.private import private_server, with_workers
 from gatecheck.conformance.app import new_token, run_script, script_request
 
 pytestmark = [interfaces("asgi"), needs("http1", "lifespan")]
@@ -332,7 +332,7 @@ def test_failed_shutdown_message_is_logged(server):
 @spec("ASGI Lifespan (intro)", "SHOULD")
 def test_lifespan_runs_once_per_worker_process(server):
     """With two worker processes, each runs its own lifespan startup (one per event loop serving requests)."""
-    with private_server(server, target=server.target.with_options(workers="2")) as priv:
+    with private_server(server, target=with_workers(server, 2)) as priv:
         deadline = time.monotonic() + 10
         pids: set = set()
         while time.monotonic() < deadline:

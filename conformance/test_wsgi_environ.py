@@ -8,6 +8,7 @@ from gatecheck import fixtures
 from gatecheck.conformance.app import new_token, probe, script_request, value_of
 from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.private import private_server, with_workers
 
 pytestmark = interfaces("wsgi")
 
@@ -202,6 +203,31 @@ def test_multithread_is_true_when_requests_run_concurrently_in_threads(server):
                       for i, a in enumerate(runs) for b in runs[i + 1:])
     if overlapping:
         assert all(r[4] for r in runs), f"requests ran concurrently in threads but wsgi.multithread = {runs[0][4]!r}"
+
+
+@needs("http1", "workers")
+@spec(_ENV, "SHOULD")
+def test_multiprocess_is_true_when_the_server_runs_several_worker_processes(server):
+    """With two worker processes asked for, the app may be invoked by another process at any time, so every
+    request's wsgi.multiprocess is true (requests on fresh connections, until both workers answered or 40)."""
+    steps = [["environ_get", "wsgi.multiprocess"],
+             ["start_response", "200 OK", [["Content-Type", "text/plain"]]], ["return_list", ["ok"]]]
+    runs = []
+    with private_server(server, target=with_workers(server, 2)) as priv:
+        for _ in range(40):
+            token = new_token()
+            with Connection(priv.address, 10.0) as conn:
+                conn.send(script_request(priv, steps, token=token))
+                ex = conn.read_responses(1)
+            assert ex.final and ex.final[0].status == 200, f"no 200 for a plain scripted request: {ex.raw[:300]!r}"
+            got = _script_steps(priv, token)
+            assert got, f"request {token} did not run its steps"
+            runs.append((got[0]["pid"], got[0]["result"]))
+            if len({pid for pid, _ in runs}) >= 2:
+                break
+    pids = sorted({pid for pid, _ in runs})
+    assert all(value for _, value in runs), \
+        f"wsgi.multiprocess = {[v for _, v in runs if not v][0]!r} with 2 worker processes (served by pids {pids})"
 
 
 @needs("http1")

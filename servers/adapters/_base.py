@@ -100,6 +100,7 @@ class Adapter:
     OPTIONS: ClassVar[dict] = {}
     tox_env: ClassVar[str] = ""
     TLS_FLAGS: ClassVar[tuple] = ()      # (certificate flag, key flag) when the server can listen with TLS
+    WORKERS_OPTION: ClassVar[str] = "workers"   # the option that sets the number of worker processes ("" none)
 
     # -- target handling -----------------------------------------------------------------------------
 
@@ -130,6 +131,12 @@ class Adapter:
         resolved = replace(target, interface=interface, http=http)
         self.check_combination(resolved)
         return resolved
+
+    def with_workers(self, target: Target, count: int) -> Target | None:
+        """``target`` asked for ``count`` worker processes, or None when this adapter has no option for it."""
+        if not self.capabilities.workers or not self.WORKERS_OPTION:
+            return None
+        return target.with_options(**{self.WORKERS_OPTION: str(count)})
 
     def check_combination(self, target: Target) -> None:
         """Hook for rules between options (e.g. a worker class that serves only one interface)."""

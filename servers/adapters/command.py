@@ -3,7 +3,10 @@
     --server-cmd "myserver --port {port} {app}" --interface asgi
 
 Placeholders: ``{app}`` (``module:attribute`` of the fixture app), ``{host}``, ``{port}``, ``{interface}``,
-``{python}`` (the interpreter), and ``{tls_cert}``/``{tls_key}`` (the launcher's certificate and key). The template is split like a shell command line (no shell runs it).
+``{python}`` (the interpreter), ``{tls_cert}``/``{tls_key}`` (the launcher's certificate and key) and
+``{workers}`` (the ``workers=`` option, default 1: checks that need several worker processes set it, so a
+template with ``--workers {workers}`` can be asked for two; one without it cannot, and those checks report
+*not supported*). The template is split like a shell command line (no shell runs it).
 Capabilities beyond HTTP/1.1 are declared with ``features=h2c,websockets,lifespan`` because a command
 line says nothing about them; ``features=tls`` means the command listens with TLS (its readiness probe
 speaks TLS, and the template should pass ``{tls_cert}``/``{tls_key}`` to the server).
@@ -17,7 +20,7 @@ from ..errors import TargetError
 from ..target import INTERFACES
 from ._base import Adapter, Launch, Option, split_command_line as _split
 
-_PLACEHOLDERS = ("app", "host", "port", "interface", "python", "tls_cert", "tls_key")
+_PLACEHOLDERS = ("app", "host", "port", "interface", "python", "tls_cert", "tls_key", "workers")
 
 
 
@@ -44,6 +47,7 @@ class CommandAdapter(Adapter):
     OPTIONS = {
         "cmd": Option("command template with {app} {host} {port}", lambda v: []),
         "features": Option("comma-separated features the server has beyond HTTP/1.1", lambda v: []),
+        "workers": Option("the number {workers} stands for in the template (default 1)", lambda v: [], integer=True),
     }
 
     def resolve(self, target):
@@ -67,6 +71,12 @@ class CommandAdapter(Adapter):
                 raise TargetError(f"unknown feature {feature!r} in features=; known: {', '.join(FEATURES)}")
         return super().resolve(target)
 
+    def with_workers(self, target, count):
+        """Only a template that says ``{workers}`` can be asked for a number of worker processes."""
+        if "{workers}" not in (target.option("cmd") or ""):
+            return None
+        return target.with_options(workers=str(count))
+
     @staticmethod
     def _features(target) -> list:
         return [f.strip() for f in (target.option("features") or "").split(",") if f.strip()]
@@ -89,7 +99,7 @@ class CommandAdapter(Adapter):
             raise TargetError(f"{target} declares tls: launch it with tls=(certificate path, key path)")
         cert, key = (str(tls[0]), str(tls[1])) if uses_tls else ("", "")
         values = {"app": app, "host": host, "port": port, "interface": target.interface, "python": python,
-                  "tls_cert": cert, "tls_key": key}
+                  "tls_cert": cert, "tls_key": key, "workers": target.option("workers") or "1"}
         argv = [part.format(**values) for part in _split(target.option("cmd"), "the command template")]
         extra = target.option("args")
         if extra:

@@ -46,6 +46,7 @@ class RobynAdapter(Adapter):
         workers=True,
         http_modes=("h1",),
     )
+    WORKERS_OPTION = "processes"
     OPTIONS = {
         "processes": flag("--processes", "worker processes (Robyn's --processes; default 1)", integer=True),
         "workers": flag("--workers", "worker threads per process (Robyn's --workers; default 1)", integer=True),

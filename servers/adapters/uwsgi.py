@@ -40,6 +40,7 @@ class UwsgiAdapter(Adapter):
     description = "uWSGI: WSGI, HTTP/1.1 through its HTTP router (mode=router) or in the worker (mode=socket)"
     default_interface = "wsgi"
     default_http = "h1"
+    WORKERS_OPTION = "processes"
     capabilities = Capabilities(
         interfaces=frozenset({"wsgi"}),
         http1=True,

@@ -20,7 +20,9 @@ import argparse
 import asyncio
 import email.utils
 import importlib
+import os
 import re
+import socket
 import sys
 
 from . import gateway
@@ -75,6 +77,7 @@ BREAKS = {
     "version_echoed": "the response's HTTP-version is the request's (HTTP/1.0 gets HTTP/1.0)",
     "continue_to_http10": "an HTTP/1.0 request with Expect: 100-continue gets a 100",
     "half_close_drops": "a request followed by the client's half-close (EOF) is dropped without an answer",
+    "multiprocess_false": "with --workers 2 or more, environ['wsgi.multiprocess'] still says False",
 }
 
 #: variant name -> a behaviour the texts allow, unlike the default (not a break: for checks that must accept it)
@@ -404,8 +407,10 @@ class Connection:
     def environ(self, req: Request) -> dict:
         absolute = _ABSOLUTE.fullmatch(req.target)
         target = (absolute[2] or b"/") if absolute else req.target
-        return gateway.environ(req.method, target, req.version, req.fields, req.body,
-                               self.writer.get_extra_info("sockname"), self.writer.get_extra_info("peername"))
+        env = gateway.environ(req.method, target, req.version, req.fields, req.body,
+                              self.writer.get_extra_info("sockname"), self.writer.get_extra_info("peername"))
+        env["wsgi.multiprocess"] = self.server.workers > 1 and "multiprocess_false" not in self.breaks
+        return env
 
     async def error(self, status: int) -> None:
         """Answer ``status``, end our side, read what the client still sends (so it sees the answer, not a
@@ -472,8 +477,8 @@ class Connection:
 
 
 class Server:
-    def __init__(self, app, breaks: set):
-        self.app, self.breaks = app, breaks
+    def __init__(self, app, breaks: set, workers: int = 1):
+        self.app, self.breaks, self.workers = app, breaks, workers
 
     def call_app(self, environ: dict) -> tuple:
         return gateway.call_app(self.app, environ, check_headers="app_headers_unchecked" not in self.breaks,
@@ -498,13 +503,20 @@ def main(argv=None) -> int:
                         + ", ".join(sorted(BREAKS)))
     parser.add_argument("--variant", dest="variants", action="append", default=[], choices=sorted(VARIANTS),
                         metavar="NAME", help="behave another way the texts allow: " + ", ".join(sorted(VARIANTS)))
+    parser.add_argument("--workers", type=int, default=1, choices=range(1, 9), metavar="N",
+                        help="worker processes sharing the listening socket (forked after bind; default 1)")
     args = parser.parse_args(argv)
     # a variant is looked up like a break (one name in one set), but it breaks nothing
-    server = Server(_load(args.app), (set(args.breaks) - {"none"}) | set(args.variants))
+    server = Server(_load(args.app), (set(args.breaks) - {"none"}) | set(args.variants), args.workers)
+    sock = socket.create_server((args.host, args.port))
+    for _ in range(args.workers - 1):   # pre-fork: the workers share the process group the harness stops
+        if os.fork() == 0:
+            break
 
     async def serve():
-        listener = await asyncio.start_server(server.handle, args.host, args.port)
-        print(f"gatecheck-broken listening on {args.host}:{args.port} breaks={sorted(server.breaks)}", flush=True)
+        listener = await asyncio.start_server(server.handle, sock=sock)
+        print(f"gatecheck-broken listening on {args.host}:{args.port} breaks={sorted(server.breaks)} "
+              f"pid={os.getpid()}", flush=True)
         async with listener:
             await listener.serve_forever()
 

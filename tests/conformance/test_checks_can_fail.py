@@ -46,6 +46,9 @@ VIAS = {
                                "--app tests.broken.wsgi:{break}"),
     "wire": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} --break {break}",
                 control="none"),
+    # the same, asked for {workers} processes (checks that start a private server with two workers)
+    "wire-workers": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} --workers {workers} "
+                                "--break {break}", features="workers", control="none"),
     # granian with the suite's test certificate (tls=on's command line), serving a broken WSGI app over TLS
     "wsgi-tls": Via("wsgi", "{python} -m granian --interface wsgi --host {host} --port {port} --http 1 "
                             "--ssl-certificate {tls_cert} --ssl-keyfile {tls_key} tests.broken.wsgi:{break}",
@@ -68,7 +71,7 @@ VIAS = {
 
 #: where each via's breaks are defined
 CATALOGUES = {"asgi": asgi.BREAKS, "asgi-granian": asgi.BREAKS, "asgi-h2": asgi.BREAKS, "rsgi": rsgi.BREAKS,
-              "rsgi-h2": rsgi.BREAKS, "wsgi": wsgi.BREAKS, "wsgi-stdlib": wsgi.BREAKS, "wire": server.BREAKS,
+              "rsgi-h2": rsgi.BREAKS, "wsgi": wsgi.BREAKS, "wsgi-stdlib": wsgi.BREAKS, "wire": server.BREAKS, "wire-workers": server.BREAKS,
               "wsgi-tls": wsgi.BREAKS, "asgi-tls": asgi.BREAKS, "rsgi-tls": rsgi.BREAKS,
               "ws-proxy": proxy.BREAKS, "h2-proxy": proxy.BREAKS}
 
@@ -279,6 +282,8 @@ ROWS = [
     Row("rsgi_scope", "rsgi", "missing_header_is_none", ("test_missing_header_lookup_raises_key_error",)),
     # WSGI environ, input, response
     Row("wsgi_environ", "wsgi-stdlib", "environ_dict_subclass", ("test_environ_is_a_builtin_dict",)),
+    Row("wsgi_environ", "wire-workers", "multiprocess_false",
+        ("test_multiprocess_is_true_when_the_server_runs_several_worker_processes",)),
     Row("wsgi_environ", "wsgi-stdlib", "server_port_int",
         ("test_server_port_is_the_listening_port_as_str", "test_required_cgi_variables_are_present_str")),
     Row("wsgi_environ", "wsgi-stdlib", "server_protocol_always_1_0",

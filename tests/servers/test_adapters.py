@@ -61,6 +61,25 @@ def test_command_adapter_fills_the_template():
     assert argv == ["myserver", "--bind", "127.0.0.1:8123", "--iface", "asgi", APP]
 
 
+@pytest.mark.parametrize("text, argv_has", [
+    ("granian:wsgi", ["--workers", "2"]),
+    ("uvicorn:asgi", ["--workers", "2"]),
+    ("uwsgi:wsgi", ["--processes", "2"]),
+    ("command:wsgi?cmd=srv --port {port} -w {workers} {app}&features=workers", ["-w", "2"]),
+])
+def test_a_target_asked_for_two_workers_says_so_with_its_own_option(text, argv_has):
+    adapter, target = resolve(text)
+    argv = adapter.launch(adapter.with_workers(target, 2), app=APP, host="127.0.0.1", port=8123, python="/py").argv
+    assert any(argv[i:i + 2] == argv_has for i in range(len(argv)))
+
+
+def test_a_command_template_without_workers_cannot_be_asked_for_more_and_defaults_to_one():
+    adapter, target = resolve("command:wsgi?cmd=srv --port {port} {app}&features=workers")
+    assert adapter.with_workers(target, 2) is None
+    adapter, target = resolve("command:wsgi?cmd=srv --port {port} -w {workers} {app}")
+    assert adapter.launch(target, app=APP, host="127.0.0.1", port=8123, python="/py").argv[3:5] == ["-w", "1"]
+
+
 @pytest.mark.parametrize("text,fragment", [
     ("command:asgi", "needs a template"),
     ("command:asgi?cmd=myserver {app}", "must contain {port}"),
