@@ -3,6 +3,8 @@
     @spec("RFC 9112 §6.3", "MUST")          the clause the check derives from, and its level
     @interfaces("asgi")                      only targets serving these interfaces run it (others: not applicable)
     @needs("h2c", "websockets")              targets lacking a feature report it as *not supported*
+                                             (a check needing none of h2c, h2c_upgrade, tls needs http1: it
+                                             speaks HTTP/1.1, which an HTTP/2-only listener lacks)
 
 A check without ``spec`` is a collection error: every check must cite its clause. The sentence of the clause
 and the answers that pass live in the levels table (``conformance/levels/*.toml``, read by

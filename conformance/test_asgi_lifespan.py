@@ -94,32 +94,39 @@ def test_lifespan_startup_message_is_a_typed_event(server):
 
 @spec("ASGI Lifespan (intro)", "SHOULD")
 def test_lifespan_runs_in_the_worker_that_serves_requests(server):
-    """Lifespan runs in the same process and thread (event loop) as the requests it prepares."""
-    startup = _lifespan(_session_lifespan(server), "lifespan.startup")[-1]
+    """Lifespan runs in the same process and thread (event loop) as the requests it prepares (with several
+    workers: a startup ran in the process and thread of the request)."""
     token = new_token()
     assert _ping(server.address, server.authority, token).status == 200
     request = [e for e in server.events(token, timeout=2) if e["event"] == "request.start"][0]
-    assert (request["pid"], request["tid"]) == (startup["pid"], startup["tid"]), (
-        f"lifespan ran in pid {startup['pid']} thread {startup['tid']}, "
-        f"the request in pid {request['pid']} thread {request['tid']}")
+    ran = sorted({(e["pid"], e["tid"]) for e in _lifespan(_session_lifespan(server), "lifespan.startup")})
+    assert (request["pid"], request["tid"]) in ran, (
+        f"lifespan ran in (pid, thread) {ran}, the request in pid {request['pid']} thread {request['tid']}")
 
 
 # -- lifespan state (session server) ----------------------------------------------------------------
 
-def _state(server, steps) -> dict:
-    run = run_script(server, steps + [["start", 200], ["body", "ok"]])
-    found = run.step(len(steps) - 1)
-    assert found is not None, f"the state step never ran: {[e['event'] for e in run.events]}"
+def _state(server, steps, pid: int | None = None) -> tuple:
+    """(the last step's result, the pid that ran it); with ``pid``, from a request served by that process
+    (state is per process: with several workers, new connections are sent until one lands there, at most 40)."""
+    for _ in range(40):
+        run = run_script(server, steps + [["start", 200], ["body", "ok"]])
+        found = run.step(len(steps) - 1)
+        assert found is not None, f"the state step never ran: {[e['event'] for e in run.events]}"
+        if pid is None or found["pid"] == pid:
+            break
+    else:
+        pytest.fail(f"40 requests on new connections, none served by pid {pid} (the previous request's process)")
     if not found["ok"] and "no 'state' dict" in found["error"]["message"]:
         pytest.skip("not supported: the server passes no state into request scopes")
     assert found["ok"], found["error"]
-    return found["result"]
+    return found["result"], found["pid"]
 
 
 @spec(f"{_LS} §Lifespan State", "DEFINED")
 def test_state_set_at_startup_is_visible_in_requests(server):
     """A key the app put into the lifespan state at startup is in every request scope's state."""
-    state = _state(server, [["state_get"]])
+    state, _ = _state(server, [["state_get"]])
     assert state.get("gatecheck", {}).get("started") is True, f"request state lacks the startup key: {state}"
 
 
@@ -127,8 +134,8 @@ def test_state_set_at_startup_is_visible_in_requests(server):
 def test_key_added_in_one_request_is_invisible_in_the_next(server):
     """Each request gets a copy of the state: a top-level key added in request A is absent in request B."""
     key = "added_" + new_token()
-    _state(server, [["state_set", key, 1], ["state_get"]])
-    later = _state(server, [["state_get"]])
+    _, pid = _state(server, [["state_set", key, 1], ["state_get"]])
+    later, _ = _state(server, [["state_get"]], pid=pid)
     assert key not in later, "a key added to one request's state leaked into the next request"
 
 
@@ -136,8 +143,8 @@ def test_key_added_in_one_request_is_invisible_in_the_next(server):
 def test_state_copy_is_shallow(server):
     """The copy is shallow: a mutable value stored at startup is shared, so appending to it shows everywhere."""
     marker = new_token()
-    _state(server, [["state_append", marker]])
-    later = _state(server, [["state_get"]])
+    _, pid = _state(server, [["state_append", marker]])
+    later, _ = _state(server, [["state_get"]], pid=pid)
     assert marker in later["gatecheck"]["shared_list"], (
         f"a mutation of the shared startup list is not visible in the next request: {later['gatecheck']}")
 
@@ -269,13 +276,13 @@ def _terminate(priv, timeout: float = 8.0) -> None:
 @pytest.fixture(scope="module")
 def shutdown_run(server):
     """SIGTERM a server (shutdown takes the app 0.5 s) while a 1 s streamed response is in flight."""
-    token = new_token()
+    token, pid = new_token(), None
     steps = [["start", 200], ["body", "first-", True], ["sleep", 1.0], ["body", "last"]]
     with private_server(server, env={fixtures.LIFESPAN_ENV: "shutdown_slow:0.5"}) as priv:
         conn, stopper = Connection(priv.address, 8), None
         try:
             conn.send(script_request(priv, steps, token=token))
-            fixtures.wait_for_event(priv.event_dir, token, "step", 5, index=1)
+            pid = fixtures.wait_for_event(priv.event_dir, token, "step", 5, index=1)["pid"]
             stopper = threading.Thread(target=_terminate, args=(priv,), daemon=True)
             stopped_at = time.time()
             stopper.start()
@@ -287,7 +294,8 @@ def shutdown_run(server):
             if stopper is not None:
                 stopper.join(20)
         exited_at = time.time()
-        events = priv.lifespan_events()
+        # with several workers, the lifespan of the process that served the in-flight request
+        events = [e for e in priv.lifespan_events() if e.get("pid") == pid]
         return {"result": result, "stopped_at": stopped_at, "closed_at": closed_at, "exited_at": exited_at,
                 "events": events}
 

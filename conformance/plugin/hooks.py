@@ -157,6 +157,10 @@ def pytest_generate_tests(metafunc):
         return
     wanted = applicable_interfaces(metafunc.definition.iter_markers("interfaces"))
     needed = [f for mark in metafunc.definition.iter_markers("needs") for f in mark.args]
+    if not {"h2c", "h2c_upgrade", "tls"} & set(needed) and "http1" not in needed:
+        # A check that asks for no HTTP/2 and no TLS speaks HTTP/1.1 on the cleartext listener: an HTTP/2-only
+        # listener (granian --http 2) lacks that, as it would lack a declared needs("http1").
+        needed.append("http1")
     params = []
     for st in metafunc.config.stash[_SESSION].targets:
         if st.interface not in wanted:
