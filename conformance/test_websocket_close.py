@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from gatecheck.conformance.app import ws_accepted, ws_script, ws_steps
 from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.results import not_supported
 from gatecheck.conformance.client.ws import EOF, OP_BINARY, OP_CLOSE, OP_TEXT, close_payload, connect, encode_frame
 
 pytestmark = [interfaces("asgi", "rsgi"), needs("websockets")]
@@ -151,3 +153,29 @@ def test_message_sent_with_the_close_is_never_echoed_after_it(server):
         assert not after and end == EOF, f"after the Close: {after} ({end})"
     finally:
         conn.close()
+
+
+# -- the code of a close the server sends because the app failed (issue 11, dimension 5) -------------------
+
+_RAISE_AFTER_ACCEPT = {"asgi": [["receive"], ["accept"], ["raise"]], "rsgi": [["accept"], ["raise"]]}
+_MEANING = {1000: "normal closure: the purpose was fulfilled", 1001: "going away", 1002: "protocol error",
+            1003: "unacceptable data", 1007: "inconsistent data", 1008: "policy violation", 1009: "too big",
+            1010: "extension expected"}
+
+
+@spec("RFC 6455 §7.4.1", "DEFINED")
+def test_close_after_the_app_raised_says_unexpected_condition(server):
+    """When the app raises after accepting and the server sends a Close frame for it, the frame carries 1011
+    (the code defined for "an unexpected condition that prevented it from fulfilling the request") or no
+    code; 1000 would tell the client the purpose was fulfilled. A connection that ends without a Close frame
+    has no code to judge (not supported here; test_app_ending_after_accept_closes_the_socket judges it)."""
+    steps = _RAISE_AFTER_ACCEPT[server.interface]
+    conn, token = ws_script(server, steps)
+    with ws_accepted(conn):
+        _, close, end = conn.read_frames_until_close(5.0)
+    raised = ws_steps(server, token).get(len(steps) - 1)
+    assert raised is not None and not raised["ok"], f"the event log does not show the app raising: {raised}"
+    if close is None:
+        not_supported(f"the server ended the connection without a Close frame ({end}): no close code to judge")
+    code = close.close_code
+    assert code in (None, 1011), f"the app raised and the server closed with {code} ({_MEANING.get(code, 'not 1011')})"

@@ -63,6 +63,11 @@ VIAS = {
     "ws-proxy": Via("asgi", "{python} -m tests.broken.proxy --port {port} --break {break} -- "
                             "{python} -m uvicorn --port @PORT@ gatecheck.fixtures.apps.asgi:app", features="websockets",
                     control="none"),
+    # the same relay in front of granian, which answers an app's exception after accept with a Close frame
+    # (uvicorn just closes the TCP connection)
+    "ws-proxy-granian": Via("asgi", "{python} -m tests.broken.proxy --port {port} --break {break} -- {python} -m "
+                                    "granian --interface asgi --http 1 --port @PORT@ gatecheck.fixtures.apps.asgi:app",
+                            features="websockets", control="none"),
     # HTTP/1 readiness (http auto): the harness's h2 readiness probe refuses a server whose SETTINGS are invalid
     "h2-proxy": Via("asgi", "{python} -m tests.broken.proxy --port {port} --break {break} -- "
                             "{python} -m granian --interface asgi --port @PORT@ gatecheck.fixtures.apps.asgi:app",
@@ -73,7 +78,7 @@ VIAS = {
 CATALOGUES = {"asgi": asgi.BREAKS, "asgi-granian": asgi.BREAKS, "asgi-h2": asgi.BREAKS, "rsgi": rsgi.BREAKS,
               "rsgi-h2": rsgi.BREAKS, "wsgi": wsgi.BREAKS, "wsgi-stdlib": wsgi.BREAKS, "wire": server.BREAKS, "wire-workers": server.BREAKS,
               "wsgi-tls": wsgi.BREAKS, "asgi-tls": asgi.BREAKS, "rsgi-tls": rsgi.BREAKS,
-              "ws-proxy": proxy.BREAKS, "h2-proxy": proxy.BREAKS}
+              "ws-proxy": proxy.BREAKS, "ws-proxy-granian": proxy.BREAKS, "h2-proxy": proxy.BREAKS}
 
 
 class Row(NamedTuple):
@@ -253,6 +258,8 @@ ROWS = [
     Row("websocket_close", "ws-proxy", "ws_close_code_1005",
         ("test_close_without_code_is_answered_without_1005_on_the_wire",
          "test_client_close_is_answered_with_close_then_tcp_close[1000]")),
+    Row("websocket_close", "ws-proxy-granian", "ws_close_code_1005",
+        ("test_close_after_the_app_raised_says_unexpected_condition",)),
     Row("websocket_close", "ws-proxy", "ws_tcp_kept_open", ("test_server_closes_tcp_after_server_initiated_handshake",),
         wait=5),
     Row("websocket", "asgi", "ws_text_as_bytes", ("test_text_message_round_trips_as_text[1B]",)),
