@@ -413,6 +413,20 @@ def test_connection_survives_messages_after_completion(server, case):
     _assert_ping(run.responses[1])
 
 
+@pytest.mark.parametrize("case", list(_AFTER))
+@spec(_BODY, "INFO")
+def test_send_after_completion_returns_normally(server, case):
+    """INFO: the text says messages after completion "will be ignored", so the app's send() of one returns
+    normally; raising contradicts that letter without breaking a must/should (the app's event log is the
+    evidence: the late step ran and did not raise)."""
+    steps, extra = _AFTER[case]
+    run = run_script(server, steps + [extra], then=(_ping(server),))
+    assert run.responses and run.responses[0].status == 200, f"no response: {run.exchange.raw[:300]!r}"
+    late = step(run.events, len(steps))
+    assert late is not None, f"the late message was never sent: {[e['event'] for e in run.events]}"
+    assert late["ok"], f"send() of a message after completion raised: {late.get('error')}"
+
+
 @spec("ASGI Core §Error Handling", "SHOULD NOT")
 def test_unknown_keys_in_events_are_accepted(server):
     """Events with extra, unknown keys are accepted (forward compatibility) and behave as without them."""
