@@ -18,9 +18,15 @@ from gatecheck.load.gate import GateCase, GateError, GateOptions, run_gate
 from gatecheck.load.gate import analysis as gate_analysis
 from gatecheck.load.gate import cli as gate_cli
 from gatecheck.load.gate import report as gate_report
+from gatecheck.load.pipeline import setup_for
 from gatecheck.load.stats import Verdict
+from gatecheck.servers import Target
 
-CASE = GateCase("granian:rsgi:auto", "json", 64)
+def gate_case(route: str, target: str = "granian:rsgi:auto", concurrency: int = 64) -> GateCase:
+    return GateCase(setup_for(Target.parse(target)), route, concurrency)
+
+
+CASE = gate_case("json")
 
 
 @dataclass
@@ -362,7 +368,7 @@ def test_experiment_analysis_says_how_quiet_the_server_cpus_were():
 
 def test_every_interval_of_a_multi_case_gate_is_at_the_family_wise_level(tmp_path):
     """4 cases x 1 gated metric: each interval at 1 - 0.05/4, so the gate as a whole holds at 95%."""
-    cases = tuple(GateCase("granian:rsgi:auto", r, 64) for r in ("json", "b1k", "echo1k", "b10k"))
+    cases = tuple(gate_case(r) for r in ("json", "b1k", "echo1k", "b10k"))
     result = FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8, fail_on=("cpu",))
     assert result.options.comparisons == 4
     for r in result.results:
@@ -386,7 +392,7 @@ def test_experiment_replay_without_the_correction_judges_each_interval_at_the_st
     from gatecheck.load import stats
     from gatecheck.load.experiments import gate_rates
 
-    cases = tuple(GateCase("granian:rsgi:auto", r, 64) for r in ("json", "b1k", "echo1k", "b10k"))
+    cases = tuple(gate_case(r) for r in ("json", "b1k", "echo1k", "b10k"))
     doc = json.loads(json.dumps(FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8).to_dict()))
     levels = []
 
@@ -409,7 +415,7 @@ def test_by_default_both_cpu_and_low_concurrency_latency_are_gated_and_counted_i
     opts = GateOptions(cases=(CASE,))
     assert opts.fail_on == ("cpu", "lat") and opts.comparisons == 2
     assert opts.interval_confidence == pytest.approx(0.975)
-    two = GateOptions(cases=(CASE, GateCase("granian:rsgi:auto", "b1k", 64)))
+    two = GateOptions(cases=(CASE, gate_case("b1k")))
     assert two.comparisons == 4 and two.interval_confidence == pytest.approx(0.9875)
     with pytest.raises(ValueError, match="low-concurrency run"):
         GateOptions(cases=(CASE,), latency_duration=0)
