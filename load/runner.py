@@ -5,6 +5,8 @@ Rules of this module:
   concurrency for 3 s, then 10 s per concurrency with short pauses between; ``quick`` scales every duration
   (and a fixed request count becomes the case's ``quick_requests``).
 - Before any load, each route is checked (status and body size): a benchmark of a broken route is worthless.
+- Servers are started, checked and measured through ``load.pipeline.Pipeline`` (as the gate does); each
+  group's target is resolved once, before anything starts, into a ``ServerSetup``.
 - Each measured run is appended to ``results.jsonl`` the moment it finishes. Skips and failures are records
   too, with their reason: nothing is silently left out of a report.
 - A run where nothing succeeded is recorded as a failure, never as a number.
