@@ -1,8 +1,9 @@
 """gatecheck load: put a gateway server under the seed benchmarks' load profiles, driven by oha.
 
 Modules, one noun each: ``oha`` (the load generator), ``routes`` (what to request and what a correct answer
-is), ``pinning`` (CPU sets), ``measure`` (one run against a started server: the seam the gate reuses),
-``profile`` (profiles as data), ``runner`` (a whole profile), ``results`` (JSON lines), ``report`` and
+is), ``pinning`` (CPU sets), ``measure`` (one run against a started server), ``pipeline`` (a target resolved
+once, its app, and start -> check -> measure: shared by the runner and the gate), ``profile`` (profiles as
+data), ``runner`` (a whole profile), ``results`` (JSON lines), ``report`` and
 ``plot`` (Markdown and SVG). ``python -m gatecheck.load`` is the command line.
 
 Importing ``load`` is cheap and starts nothing; the names below are the public API.

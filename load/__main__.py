@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .argtypes import cpu_list, positive_float, positive_int
+from .argtypes import cpu_list, positive_float, positive_int, server_or_target
 from .signals import INTERRUPTED, stop_on_signals
 
 __all__ = ["main", "build_parser", "COMMANDS"]
@@ -45,16 +45,6 @@ def profile_arg(text: str):
     try:
         return load_profile(text)
     except ProfileError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def server_or_target(text: str):
-    """A server name (``granian``) or a full target (``granian:asgi?loop=uvloop``)."""
-    from gatecheck.servers import Target, TargetError
-
-    try:
-        return Target.parse(text)
-    except TargetError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
@@ -102,18 +92,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, ResultsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    target = args.target
     profile = args.profile
     method = Method(request_timeout=args.request_timeout)
     if args.duration:
         method = Method(duration=args.duration, request_timeout=args.request_timeout)
     opts = RunOptions(
-        profile=profile,
-        server=target.server if target else None,
-        interface=target.interface if target else None,
-        http=target.http if target else None,
-        target_options=tuple(target.options) if target else (),
-        out_dir=args.out / profile.name,
+        profile=profile, target=args.target, out_dir=args.out / profile.name,
         quick=args.quick, full=args.full, repeat=args.repeat, pinning=pinning, oha=args.oha,
         python=args.python, select=args.select, concurrency=args.concurrency, method=method,
     )
@@ -122,7 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         for item in opts.planned(environment()["cpus_available"]):
             status = f"skip ({item.skip})" if item.skip else "run"
-            print(f"{item.case.label:<40} {item.target:<45} {item.case.route:<12} c{','.join(map(str, opts.concurrency or item.case.concurrency))}  {status}")
+            print(f"{item.case.label:<40} {str(item.target):<45} {item.case.route:<12} c{','.join(map(str, opts.concurrency or item.case.concurrency))}  {status}")
         return 0
     try:
         summary = run_profile(opts)

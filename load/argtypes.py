@@ -11,7 +11,7 @@ import argparse
 import math
 from typing import Callable
 
-__all__ = ["positive_int", "positive_float", "non_negative_float", "at_least", "percent", "cpu_list"]
+__all__ = ["positive_int", "positive_float", "non_negative_float", "at_least", "percent", "cpu_list", "server_or_target"]
 
 
 def _number(text: str, kind: Callable[[str], float], ok: Callable[[float], bool], expected: str):
@@ -70,4 +70,15 @@ def cpu_list(text: str) -> tuple:
     try:
         return tuple(parse_cpu_list(text))
     except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def server_or_target(text: str):
+    """A server name (``granian``) or a full target (``granian:asgi?loop=uvloop``), parsed once, here: a
+    :class:`gatecheck.servers.Target` flows from argv to the run."""
+    from gatecheck.servers import Target, TargetError
+
+    try:
+        return Target.parse(text)
+    except TargetError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None

@@ -285,39 +285,50 @@ def ensure_env(
     root = (cache or cache_dir()) / "envs"
     root.mkdir(parents=True, exist_ok=True)
     key = env_key(spec, extras, python)
-    directory = root / key
-    marker = directory / MARKER
     with open(root / f"{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.exists() and not rebuild:
-            py = _venv_python(directory)
-            if py is not None:
-                try:
-                    version = _server_version(str(py), package, module)
-                except EnvError:
-                    say(f"cached env {directory} for {spec.text} is broken; rebuilding it")
-                else:
-                    return PythonEnv(str(py), spec, key, True, version)
-        if directory.exists():
-            shutil.rmtree(directory)
-        log_path = root / f"{key}.log"
-        log_path.write_text(f"# gatecheck env for {spec.text!r} (key {key})\n", encoding="utf-8")
-        started = time.monotonic()
-        say(f"building env for {spec.text} in {directory} (once; reused after) ...")
-        _run([python, "-m", "venv", str(directory)], timeout, "creating the virtualenv", log_path)
-        py = _venv_python(directory)
-        if py is None:
-            raise EnvError(f"'{python} -m venv {directory}' made no bin/python; is the venv module complete "
-                           "(Debian: apt-get install python3-venv)?")
-        _run([str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", spec.value, *extras],
-             timeout, f"pip install of {spec.text}", log_path)
+        found = None if rebuild else _reuse(root / key, spec, key, package, module, say)
+        return found or _build(root, spec, key, extras, python, package, module, timeout, say)
+
+
+def _reuse(directory: Path, spec: InstallSpec, key: str, package: str, module: str,
+           say: Callable[[str], None]) -> Optional[PythonEnv]:
+    """The finished environment in ``directory`` (rule 3), or None when there is none or it is broken."""
+    py = _venv_python(directory) if (directory / MARKER).exists() else None
+    if py is None:
+        return None
+    try:
         version = _server_version(str(py), package, module)
-        info = {"spec": spec.text, "kind": spec.kind, "value": spec.value, "extras": list(extras), "key": key,
-                "python": _interpreter_identity(python), "server_version": version,
-                "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "layout": LAYOUT_VERSION}
-        marker.write_text(json.dumps(info, sort_keys=True, indent=1) + "\n", encoding="utf-8")
-        say(f"built env for {spec.text} in {time.monotonic() - started:.0f} s ({package or module} {version or '?'})")
-        return PythonEnv(str(py), spec, key, False, version)
+    except EnvError:
+        say(f"cached env {directory} for {spec.text} is broken; rebuilding it")
+        return None
+    return PythonEnv(str(py), spec, key, True, version)
+
+
+def _build(root: Path, spec: InstallSpec, key: str, extras: Sequence[str], python: str, package: str, module: str,
+           timeout: float, say: Callable[[str], None]) -> PythonEnv:
+    """Build ``root/key`` from scratch: venv, pip install, then the marker file last (rule 3)."""
+    directory = root / key
+    if directory.exists():
+        shutil.rmtree(directory)
+    log_path = root / f"{key}.log"
+    log_path.write_text(f"# gatecheck env for {spec.text!r} (key {key})\n", encoding="utf-8")
+    started = time.monotonic()
+    say(f"building env for {spec.text} in {directory} (once; reused after) ...")
+    _run([python, "-m", "venv", str(directory)], timeout, "creating the virtualenv", log_path)
+    py = _venv_python(directory)
+    if py is None:
+        raise EnvError(f"'{python} -m venv {directory}' made no bin/python; is the venv module complete "
+                       "(Debian: apt-get install python3-venv)?")
+    _run([str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", spec.value, *extras],
+         timeout, f"pip install of {spec.text}", log_path)
+    version = _server_version(str(py), package, module)
+    info = {"spec": spec.text, "kind": spec.kind, "value": spec.value, "extras": list(extras), "key": key,
+            "python": _interpreter_identity(python), "server_version": version,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "layout": LAYOUT_VERSION}
+    (directory / MARKER).write_text(json.dumps(info, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    say(f"built env for {spec.text} in {time.monotonic() - started:.0f} s ({package or module} {version or '?'})")
+    return PythonEnv(str(py), spec, key, False, version)
 
 
 def ensure_pair(base: str, head: str, **kwargs) -> Tuple[PythonEnv, PythonEnv]:

@@ -37,6 +37,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10 tox envs
     import tomli as tomllib
 
+from gatecheck.servers import Target, TargetError
+
 from .routes import RouteError, route as lookup_route
 
 __all__ = ["Case", "Profile", "ProfileError", "PlannedCase", "load_profile", "list_profiles", "PROFILE_DIR", "plan", "cores_needed"]
@@ -72,8 +74,9 @@ class Case:
     http2: bool = False
     needs: tuple[str, ...] = ()
 
-    def target_for(self, server: str | None, default_server: str) -> str:
-        return self.target.replace("{server}", server or default_server)
+    def target_for(self, server: str | None, default_server: str) -> Target:
+        """The row's target with ``{server}`` filled in, parsed (TargetError if the row is malformed)."""
+        return Target.parse(self.target.replace("{server}", server or default_server))
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ class PlannedCase:
     """A case as it will run here: its concrete target, or why it is skipped."""
 
     case: Case
-    target: str
+    target: Target
     skip: str = ""  # reason; empty means it runs
 
 
@@ -118,7 +121,8 @@ def _case(path: Path, index: int, raw: Mapping[str, Any], columns: Sequence[str]
             raise _fail(path, where, f"missing {key!r}")
     try:
         lookup_route(raw["route"])
-    except RouteError as exc:
+        Target.parse(str(raw["target"]).replace("{server}", "server"))
+    except (RouteError, TargetError) as exc:
         raise _fail(path, where, str(exc)) from None
     conc = raw["concurrency"]
     conc = [conc] if isinstance(conc, int) else conc
@@ -186,13 +190,10 @@ def list_profiles() -> list[str]:
     return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
 
 
-def cores_needed(target: str) -> int:
+def cores_needed(target: Target) -> int:
     """Cores a target wants busy at once: worker processes × runtime threads (both default 1)."""
-    from urllib.parse import parse_qsl
-
-    options = dict(parse_qsl(target.partition("?")[2]))
     try:
-        return int(options.get("workers", 1)) * int(options.get("runtime-threads", 1))
+        return int(target.option("workers", "1")) * int(target.option("runtime-threads", "1"))
     except ValueError:
         return 1
 
@@ -229,11 +230,9 @@ def plan(
         if select and select.lower() not in case.label.lower():
             continue
         target = case.target_for(server, profile.default_server)
-        head = target.split("?", 1)[0].split(":")
-        target_server = head[0]
-        if interface and (len(head) < 2 or head[1] != interface):
+        if interface and target.interface != interface:
             continue
-        if server and "{server}" not in case.target and target_server != server:
+        if server and "{server}" not in case.target and target.server != server:
             continue  # a fixed-target row of another server (e.g. in "vs"): not asked for
         skip = ""
         if case.python_lt and python_version >= _version_tuple(case.python_lt):

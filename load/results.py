@@ -32,6 +32,7 @@ __all__ = [
     "RESULTS_FILE",
     "ResultsError",
     "append_record",
+    "append_line",
     "load_records",
     "environment",
     "check_compatible",
@@ -57,10 +58,15 @@ def append_record(path: Path, record: Mapping[str, Any]) -> None:
     """Append one record as a JSON line (sorted keys), flushed to disk before returning."""
     if record.get("kind") not in KINDS:
         raise ValueError(f"record kind must be one of {KINDS}, got {record.get('kind')!r}")
-    line = json.dumps({"schema_version": SCHEMA_VERSION, **record}, sort_keys=True, separators=(",", ":"))
+    append_line(path, {"schema_version": SCHEMA_VERSION, **record})
+
+
+def append_line(path: Path, record: Mapping[str, Any]) -> None:
+    """The record step of every run (the runner's records, the gate's runs.jsonl): one JSON line with sorted
+    keys, flushed and fsync'ed before returning, so a crash or Ctrl-C keeps every record already written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line + "\n")
+        fh.write(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 

@@ -6,6 +6,8 @@ Rules of this module:
   runner can check a route answers correctly before loading it: a benchmark of a broken route is worthless.
 - Request bodies are deterministic bytes written once per run directory (``body_file``).
 - ``{jpeg}`` in a path stands for the static JPEG of ``fixtures/static``, found when the route is resolved.
+- The payload sizes and the static folder are fixtures' own (``gatecheck.fixtures.SIZES``, ``STATIC_DIR``),
+  imported, never re-derived here.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from gatecheck import fixtures
 
-__all__ = ["RouteSpec", "ROUTES", "route", "static_dir", "RouteError"]
+__all__ = ["RouteSpec", "ROUTES", "route", "RouteError"]
 
 
 class RouteError(LookupError):
@@ -57,7 +59,7 @@ class RouteSpec:
         """Fill ``{jpeg}`` with the fixture JPEG's name and its size as the expected body size."""
         if "{jpeg}" not in self.path:
             return self
-        folder = static or static_dir()
+        folder = static or fixtures.STATIC_DIR
         jpegs = sorted(p for p in folder.glob("*") if p.suffix.lower() in (".jpg", ".jpeg")) if folder.is_dir() else []
         if not jpegs:
             raise RouteError(f"route {self.name!r} needs a JPEG in {folder}, found none")
@@ -75,14 +77,11 @@ class RouteSpec:
         }
 
 
-def static_dir() -> Path:
-    """``fixtures/static`` of this checkout."""
-    return Path(fixtures.__file__).resolve().parent / "static"
-
-
 def _sizes() -> list[RouteSpec]:
+    """The payload and echo routes at each of fixtures' sizes (``1k`` -> /b1k, /s1k, echo1k, echo_iter1k)."""
     rows = []
-    for suffix, size, label in (("10", 10, "10B"), ("1k", 1024, "1KB"), ("10k", 10240, "10KB"), ("100k", 102400, "100KB")):
+    for suffix, size in fixtures.SIZES.items():
+        label = suffix.upper() + "B"  # 10B, 1KB, 10KB, 100KB, as the seed tables write them
         rows.append(RouteSpec(f"b{suffix}", f"/b{suffix}", expect_size=size, label=f"get {label}"))
         rows.append(RouteSpec(f"s{suffix}", f"/s{suffix}", expect_size=size, label=f"get {label} (str)"))
         rows.append(RouteSpec(f"echo{suffix}", "/echo", "POST", size, expect_size=size, label=f"echo {label}"))

@@ -5,6 +5,8 @@ Rules of this module:
   concurrency for 3 s, then 10 s per concurrency with short pauses between; ``quick`` scales every duration
   (and a fixed request count becomes the case's ``quick_requests``).
 - Before any load, each route is checked (status and body size): a benchmark of a broken route is worthless.
+- Servers are started, checked and measured through ``load.pipeline.Pipeline`` (as the gate does); each
+  group's target is resolved once, before anything starts, into a ``ServerSetup``.
 - Each measured run is appended to ``results.jsonl`` the moment it finishes. Skips and failures are records
   too, with their reason: nothing is silently left out of a report.
 - A run where nothing succeeded is recorded as a failure, never as a number.
@@ -20,10 +22,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .measure import LoadRun, RouteCheckError, check_route, measure
+from gatecheck.servers import Target
+
+from .measure import LoadRun, RouteCheckError
 from .oha import OhaError, find_oha, oha_version
 from .pinning import Pinning, available_cpus, split_cpus
 from .profile import Case, PlannedCase, Profile, plan
+from .pipeline import Pipeline, ServerSetup, setup_for
 from .results import RESULTS_FILE, append_record, environment, host_load
 from .routes import RouteError, route as lookup_route
 
@@ -63,10 +68,9 @@ class Method:
 @dataclass(frozen=True)
 class RunOptions:
     profile: Profile
-    server: str | None = None  # server name, or None for the profile's default / every fixed target
-    interface: str | None = None  # from a full target on the command line: only cases of this interface
-    http: str | None = None  # ... run in this HTTP mode
-    target_options: tuple[tuple[str, str], ...] = ()  # ... with these options added
+    # From the command line, parsed once: a server name fills the profile's ``{server}``; a full target
+    # (``granian:asgi:h1?loop=uvloop``) also keeps only cases of its interface and sets its HTTP mode and options.
+    target: Target | None = None
     out_dir: Path = Path("results")
     quick: float | None = None
     full: bool = False
@@ -86,9 +90,11 @@ class RunOptions:
 
         Python-version limits and ``needs`` are judged for the interpreter that runs the server."""
         version, importable = _interpreter(self.python)
-        items = plan(self.profile, self.server, host_cores=host_cores, full=self.full, select=self.select,
-                     interface=self.interface, python_version=version, importable=importable)
-        return [replace(p, target=_customise(p.target, self.target_options, self.http)) for p in items]
+        given = self.target
+        items = plan(self.profile, given.server if given else None, host_cores=host_cores, full=self.full,
+                     select=self.select, interface=given.interface if given else None, python_version=version,
+                     importable=importable)
+        return [replace(p, target=_customise(p.target, given)) for p in items]
 
 
 @dataclass
@@ -149,16 +155,13 @@ def _interpreter(python: str | None) -> tuple[tuple[int, int], Callable[[str], b
     return (major, minor), importable
 
 
-def _customise(target: str, options: Sequence[tuple[str, str]], http: str | None) -> str:
-    """Apply a command-line target's options (and HTTP mode) to a case's target."""
-    if not options and not http:
+def _customise(target: Target, given: Target | None) -> Target:
+    """Apply a command-line target's HTTP mode and options to a case's target."""
+    if given is None or not (given.options or given.http):
         return target
-    from gatecheck.servers import Target
-
-    parsed = Target.parse(target)
-    if http:
-        parsed = replace(parsed, http=http)
-    return str(parsed.with_options(**{k.replace("-", "_"): v for k, v in options}))
+    if given.http:
+        target = replace(target, http=given.http)
+    return target.with_options(**dict(given.options))
 
 
 def _group(planned: Sequence[PlannedCase]) -> list[tuple[tuple, list[PlannedCase]]]:
@@ -172,30 +175,30 @@ def _group(planned: Sequence[PlannedCase]) -> list[tuple[tuple, list[PlannedCase
     return list(groups.items())
 
 
-def _resolve_groups(groups, log: Callable[[str], None], error: Callable[[PlannedCase, str], None]) -> list:
-    """Resolve each group's target once, before anything starts: ``[(group key, items, adapter, resolved)]``.
+def _setups(groups, log: Callable[[str], None], error: Callable[[PlannedCase, str], None]) -> list:
+    """Resolve each group's target once, before anything starts: ``[(ServerSetup, items)]``.
 
     A target that does not resolve (``granian:asgi?workers=abc``) skips its cases *for an error*: one
     line per case through ``log``, a record through ``error``, and the run's exit status is non-zero."""
-    from gatecheck.servers import ServerError, resolve
+    from gatecheck.servers import ServerError
 
     ready = []
-    for key, items in groups:
+    for (target, app, env), items in groups:
         try:
-            adapter, resolved = resolve(key[0])
+            setup = setup_for(target, app=app, env=env)
         except ServerError as exc:
             for item in items:
-                log(f"ERROR {item.case.label}: skipped, its target {item.target!r} is invalid: {exc}")
+                log(f"ERROR {item.case.label}: skipped, its target {str(item.target)!r} is invalid: {exc}")
                 error(item, str(exc))
             continue
-        ready.append((key, items, adapter, resolved))
+        ready.append((setup, items))
     return ready
 
 
 def _costs(groups, opts: RunOptions, method: Method) -> list:
     """Seconds each measured run is expected to take, in order (for "time left")."""
     costs = []
-    for _key, items, *_ in groups * opts.repeat:
+    for _setup, items in groups * opts.repeat:
         start = SERVER_START_ESTIMATE  # charged to the group's first run
         for item in items:
             per_case = method.primer + method.warmup + 0.5  # 0.5: the route check
@@ -206,146 +209,158 @@ def _costs(groups, opts: RunOptions, method: Method) -> list:
     return costs
 
 
-def _record_plan_skips(planned, record, summary: RunSummary, versions: dict, log: Callable[[str], None]) -> None:
-    """One ``skip`` record per case the plan leaves out (too few cores, a missing package)."""
-    for item in planned:
-        if item.skip:
-            log(f"skip  {item.case.label}: {item.skip}")
-            record("skip", item, reason=item.skip, versions=versions)
-            summary.skipped += 1
-
-
-def _record_start_failure(target: str, items, exc: Exception, opts: RunOptions, record, summary: RunSummary,
-                          versions_oha, repeat: int, log: Callable[[str], None]) -> int:
-    """A ``failure`` record for every case of a server that did not start; returns the runs it counts as done."""
-    done = 0
-    for item in items:
-        record("failure", item, reason=f"server did not start: {exc}", versions={"oha": versions_oha}, repeat=repeat)
-        summary.failures += 1
-        done += len(_case_concurrencies(item.case, opts))
-    log(f"FAIL  {target}: server did not start: {exc}")
-    return done
-
-
 def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSummary:
     """Run every planned case of ``opts.profile``; append records to ``opts.out_dir/results.jsonl``."""
-    from gatecheck.servers import ServerError, start_server  # lazy: the harness's tests need no servers
-
-    profile, method = opts.profile, opts.effective_method()
-    pin = opts.pinning or split_cpus(available_cpus())
-    out_dir = Path(opts.out_dir)
-    results = out_dir / RESULTS_FILE
-    session = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
-    summary = RunSummary(results=results, session=session)
-    env = environment()
-    planned = opts.planned(env["cpus_available"])
-    base = {"profile": profile.name, "session": session, "quick": opts.quick, "method": asdict(method),
-            "pinning": pin.to_dict(), "environment": env}
-    python_version = ".".join(map(str, _interpreter(opts.python)[0]))
-
-    def record(kind: str, item: PlannedCase, **fields) -> None:
-        case = item.case
-        append_record(results, {
-            **base, "kind": kind, "case": case.label, "group": case.group, "cells": list(case.cells),
-            "target": item.target, "server": item.target.split(":", 1)[0].split("?", 1)[0], "app": case.app,
-            "case_env": dict(case.env), **fields,
-        })
-
-    def error(item: PlannedCase, reason: str) -> None:
-        record("skip", item, reason=reason, error=True, versions={"python": python_version})
-        summary.errors += 1
-
-    groups = _resolve_groups(_group(planned), log, error)
-    oha = versions_oha = None
-    if groups:  # oha is found (or built) only when something will be measured
-        oha = Path(opts.oha) if opts.oha else find_oha(build=True, log=log)
-        versions_oha = oha_version(oha)
-    _record_plan_skips(planned, record, summary, {"oha": versions_oha, "python": python_version}, log)
-    costs = _costs(groups, opts, method)
-    total = len(costs)
-    log(f"profile {profile.name}: {total} measured runs, about {_fmt_seconds(sum(costs))}; "
-        f"pinning: {pin.describe()}; oha {versions_oha}; results -> {results}")
-    done = 0
+    run = _ProfileRun(opts, log)
+    planned = opts.planned(run.env["cpus_available"])
+    setups = _setups(_group(planned), log, run.error)
+    if setups:  # oha is found (or built) only when something will be measured
+        run.pipeline.oha = Path(opts.oha) if opts.oha else find_oha(build=True, log=log)
+        run.versions_oha = oha_version(run.pipeline.oha)
+    run.record_plan_skips(planned)
+    run.costs = _costs(setups, opts, run.method)
+    log(f"profile {opts.profile.name}: {len(run.costs)} measured runs, about {_fmt_seconds(sum(run.costs))}; "
+        f"pinning: {run.pin.describe()}; oha {run.versions_oha}; results -> {run.summary.results}")
     for repeat in range(opts.repeat):
-        for (target, app, env_items), items, adapter, resolved in groups:
-            # a framework adapter (robyn) has no interface and runs its own app unless the case names one
-            app_spec = app or getattr(adapter, "own_app", "") or f"gatecheck.fixtures.apps.{resolved.interface}:app"
-            try:
-                srv = start_server(resolved, app=app_spec, log_dir=out_dir / "logs", env=dict(env_items),
-                                   cpus=list(pin.server) if pin.server else None, python=opts.python)
-            except ServerError as exc:
-                done += _record_start_failure(target, items, exc, opts, record, summary, versions_oha, repeat, log)
-                continue
-            with srv:
-                versions = {**srv.versions, "oha": versions_oha}
-                for item in items:
-                    done = _run_case(item, srv, opts, method, pin, oha, resolved.http == "h2", out_dir, versions,
-                                     repeat, record, summary, costs, done, total, log)
-                    if not srv.alive():
-                        log(f"FAIL  {target}: the server died; log tail:\n{srv.log_tail(20)}")
-                        break
+        for setup, items in setups:
+            run.run_group(setup, items, repeat)
+    summary = run.summary
     log(f"done: {summary.runs} runs, {summary.flagged} flagged, {summary.failures} failures, "
-        f"{summary.errors} skipped for an error, {summary.skipped} skipped by the plan -> {results}")
+        f"{summary.errors} skipped for an error, {summary.skipped} skipped by the plan -> {summary.results}")
     return summary
 
 
-def _run_case(item, srv, opts, method, pin, oha, target_h2, out_dir, versions, repeat, record, summary, costs, done, total, log) -> int:
-    case = item.case
-    http2 = target_h2 or case.http2
-    concs = _case_concurrencies(case, opts)
-    versions = {**versions, **_needed_versions(case, srv.python)}
-    common = dict(versions=versions, repeat=repeat, target_resolved=str(srv.target))
-    try:
-        spec = lookup_route(case.route).resolve()
-        check_route(srv, spec, http2=http2, oha=oha, workdir=out_dir / "bodies")
-    except (RouteCheckError, RouteError, OhaError) as exc:
-        log(f"FAIL  {case.label}: route check failed: {exc}")
-        record("failure", item, reason=f"route check failed: {exc}", route=case.route, **common)
-        summary.failures += 1
-        return done + len(concs)
-    kwargs = dict(http2=http2, h2_parallel=case.h2_parallel, oha_cpus=pin.oha, server_cpus=pin.server, oha=oha,
-                  request_timeout=method.request_timeout, workdir=out_dir / "bodies")
-    try:
+class _ProfileRun:
+    """One ``run_profile`` call: the pipeline, the records and the progress, so each step is a short method."""
+
+    def __init__(self, opts: RunOptions, log: Callable[[str], None]) -> None:
+        self.opts, self.log, self.method = opts, log, opts.effective_method()
+        self.pin = opts.pinning or split_cpus(available_cpus())
+        out_dir = Path(opts.out_dir)
+        self.pipeline = Pipeline(out_dir, server_cpus=self.pin.server, oha_cpus=self.pin.oha, python=opts.python,
+                                 request_timeout=self.method.request_timeout)
+        session = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
+        self.summary = RunSummary(results=out_dir / RESULTS_FILE, session=session)
+        self.env = environment()
+        self.base = {"profile": opts.profile.name, "session": session, "quick": opts.quick,
+                     "method": asdict(self.method), "pinning": self.pin.to_dict(), "environment": self.env}
+        self.python_version = ".".join(map(str, _interpreter(opts.python)[0]))
+        self.versions_oha: str | None = None
+        self.costs: list = []
+        self.done = 0
+
+    def record(self, kind: str, item: PlannedCase, **fields) -> None:
+        """The record step: one line of results.jsonl."""
+        case = item.case
+        append_record(self.summary.results, {
+            **self.base, "kind": kind, "case": case.label, "group": case.group, "cells": list(case.cells),
+            "target": str(item.target), "server": item.target.server, "app": case.app,
+            "case_env": dict(case.env), **fields,
+        })
+
+    def error(self, item: PlannedCase, reason: str) -> None:
+        """A case skipped for an error (a target that does not resolve): recorded, and the run fails."""
+        self.record("skip", item, reason=reason, error=True, versions={"python": self.python_version})
+        self.summary.errors += 1
+
+    def fail(self, item: PlannedCase, reason: str, **fields) -> None:
+        self.record("failure", item, reason=reason, **fields)
+        self.summary.failures += 1
+
+    def record_plan_skips(self, planned: Sequence[PlannedCase]) -> None:
+        """One ``skip`` record per case the plan leaves out (too few cores, a missing package)."""
+        versions = {"oha": self.versions_oha, "python": self.python_version}
+        for item in planned:
+            if item.skip:
+                self.log(f"skip  {item.case.label}: {item.skip}")
+                self.record("skip", item, reason=item.skip, versions=versions)
+                self.summary.skipped += 1
+
+    def run_group(self, setup: ServerSetup, items: Sequence[PlannedCase], repeat: int) -> None:
+        """Start one server, run its cases, stop it; a server that does not start fails each of its cases."""
+        from gatecheck.servers import ServerError  # lazy: the harness's tests need no servers
+
+        try:
+            srv = self.pipeline.start(setup)
+        except ServerError as exc:
+            for item in items:
+                self.fail(item, f"server did not start: {exc}", versions={"oha": self.versions_oha}, repeat=repeat)
+                self.done += len(_case_concurrencies(item.case, self.opts))
+            self.log(f"FAIL  {setup.target}: server did not start: {exc}")
+            return
+        with srv:
+            versions = {**srv.versions, "oha": self.versions_oha}
+            for item in items:
+                self.run_case(item, srv, setup.http2 or item.case.http2, versions, repeat)
+                if not srv.alive():
+                    self.log(f"FAIL  {setup.target}: the server died; log tail:\n{srv.log_tail(20)}")
+                    break
+
+    def run_case(self, item: PlannedCase, srv, http2: bool, versions: dict, repeat: int) -> None:
+        """Check the case's route, prime and warm the server, then one measured run per concurrency."""
+        case, concs = item.case, _case_concurrencies(item.case, self.opts)
+        common = dict(versions={**versions, **_needed_versions(case, srv.python)}, repeat=repeat,
+                      target_resolved=str(srv.target))
+        try:
+            spec = lookup_route(case.route).resolve()
+            self.pipeline.check(srv, spec, http2=http2)
+        except (RouteCheckError, RouteError, OhaError) as exc:
+            self.log(f"FAIL  {case.label}: route check failed: {exc}")
+            self.fail(item, f"route check failed: {exc}", route=case.route, **common)
+            self.done += len(concs)
+            return
+        try:
+            self.warm(srv, spec, http2, case.h2_parallel)
+        except OhaError as exc:
+            self.log(f"FAIL  {case.label}: primer/warm-up failed: {exc}")
+            self.fail(item, f"primer/warm-up failed: {exc}", route=case.route, **common)
+            self.done += len(concs)
+            return
+        for concurrency in concs:
+            self.measure(item, srv, spec, concurrency, http2, common)
+            if self.method.pause > 0:
+                time.sleep(self.method.pause)
+            if not srv.alive():
+                break
+
+    def warm(self, srv, spec, http2: bool, h2_parallel: int) -> None:
+        """The unrecorded primer (low concurrency) and warm-up (the highest concurrency)."""
+        method, opts = self.method, self.opts
         if method.primer > 0:
-            measure(srv, spec, method.primer_concurrency, method.primer, **kwargs)
+            self.pipeline.measure(srv, spec, method.primer_concurrency, method.primer, http2=http2,
+                                  h2_parallel=h2_parallel)
         if method.warmup > 0:
-            measure(srv, spec, opts.profile.max_concurrency if not opts.concurrency else max(opts.concurrency), method.warmup, **kwargs)
-    except OhaError as exc:
-        log(f"FAIL  {case.label}: primer/warm-up failed: {exc}")
-        record("failure", item, reason=f"primer/warm-up failed: {exc}", route=case.route, **common)
-        summary.failures += 1
-        return done + len(concs)
-    requests = _requests_for(case, opts)
-    for concurrency in concs:
-        left = sum(costs[done:])
-        done += 1
+            highest = max(opts.concurrency) if opts.concurrency else opts.profile.max_concurrency
+            self.pipeline.measure(srv, spec, highest, method.warmup, http2=http2, h2_parallel=h2_parallel)
+
+    def measure(self, item: PlannedCase, srv, spec, concurrency: int, http2: bool, common: dict) -> None:
+        """One measured run, recorded: a run, or a failure when oha failed or nothing got a 2xx answer."""
+        case, method = item.case, self.method
+        requests = _requests_for(case, self.opts)
+        left = sum(self.costs[self.done:])
+        self.done += 1
         what = f"{requests} requests" if requests else f"{method.duration:g} s"
-        log(f"[{done}/{total}] {opts.profile.name}: {case.label} c{concurrency} ({what}) - about {_fmt_seconds(left)} left")
+        self.log(f"[{self.done}/{len(self.costs)}] {self.opts.profile.name}: {case.label} c{concurrency} ({what}) "
+                 f"- about {_fmt_seconds(left)} left")
         load_before = host_load()
         try:
-            run = measure(srv, spec, concurrency, None if requests else method.duration, requests=requests, **kwargs)
+            run = self.pipeline.measure(srv, spec, concurrency, None if requests else method.duration,
+                                        requests=requests, http2=http2, h2_parallel=case.h2_parallel)
         except OhaError as exc:
-            log(f"FAIL  {case.label} c{concurrency}: {exc}")
-            record("failure", item, reason=str(exc), route=case.route, concurrency=concurrency, **common)
-            summary.failures += 1
-            continue
+            self.log(f"FAIL  {case.label} c{concurrency}: {exc}")
+            self.fail(item, str(exc), route=case.route, concurrency=concurrency, **common)
+            return
         fields = {**run.to_dict(), **common, "host_load": load_before}
         if run.result.all_failed:
             reason = f"no 2xx response: non-2xx {dict(run.result.non_2xx)}, errors {dict(run.result.errors)}"
-            log(f"FAIL  {case.label} c{concurrency}: {reason}")
-            record("failure", item, reason=reason, **fields)
-            summary.failures += 1
-        else:
-            record("run", item, **fields)
-            summary.runs += 1
-            if set(run.flags()) - {"generator-bound"}:
-                summary.flagged += 1
-            log("      " + _describe(run))
-        if method.pause > 0:
-            time.sleep(method.pause)
-        if not srv.alive():
-            break
-    return done
+            self.log(f"FAIL  {case.label} c{concurrency}: {reason}")
+            self.fail(item, reason, **fields)
+            return
+        self.record("run", item, **fields)
+        self.summary.runs += 1
+        if set(run.flags()) - {"generator-bound"}:
+            self.summary.flagged += 1
+        self.log("      " + _describe(run))
 
 
 def _needed_versions(case: Case, python: str) -> dict:

@@ -39,6 +39,7 @@ from .. import gate as gate_mod
 from ..gate import GateCase, GateOptions, analyse
 from ..gate import cli as gate_cli
 from ..gate.analysis import _decisive
+from ..argtypes import server_or_target
 from ..signals import INTERRUPTED
 from ..stats import Verdict, percentile
 
@@ -107,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _options_from(doc: Dict[str, Any]) -> GateOptions:
     o = dict(doc["options"])
-    o["cases"] = tuple(GateCase(**{**c, "env": tuple(tuple(e) for e in c.get("env", ()))}) for c in o["cases"])
+    o["cases"] = tuple(GateCase.from_dict(c) for c in o["cases"])
     for key in ("fail_on", "server_cpus", "oha_cpus"):
         if o.get(key) is not None:
             o[key] = tuple(o[key])
@@ -290,20 +291,17 @@ def cmd_pack(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Measure the --head-cost for each asked slowdown on BASE's install (load/calibration.py), as the
     gate's --head-slowdown does but with more rounds; one JSON line per slowdown."""
-    from gatecheck.servers import start_server
-
     from ..calibration import calibrate_cost
     from ..envs import ensure_env
-    from ..measure import measure
     from ..pinning import available_cpus, split_cpus
+    from ..pipeline import Pipeline, setup_for
     from ..routes import route
 
     env = ensure_env(args.base, package="granian", module="granian")
     pin = split_cpus(available_cpus())
-    case = GateCase(args.target, args.route, args.concurrency)
-    probe = gate_mod.burn_probe(case, route(args.route).resolve(), python=env.python, start=start_server, measure_fn=measure,
-                                log_dir=Path("/tmp/gatecheck-calibrate"), cpus=pin.server, warmup=0.5, duration=2.0,
-                                measure_kwargs=dict(oha_cpus=pin.oha, server_cpus=pin.server))
+    pipeline = Pipeline(Path("/tmp/gatecheck-calibrate"), server_cpus=pin.server, oha_cpus=pin.oha)
+    case = GateCase(setup_for(args.target), args.route, args.concurrency)
+    probe = gate_mod.burn_probe(pipeline, case, route(args.route).resolve(), python=env.python, warmup=0.5, duration=2.0)
     say = lambda line: print(line, file=sys.stderr, flush=True)
     for s in args.slowdowns:
         cost, info = calibrate_cost(probe, s, rounds=args.rounds, log=say)
@@ -311,9 +309,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for increase in args.delays:  # the off-CPU wait: every how many requests a 2 ms wait raises mean latency at c1
         from ..calibration import DELAY_WAIT_US, calibrate_delay
 
-        lat = gate_mod.delay_probe(case, route(args.route).resolve(), python=env.python, start=start_server,
-                                   latency_fn=gate_mod.running._interleaved, log_dir=Path("/tmp/gatecheck-calibrate"),
-                                   cpus=pin.server, oha_cpus=pin.oha, duration=1.0, wait_us=DELAY_WAIT_US)
+        lat = gate_mod.delay_probe(pipeline, case, route(args.route).resolve(), python=env.python,
+                                   latency_fn=gate_mod.running._interleaved, duration=1.0, wait_us=DELAY_WAIT_US)
         every, info = calibrate_delay(lat, increase, DELAY_WAIT_US, rounds=args.rounds, log=say)
         print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in info.items()}, sort_keys=True), flush=True)
     return 0
@@ -378,7 +375,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     pk.add_argument("to", help="file to write, e.g. load/experiments/data/gate-rates.jsonl.gz")
     cal = sub.add_parser("calibrate", help="measure the --head-cost for given slowdowns on BASE's install")
     cal.add_argument("--base", required=True)
-    cal.add_argument("--target", default="granian:rsgi")
+    cal.add_argument("--target", type=server_or_target, default="granian:rsgi")
     cal.add_argument("--route", default="json")
     cal.add_argument("--concurrency", type=int, default=64)
     cal.add_argument("--rounds", type=int, default=8, help="rounds of BASE, cost, 2 x cost (default 8)")

@@ -25,8 +25,8 @@ Rules of this package:
    produced errors (1); 2 for usage, install or harness failures, with the reason on stderr.
 
 The package, in the order its modules import each other (no cycles): :mod:`.model` (the nouns and
-the metrics), :mod:`.analysis` (run records to verdicts, pure), :mod:`.running` (servers, probes,
-calibration and the pair loop), :mod:`.report` (summary.md, pairs.json, pytest-benchmark files),
+the metrics), :mod:`.analysis` (run records to verdicts, pure), :mod:`.running` (the pair loop and the
+calibration probes, on the pipeline of :mod:`load.pipeline` that the profile runner uses too), :mod:`.report` (summary.md, pairs.json, pytest-benchmark files),
 :mod:`.cli` (the command line). The statistics are in :mod:`load.stats`, environments in
 :mod:`load.envs`, the low-concurrency client in :mod:`load.latency`.
 """
@@ -34,8 +34,8 @@ calibration and the pair loop), :mod:`.report` (summary.md, pairs.json, pytest-b
 from .analysis import analyse
 from .model import (COST_ENV, DELAY_ENV, DELAY_EVERY_ENV, LATENCY_METRICS, METRICS, SCHEMA_VERSION,
                     STATISTIC_LABELS, CaseResult, GateCase, GateError, GateOptions, GateResult)
-from .running import app_for, burn_probe, delay_probe, measure_cpu, run_gate, start_case, tree_cpu_ns
+from .running import burn_probe, delay_probe, injected_env, measure_cpu, run_gate, tree_cpu_ns
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
-           "run_gate", "analyse", "app_for", "start_case", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns",
+           "run_gate", "analyse", "injected_env", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns",
            "SCHEMA_VERSION", "COST_ENV", "DELAY_ENV", "DELAY_EVERY_ENV", "LATENCY_METRICS"]

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional, Sequence, Tuple
 
-from ..argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int
+from ..argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int, server_or_target
 from ..signals import INTERRUPTED
 from .model import COST_ENV, DELAY_ENV, METRICS, GateCase, GateError, GateOptions
 from .report import render_markdown, write_outputs
@@ -88,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the reference install: a requirement ('granian==2.8.6'), a wheel, sdist or source tree, "
                              "or an existing interpreter or virtualenv")
     parser.add_argument("--head", required=True, metavar="INSTALL", help="the install under test (same forms as --base)")
-    parser.add_argument("--target", default="granian:rsgi",
+    parser.add_argument("--target", type=server_or_target, default="granian:rsgi",
                         help="how to start the server (default granian:rsgi); with --profile, its server name fills {server}")
     parser.add_argument("--profile", help="gate every case of this load profile (load/profiles/NAME.toml) at its highest concurrency")
     parser.add_argument("--route", action="append", dest="routes",
@@ -142,12 +142,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
     """The cases to gate: the profile's (each at its highest concurrency) or ``--route`` × ``--concurrency``."""
-    from gatecheck.servers import resolve
-
-    def build(target: str, route_name: str, concurrency: int, app=None, env=()) -> GateCase:
-        _adapter, resolved = resolve(target)
-        return GateCase(str(resolved), route_name, concurrency, app, tuple(sorted(dict(env).items())),
-                        resolved.http == "h2")
+    from ..pipeline import setup_for
 
     if args.profile:
         from ..profile import load_profile
@@ -155,15 +150,15 @@ def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
         if args.routes:
             raise GateError("give --profile or --route, not both")
         profile = load_profile(args.profile)
-        server = args.target.split(":", 1)[0].split("?", 1)[0]
-        return tuple(build(c.target_for(server, profile.default_server), c.route, max(c.concurrency), c.app, c.env)
-                     for c in profile.cases)
+        return tuple(GateCase(setup_for(c.target_for(args.target.server, profile.default_server), app=c.app, env=c.env),
+                              c.route, max(c.concurrency)) for c in profile.cases)
     from ..routes import route
 
     names = args.routes or ["json"]
     for name in names:
         route(name)  # RouteError lists the known names
-    return tuple(build(args.target, name, args.concurrency) for name in names)
+    setup = setup_for(args.target)
+    return tuple(GateCase(setup, name, args.concurrency) for name in names)
 
 
 def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
@@ -200,13 +195,13 @@ def _delay_options(spec: Optional[Tuple[str, Any]]) -> dict:
 
 def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[GateOptions, Any, Any]:
     """Everything before the first measurement: outputs, cases, pinning, options, both environments."""
-    from gatecheck.servers import resolve
+    from gatecheck.servers import get_adapter
 
     from ..envs import ensure_pair
 
     _check_outputs(args, out_dir)
     cases = cases_from_args(args)
-    adapter, _ = resolve(cases[0].target)
+    adapter = get_adapter(cases[0].setup.target.server)
     server_cpus, oha_cpus = _pinning(args)
     opts = GateOptions(cases=cases, threshold=args.threshold, pairs=args.pairs, max_pairs=args.max_pairs,
                        budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,

@@ -10,6 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from gatecheck.fixtures import COST_ENV
+from gatecheck.fixtures.payloads import DELAY_ENV, DELAY_EVERY_ENV
+
+from ..pipeline import ServerSetup, setup_for
 from ..stats import Decision, Verdict, family_confidence
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "LATENCY_METRICS",
@@ -18,9 +22,9 @@ __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "
 #: Version of pairs.json. History: 1 - first layout (gate, options, cases, runs, results).
 SCHEMA_VERSION = 1
 
-COST_ENV = "GATECHECK_COST_US"  # the fixture apps burn this many µs of CPU per payload/json/echo request
-DELAY_ENV = "GATECHECK_DELAY_US"  # ... and wait this many µs without CPU (asyncio.sleep / time.sleep) ...
-DELAY_EVERY_ENV = "GATECHECK_DELAY_EVERY"  # ... on every N-th such request (fixtures/payloads.py)
+# COST_ENV: the fixture apps burn this many µs of CPU per payload/json/echo request; DELAY_ENV: ... and wait
+# this many µs without CPU (asyncio.sleep / time.sleep) on every DELAY_EVERY_ENV-th such request. The
+# variables are fixtures' own (fixtures/payloads.py), imported, never spelled here.
 
 # Metric name -> (record field, higher is better, label). "cpu" is the server tree's CPU time per 2xx
 # response: unlike RPS it does not drop when another process takes the server's CPU away, so it stays
@@ -60,18 +64,32 @@ class GateError(RuntimeError):
 
 @dataclass(frozen=True)
 class GateCase:
-    """One thing measured on both sides: a target, a route and a concurrency."""
+    """One thing measured on both sides: a server setup (resolved target, app, env), a route and a concurrency."""
 
-    target: str
+    setup: ServerSetup
     route: str
     concurrency: int
-    app: Optional[str] = None
-    env: Tuple[Tuple[str, str], ...] = ()
-    http2: bool = False
+
+    @property
+    def http2(self) -> bool:
+        return self.setup.http2
 
     @property
     def name(self) -> str:
-        return f"{self.route} c{self.concurrency} ({self.target})"
+        return f"{self.route} c{self.concurrency} ({self.setup.target})"
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The case as pairs.json's ``options.cases`` stores it."""
+        return {"target": str(self.setup.target), "route": self.route, "concurrency": self.concurrency,
+                "app": self.setup.app, "env": [list(kv) for kv in self.setup.env], "http2": self.http2}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> GateCase:
+        """A case back from pairs.json (to recompute verdicts offline)."""
+        from gatecheck.servers import Target
+
+        setup = setup_for(Target.parse(data["target"]), app=data.get("app"), env=tuple(map(tuple, data.get("env", ()))))
+        return cls(setup, data["route"], int(data["concurrency"]))
 
 
 @dataclass(frozen=True)
@@ -174,7 +192,7 @@ class GateResult:
             "base": self.base,
             "head": self.head,
             "calibration": self.calibration,
-            "options": {**asdict(self.options), "cases": [asdict(c) for c in self.options.cases]},
+            "options": {**asdict(self.options), "cases": [c.to_dict() for c in self.options.cases]},
             "results": [_case_result_dict(r) for r in self.results],
             "runs": self.runs,
         }

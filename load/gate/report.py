@@ -111,7 +111,7 @@ def write_outputs(result: GateResult, out_dir: Path, storage: Optional[Path] = N
                                                          extra={"side": side, "spec": info.get("spec")}))
         version = ", ".join(f"{k} {v}" for k, v in sorted((info.get("versions") or {}).items()))
         doc = benchjson.document(entries, commit_id=f"{info.get('spec', side)} ({version})" if version else str(info.get("spec", side)),
-                                 project=result.options.cases[0].target.split(":")[0])
+                                 project=result.options.cases[0].setup.target.server)
         paths[f"benchmark_{side}"] = benchjson.write_json(doc, out_dir / "benchmark" / f"{side}.json")
         if storage:
             paths[f"storage_{side}"] = benchjson.save_to_storage(doc, storage, f"gate_{side}")

@@ -1,12 +1,13 @@
 """Running a gate: servers per side, the measured runs, the injected slowdowns' calibration, the pair loop.
 
-Rules 1-4 of :mod:`load.gate` are enforced here; ``start``, ``measure_fn``, ``route_fn``, ``check_fn``
-and ``latency_fn`` are seams, so the loop is tested with fake servers and runs.
+Rules 1-4 of :mod:`load.gate` are enforced here. Servers are started, their routes checked and measured
+through :class:`load.pipeline.Pipeline`, as the profile runner does; ``start``, ``measure_fn``,
+``check_fn`` (the pipeline's seams), ``route_fn`` and ``latency_fn`` can be replaced, so the loop is tested
+with fake servers and runs.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
@@ -18,10 +19,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..calibration import calibrate_cost, calibrate_delay
 from ..pinning import cpu_times
+from ..pipeline import Pipeline
+from ..results import append_line
 from .analysis import _decisive, analyse
 from .model import COST_ENV, DELAY_ENV, DELAY_EVERY_ENV, GateCase, GateError, GateOptions, GateResult
 
-__all__ = ["run_gate", "app_for", "start_case", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns"]
+__all__ = ["run_gate", "injected_env", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns"]
 
 
 def tree_cpu_ns(pid: Optional[int]) -> Optional[int]:
@@ -58,51 +61,40 @@ def tree_cpu_ns(pid: Optional[int]) -> Optional[int]:
     return total if seen else None
 
 
-def app_for(case: GateCase) -> str:
-    """The fixture app a case serves (its own ``app`` if it names one)."""
-    if case.app:
-        return case.app
-    interface = case.target.split("?", 1)[0].split(":")[1] if ":" in case.target else "rsgi"
-    return f"gatecheck.fixtures.apps.{interface}:app"
-
-
-def start_case(start: Start, case: GateCase, *, python: str, cost_us: float, log_dir: Path,
-               cpus: Optional[Sequence[int]], delay: Tuple[float, int] = (0.0, 1)) -> Any:
-    """Start ``case``'s server from ``python``'s install, its app burning ``cost_us`` per request (0: none)
-    and waiting ``delay[0]`` µs without CPU on every ``delay[1]``-th request (0: none)."""
-    env = dict(case.env)
+def injected_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1)) -> Dict[str, str]:
+    """The fixture apps' variables for burning ``cost_us`` µs of CPU per request (0: none) and waiting
+    ``delay[0]`` µs without CPU on every ``delay[1]``-th request (0: none)."""
+    env = {}
     if cost_us > 0:
         env[COST_ENV] = f"{cost_us:.3f}"
     if delay[0] > 0:
         env[DELAY_ENV] = f"{delay[0]:.3f}"
         env[DELAY_EVERY_ENV] = str(int(delay[1]))
-    return start(case.target, app=app_for(case), log_dir=log_dir, env=env, cpus=list(cpus) if cpus else None,
-                 python=python)
+    return env
 
 
-def measure_cpu(measure_fn: Measure, srv: Any, route: Any, case: GateCase, duration: float,
-                measure_kwargs: Dict[str, Any], cpus: Optional[Sequence[int]] = None) -> Tuple[Any, Optional[int], Any]:
+def measure_cpu(pipeline: Pipeline, srv: Any, route: Any, case: GateCase, duration: float,
+                cpus: Optional[Sequence[int]] = None) -> Tuple[Any, Optional[int], Any]:
     """One measured run with the server tree's CPU nanoseconds around it (None where not readable) and,
     with ``cpus``, those CPUs' busy and steal time over it (a :class:`load.pinning.CpuTimes` or None)."""
     pid = getattr(srv, "pid", None)
     cpu0, box0 = tree_cpu_ns(pid), cpu_times(cpus) if cpus else None
-    run = measure_fn(srv, route, case.concurrency, duration, http2=case.http2, **measure_kwargs)
+    run = pipeline.measure(srv, route, case.concurrency, duration, http2=case.http2)
     cpu1, box1 = tree_cpu_ns(pid), cpu_times(cpus) if cpus else None
     cpu_ns = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None and cpu1 > cpu0 else None
     box = box1 - box0 if box0 is not None and box1 is not None else None
     return run, cpu_ns, box
 
 
-def burn_probe(case: GateCase, route: Any, *, python: str, start: Start, measure_fn: Measure, log_dir: Path,
-               cpus: Optional[Sequence[int]], warmup: float, duration: float,
-               measure_kwargs: Dict[str, Any]) -> Callable[[float], float]:
+def burn_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, warmup: float,
+               duration: float) -> Callable[[float], float]:
     """``cost_us -> server CPU µs per 2xx response`` of ``python``'s install burning ``cost_us`` per request,
     one warm run on a fresh process each call: what :func:`load.calibration.calibrate_cost` measures with."""
     def cpu_per_request(cost: float) -> float:
-        with start_case(start, case, python=python, cost_us=cost, log_dir=log_dir, cpus=cpus) as srv:
+        with pipeline.start(case.setup, python=python, env=injected_env(cost)) as srv:
             if warmup > 0:
-                measure_fn(srv, route, case.concurrency, warmup, http2=case.http2, **measure_kwargs)
-            run, cpu_ns, _ = measure_cpu(measure_fn, srv, route, case, duration, measure_kwargs)
+                pipeline.measure(srv, route, case.concurrency, warmup, http2=case.http2)
+            run, cpu_ns, _ = measure_cpu(pipeline, srv, route, case, duration)
         if run.result.all_failed or not run.result.ok:
             raise GateError(f"calibration: no 2xx answer on {case.name} (burning {cost:.2f} µs per request)")
         cpu = cpu_ns / 1e9 if cpu_ns else run.server_cpu_seconds
@@ -121,18 +113,17 @@ def _interleaved(handles: Dict[str, Any], route: Any, duration: float,
     return interleaved_latency({side: h.url for side, h in handles.items()}, route, duration, cpus)
 
 
-def delay_probe(case: GateCase, route: Any, *, python: str, start: Start, latency_fn: LatencyFn, log_dir: Path,
-                cpus: Optional[Sequence[int]], oha_cpus: Optional[Sequence[int]], duration: float,
-                wait_us: float) -> Callable[[int], Tuple[float, float]]:
+def delay_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, latency_fn: LatencyFn,
+                duration: float, wait_us: float) -> Callable[[int], Tuple[float, float]]:
     """``every -> (BASE mean latency µs, trial/BASE ratio)``: two fresh servers of ``python``'s install,
     the trial one waiting ``wait_us`` on every ``every``-th request (0: never), measured interleaved:
     what :func:`load.calibration.calibrate_delay` measures with."""
     def measure(every: int) -> Tuple[float, float]:
-        trial = (wait_us, every) if every else (0.0, 1)
-        with start_case(start, case, python=python, cost_us=0.0, log_dir=log_dir, cpus=cpus) as base, \
-                start_case(start, case, python=python, cost_us=0.0, log_dir=log_dir, cpus=cpus, delay=trial) as head:
-            latency_fn({"base": base, "head": head}, route, min(duration, 0.5), oha_cpus)  # warm both
-            res = latency_fn({"base": base, "head": head}, route, duration, oha_cpus)
+        trial = injected_env(delay=(wait_us, every) if every else (0.0, 1))
+        with pipeline.start(case.setup, python=python) as base, \
+                pipeline.start(case.setup, python=python, env=trial) as head:
+            latency_fn({"base": base, "head": head}, route, min(duration, 0.5), pipeline.oha_cpus)  # warm both
+            res = latency_fn({"base": base, "head": head}, route, duration, pipeline.oha_cpus)
         if not res["base"].get("ok") or not res["head"].get("ok"):
             raise GateError(f"calibration: no 2xx answer at one connection on {case.name}")
         return res["base"]["avg_ms"] * 1000, res["head"]["avg_ms"] / res["base"]["avg_ms"]
@@ -148,10 +139,6 @@ def _stop_all(handles: Sequence[Any]) -> None:
         t.start()
     for t in threads:
         t.join(timeout=30)
-
-
-Measure = Callable[..., Any]
-Start = Callable[..., Any]
 
 
 def _run_record(run: Any, case: GateCase, pair: int, side: str, position: int) -> Dict[str, Any]:
@@ -180,9 +167,7 @@ class _Session:
     opts: GateOptions
     result: GateResult
     pythons: Dict[str, str]  # side -> interpreter
-    start: Start
-    measure_fn: Measure
-    check_fn: Callable[..., None]
+    pipeline: Pipeline
     latency_fn: LatencyFn
     routes: Dict[str, Any]
     out_dir: Path
@@ -197,14 +182,10 @@ class _Session:
     def server_cpus(self) -> Optional[List[int]]:
         return list(self.opts.server_cpus) if self.opts.server_cpus else None
 
-    @property
-    def kwargs(self) -> Dict[str, Any]:
-        return dict(oha_cpus=self.opts.oha_cpus, server_cpus=self.opts.server_cpus, workdir=self.out_dir / "bodies")
-
     def launch(self, case: GateCase, side: str) -> Any:
-        head = side == "head"
-        return start_case(self.start, case, python=self.pythons[side], cost_us=self.cost_us if head else 0.0,
-                          log_dir=self.out_dir / "logs", cpus=self.server_cpus, delay=self.delay if head else (0.0, 1))
+        """Start ``side``'s server for ``case``; HEAD's app carries the injected cost and wait."""
+        env = injected_env(self.cost_us, self.delay) if side == "head" else {}
+        return self.pipeline.start(case.setup, python=self.pythons[side], env=env)
 
     def calibrate(self, head_slowdown: Optional[float], head_delay_increase: Optional[float]) -> None:
         """HEAD's injected CPU cost and off-CPU wait: as given, or calibrated on BASE's install first."""
@@ -222,9 +203,8 @@ class _Session:
     def _calibrate_cost(self, slowdown: float) -> float:
         """The burn for ``slowdown`` on the first case (:func:`load.calibration.calibrate_cost`)."""
         case = self.opts.cases[0]
-        cpu_per_request = burn_probe(case, self.routes[case.route], python=self.pythons["base"], start=self.start,
-                                     measure_fn=self.measure_fn, log_dir=self.out_dir / "logs", cpus=self.server_cpus,
-                                     warmup=self.opts.warmup, duration=self.opts.duration, measure_kwargs=self.kwargs)
+        cpu_per_request = burn_probe(self.pipeline, case, self.routes[case.route], python=self.pythons["base"],
+                                     warmup=self.opts.warmup, duration=self.opts.duration)
         self.log(f"calibrating the injected cost for a {slowdown:.0%} slowdown on {case.name} (BASE's install)")
         cost_us, calib = calibrate_cost(cpu_per_request, slowdown, rounds=3, log=self.log)
         self.result.calibration = dict(calib, case=case.name)
@@ -239,9 +219,8 @@ class _Session:
         from ..calibration import DELAY_WAIT_US
 
         case, opts = self.opts.cases[0], self.opts
-        probe = delay_probe(case, self.routes[case.route], python=self.pythons["base"], start=self.start,
-                            latency_fn=self.latency_fn, log_dir=self.out_dir / "logs", cpus=self.server_cpus,
-                            oha_cpus=opts.oha_cpus, duration=max(opts.latency_duration, 1.0), wait_us=DELAY_WAIT_US)
+        probe = delay_probe(self.pipeline, case, self.routes[case.route], python=self.pythons["base"],
+                            latency_fn=self.latency_fn, duration=max(opts.latency_duration, 1.0), wait_us=DELAY_WAIT_US)
         self.log(f"calibrating the injected wait for a {increase:.0%} latency increase on {case.name} (BASE's install)")
         every, calib = calibrate_delay(probe, increase, DELAY_WAIT_US, rounds=3, log=self.log)
         self.result.calibration = dict(self.result.calibration or {}, delay=dict(calib, case=case.name))
@@ -254,7 +233,7 @@ class _Session:
         for case in self.opts.cases:
             for side in ("base", "head"):
                 with self.launch(case, side) as srv:
-                    self.check_fn(srv, self.routes[case.route], http2=case.http2, workdir=self.kwargs["workdir"])
+                    self.pipeline.check(srv, self.routes[case.route], http2=case.http2)
                     getattr(self.result, side).setdefault("versions", dict(getattr(srv, "versions", {}) or {}))
 
     def measure_case(self, case: GateCase, pair: int, order: List[str]) -> None:
@@ -269,8 +248,7 @@ class _Session:
             if key not in self.servers:
                 self.servers[key] = self.launch(case, side)
                 if opts.warmup > 0:
-                    self.measure_fn(self.servers[key], route, case.concurrency, opts.warmup, http2=case.http2,
-                                    **self.kwargs)
+                    self.pipeline.measure(self.servers[key], route, case.concurrency, opts.warmup, http2=case.http2)
         records = {side: self._main_run(case, pair, side, position) for position, side in enumerate(order)}
         if opts.latency_duration > 0 and not case.http2:  # the latency client speaks HTTP/1.1
             low = _low_latency_run(self.latency_fn, {side: self.servers[(case.name, side)] for side in order},
@@ -280,16 +258,15 @@ class _Session:
         for side in order:
             records[side]["gate_seconds"] = round(self.clock() - self.t0, 3)  # when this side's runs ended
             self.result.runs.append(records[side])
-            with open(self.out_dir / "runs.jsonl", "a", encoding="utf-8") as f:  # a crash keeps every finished run
-                f.write(json.dumps(records[side], sort_keys=True) + "\n")
+            append_line(self.out_dir / "runs.jsonl", records[side])  # a crash keeps every finished run
         if opts.restart_every == 1:
             _stop_all([self.servers.pop((case.name, side)) for side in order])
 
     def _main_run(self, case: GateCase, pair: int, side: str, position: int) -> Dict[str, Any]:
         """One side's run at the case's concurrency, with its server CPU and the CPUs' diagnostics."""
         srv = self.servers[(case.name, side)]
-        run, cpu_ns, used = measure_cpu(self.measure_fn, srv, self.routes[case.route], case, self.opts.duration,
-                                        self.kwargs, self.server_cpus)
+        run, cpu_ns, used = measure_cpu(self.pipeline, srv, self.routes[case.route], case, self.opts.duration,
+                                        self.server_cpus)
         if run.result.all_failed:
             raise GateError(f"{side.upper()} answered no request with 2xx on {case.name} in pair {pair + 1}; "
                             f"server log tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
@@ -329,21 +306,20 @@ class _Session:
         result.stopped_because = f"--max-pairs {opts.max_pairs} reached"
 
 
-def _default_seams(start: Optional[Start], measure_fn: Optional[Measure], route_fn: Optional[Callable[[str], Any]],
-                   check_fn: Optional[Callable[..., None]]) -> Tuple[Start, Measure, Callable[[str], Any], Callable]:
-    """``servers.start_server``, ``load.measure``, the route table and ``check_route`` where none is given."""
-    if start is None:
-        from gatecheck.servers import start_server as start
-    if measure_fn is None or check_fn is None:
-        from ..measure import check_route, measure
-        measure_fn = measure_fn or measure
-        check_fn = check_fn or check_route
-    if route_fn is None:
-        from ..routes import route as lookup
+Seam = Optional[Callable[..., Any]]
 
-        def route_fn(name: str) -> Any:
-            return lookup(name).resolve()
-    return start, measure_fn, route_fn, check_fn
+
+def _pipeline(opts: GateOptions, out_dir: Path, start: Seam, measure_fn: Seam, check_fn: Seam) -> Pipeline:
+    """The runner's pipeline, pinned as the options say; the seams given replace its defaults
+    (``servers.start_server``, ``load.measure.measure`` and ``check_route``)."""
+    seams = {name: fn for name, fn in (("start_fn", start), ("measure_fn", measure_fn), ("check_fn", check_fn)) if fn}
+    return Pipeline(out_dir, server_cpus=opts.server_cpus, oha_cpus=opts.oha_cpus, **seams)
+
+
+def _lookup_route(name: str) -> Any:
+    from ..routes import route
+
+    return route(name).resolve()
 
 
 def run_gate(
@@ -354,10 +330,10 @@ def run_gate(
     base_info: Optional[Dict[str, Any]] = None,
     head_info: Optional[Dict[str, Any]] = None,
     out_dir: Path,
-    start: Optional[Start] = None,
-    measure_fn: Optional[Measure] = None,
-    route_fn: Optional[Callable[[str], Any]] = None,
-    check_fn: Optional[Callable[..., None]] = None,
+    start: Seam = None,
+    measure_fn: Seam = None,
+    route_fn: Callable[[str], Any] = _lookup_route,
+    check_fn: Seam = None,
     latency_fn: LatencyFn = _interleaved,
     head_slowdown: Optional[float] = None,
     head_delay_increase: Optional[float] = None,
@@ -367,14 +343,14 @@ def run_gate(
     """Run the pairs and return the result (rules 1-4). ``start``/``measure_fn``/``route_fn``/``check_fn``
     default to ``servers.start_server`` and ``load.measure``; tests pass fakes. ``head_slowdown`` and
     ``head_delay_increase`` calibrate HEAD's injected CPU cost and off-CPU wait on BASE's install first."""
-    start, measure_fn, route_fn, check_fn = _default_seams(start, measure_fn, route_fn, check_fn)
     rng = random.Random(opts.seed)
     t0 = clock()
     result = GateResult(base=dict(base_info or {}, python=base_python), head=dict(head_info or {}, python=head_python),
                         options=opts, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    session = _Session(opts, result, {"base": base_python, "head": head_python}, start, measure_fn, check_fn,
-                       latency_fn, {c.route: route_fn(c.route) for c in opts.cases}, Path(out_dir), log, clock, t0)
+    session = _Session(opts, result, {"base": base_python, "head": head_python},
+                       _pipeline(opts, Path(out_dir), start, measure_fn, check_fn), latency_fn,
+                       {c.route: route_fn(c.route) for c in opts.cases}, Path(out_dir), log, clock, t0)
     session.calibrate(head_slowdown, head_delay_increase)
     session.check_routes()
     result.setup_seconds = clock() - t0

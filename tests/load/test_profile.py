@@ -5,6 +5,7 @@ import pytest
 
 from gatecheck.load.profile import ProfileError, cores_needed, list_profiles, load_profile, plan
 from gatecheck.load.routes import ROUTES
+from gatecheck.servers import Target
 
 SEED_PROFILES = {"rsgi_types", "interfaces", "http2", "files", "concurrency", "event_loops", "task_impl", "pyver", "vs", "json"}
 
@@ -34,6 +35,7 @@ def test_unknown_profile_lists_the_known_ones():
         ('[[case]]\nlabel = "x"\ntarget = "a:rsgi"\nroute = "b1k"\nconcurrency = [0]\n', "concurrency must be"),
         ('[[case]]\nlabel = "x"\ntarget = "a:rsgi"\nroute = "b1k"\n', "missing 'concurrency'"),
         ('[[case]]\nlabel = "x"\ntarget = "a:rsgi"\nroute = "b1k"\nconcurrency = 1\ncolour = 1\n', "unknown keys \\['colour'\\]"),
+        ('[[case]]\nlabel = "x"\ntarget = "{server}:xsgi"\nroute = "b1k"\nconcurrency = 1\n', "unknown interface 'xsgi'"),
         ('title = "t"\n', "no \\[\\[case\\]\\] rows"),
         ('title = \n', "not valid TOML"),
     ],
@@ -46,9 +48,9 @@ def test_malformed_profiles_are_refused_naming_file_and_case(tmp_path, body, mes
 
 
 def test_cores_needed_is_workers_times_runtime_threads():
-    assert cores_needed("granian:rsgi") == 1
-    assert cores_needed("granian:rsgi?workers=2&runtime-threads=2") == 4
-    assert cores_needed("granian:rsgi?runtime-threads=2") == 2
+    assert cores_needed(Target.parse("granian:rsgi")) == 1
+    assert cores_needed(Target.parse("granian:rsgi?workers=2&runtime-threads=2")) == 4
+    assert cores_needed(Target.parse("granian:rsgi?runtime-threads=2")) == 2
 
 
 def test_configurations_above_the_host_cores_are_skipped_unless_full():
@@ -60,15 +62,15 @@ def test_configurations_above_the_host_cores_are_skipped_unless_full():
 
 def test_server_fills_the_placeholder_and_filters_fixed_targets():
     interfaces = plan(load_profile("interfaces"), "uvicorn", host_cores=2)
-    assert interfaces[0].target.startswith("uvicorn:rsgi")
+    assert str(interfaces[0].target).startswith("uvicorn:rsgi")
     vs = plan(load_profile("vs"), "uvicorn", host_cores=2)
-    assert vs and all(p.target.startswith("uvicorn:") for p in vs)
+    assert vs and all(p.target.server == "uvicorn" for p in vs)
     assert len(plan(load_profile("vs"), None, host_cores=2)) == len(load_profile("vs").cases)
 
 
 def test_interface_and_select_filter_cases():
     items = plan(load_profile("interfaces"), "granian", host_cores=2, interface="wsgi")
-    assert items and all(":wsgi" in p.target for p in items)
+    assert items and all(p.target.interface == "wsgi" for p in items)
     items = plan(load_profile("interfaces"), "granian", host_cores=2, select="echo 1kb")
     assert [p.case.label for p in items] == ["RSGI echo 1KB", "ASGI echo 1KB", "WSGI echo 1KB"]
 
@@ -83,9 +85,20 @@ def test_python_version_and_missing_modules_skip_with_reasons():
 def test_json_profile_runs_the_framework_apps_on_their_servers():
     items = {p.case.label: p for p in plan(load_profile("json"), None, host_cores=2, importable=lambda m: True)}
     assert not any(p.skip for p in items.values())
-    assert (items["Robyn"].target, items["Robyn"].case.app) == ("robyn", "gatecheck.fixtures.apps.robyn_app")
+    assert (str(items["Robyn"].target), items["Robyn"].case.app) == ("robyn", "gatecheck.fixtures.apps.robyn_app")
     for label, loop in (("FastAPI on uvicorn", "asyncio"), ("FastAPI on uvicorn + uvloop", "uvloop")):
-        assert items[label].target == f"uvicorn:asgi?loop={loop}"
+        assert str(items[label].target) == f"uvicorn:asgi?loop={loop}"
         assert items[label].case.app == "gatecheck.fixtures.apps.fastapi_app:app"
     assert {p.case.requests for p in items.values()} == {1_000_000}
     assert {p.case.concurrency for p in items.values()} == {(100,)}
+
+
+def test_every_profile_target_is_recorded_as_written():
+    """A case's target is parsed once into a Target and recorded as ``str(target)``: each row is written in
+    that form (options sorted), so the results name the row's own text."""
+    from gatecheck.load.profile import list_profiles
+
+    for name in list_profiles():
+        profile = load_profile(name)
+        for case in profile.cases:
+            assert str(case.target_for("granian", profile.default_server)) == case.target.replace("{server}", "granian")

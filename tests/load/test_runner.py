@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from gatecheck.load.profile import Case, PlannedCase, load_profile
+from gatecheck.servers import Target
 from gatecheck.load.runner import Method, RunOptions, _group, _interpreter, _requests_for
 
 
@@ -26,7 +27,7 @@ def test_fixed_count_cases_use_quick_requests_in_quick_mode():
 
 def test_cases_sharing_a_server_start_are_grouped_in_first_seen_order_and_skips_left_out():
     def item(label, target, env=None, skip=""):
-        return PlannedCase(Case(label, target, "b1k", (1,), env=env or {}), target, skip)
+        return PlannedCase(Case(label, target, "b1k", (1,), env=env or {}), Target.parse(target), skip)
 
     groups = _group([item("a", "g:rsgi"), item("b", "g:asgi"), item("c", "g:rsgi"), item("d", "g:rsgi", {"X": "1"}),
                      item("e", "g:wsgi", skip="no")])
@@ -41,9 +42,8 @@ def test_the_servers_interpreter_decides_version_limits_and_needs():
 
 
 def test_a_full_target_customises_every_case():
-    opts = RunOptions(profile=load_profile("interfaces"), server="granian", interface="asgi", http="h1",
-                      target_options=(("loop", "uvloop"),))
-    targets = {p.target for p in opts.planned(host_cores=2)}
+    opts = RunOptions(profile=load_profile("interfaces"), target=Target.parse("granian:asgi:h1?loop=uvloop"))
+    targets = {str(p.target) for p in opts.planned(host_cores=2)}
     assert targets == {"granian:asgi:h1?blocking-threads=1&loop=uvloop"}
 
 

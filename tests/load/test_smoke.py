@@ -22,7 +22,7 @@ def _oha_or_skip():
 def test_the_smoke_profile_runs_for_real_and_renders(tmp_path):
     """Every case is measured with 2xx responses only, recorded, pinned, and rendered; no server outlives it."""
     oha = _oha_or_skip()
-    from gatecheck.servers import live_pids
+    from gatecheck.servers import Target, live_pids
 
     from gatecheck.load.pinning import available_cpus, split_cpus
     from gatecheck.load.profile import load_profile
@@ -31,7 +31,7 @@ def test_the_smoke_profile_runs_for_real_and_renders(tmp_path):
     from gatecheck.load.runner import RunOptions, run_profile
 
     lines = []
-    opts = RunOptions(profile=load_profile("smoke"), server="granian", out_dir=tmp_path, quick=0.1, oha=oha,
+    opts = RunOptions(profile=load_profile("smoke"), target=Target("granian"), out_dir=tmp_path, quick=0.1, oha=oha,
                       pinning=split_cpus(available_cpus()))
     summary = run_profile(opts, log=lines.append)
     assert summary.failures == 0, "\n".join(lines)

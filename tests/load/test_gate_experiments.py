@@ -1,0 +1,78 @@
+"""Tests of load/experiments/gate_rates.py over stored gates of fake servers (tests/load/gatefakes.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gatecheck.load.gate import analysis as gate_analysis
+from gatecheck.load.gate import report as gate_report
+from tests.load.gatefakes import CASE, FakeLab, gate_case
+
+
+def test_experiment_replay_reproduces_the_gate_and_its_stopping_rule(tmp_path):
+    """load/experiments/gate_rates.py recomputes stored gates for other pair counts and thresholds."""
+    from gatecheck.load.experiments import gate_rates
+
+    result = FakeLab(head_factor=0.90, noise=0.02).gate(tmp_path, pairs=8, max_pairs=16, budget=1e9)
+    doc = json.loads(json.dumps(result.to_dict()))
+    res, used, _secs = gate_rates.replay(doc, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=16,
+                                         resamples=500)
+    assert used == result.pairs and res["failed"] is True
+    name = CASE.name
+    assert res["verdicts"][name]["rps"] == result.results[0].decisions["rps"].verdict.value
+    res, used, _ = gate_rates.replay(doc, threshold=0.20, fail_on=["rps"], min_pairs=8, max_pairs=8)
+    assert used == 8 and res["failed"] is False  # a 10% slowdown is below a 20% threshold
+    assert gate_rates.pooled_ratio([doc], "rps") == pytest.approx(0.90, abs=0.02)
+
+
+def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
+    from gatecheck.load.experiments import gate_rates
+
+    exp = tmp_path / "exp"
+    result = FakeLab(head_factor=0.9).gate(tmp_path / "g", pairs=8, max_pairs=8)
+    gate_report.write_outputs(result, exp / "10pct-00")
+    (exp / "gates.jsonl").write_text(json.dumps({"kind": "10%", "dir": "10pct-00", "seconds": 60.0}) + "\n")
+    packed = tmp_path / "gates.jsonl.gz"
+    assert gate_rates.main(["pack", str(exp), str(packed)]) == 0
+    from_dir, from_file = gate_rates._load(exp), gate_rates._load(packed)
+    assert list(from_file) == ["10%"] and from_file["10%"][0]["runs"] == from_dir["10%"][0]["runs"]
+
+
+def test_experiment_analysis_says_how_quiet_the_server_cpus_were():
+    from gatecheck.load.experiments import gate_rates
+
+    runs = [{"wall": 2.0, "foreign_cpu_seconds": f, "steal_seconds": 0.0} for f in (0.0, 0.01, 0.02, 0.5)]
+    (line,) = [x for x in gate_rates.machine_lines({"aa": [{"runs": runs}]}) if x]
+    assert "median 0.8%" in line and "max 25.0%" in line and "1 runs (25%) lost more than 5%" in line
+    assert gate_rates.machine_lines({"aa": [{"runs": [{"wall": 2.0}]}]}) == []  # older experiments: nothing
+
+
+def test_experiment_slowdown_kinds_calibrate_per_gate_and_gates_record_the_load_average():
+    from gatecheck.load.experiments import gate_rates
+
+    assert gate_rates._slowdown("10%=10%") == ("10%", pytest.approx(0.10))
+    argv = gate_rates._gate_argv("granian==2.8.7", "granian==2.8.7", gate_rates.Path("o"), 0.0, 7, ["--profile", "smoke"], 0.1)
+    assert argv[-2:] == ["--head-slowdown", "0.1000"] and "--head-cost" not in argv
+    assert len(gate_rates._loadavg()) == 3
+
+
+def test_experiment_replay_without_the_correction_judges_each_interval_at_the_stored_level(tmp_path, monkeypatch):
+    from gatecheck.load import stats
+    from gatecheck.load.experiments import gate_rates
+
+    cases = tuple(gate_case(r) for r in ("json", "b1k", "echo1k", "b10k"))
+    doc = json.loads(json.dumps(FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8).to_dict()))
+    levels = []
+
+    def spy(base, head, statistic, confidence, *rest):
+        levels.append(confidence)
+        return stats.estimate_ratio(base, head, statistic, confidence, *rest)
+
+    monkeypatch.setattr(gate_analysis, "estimate_ratio", spy)
+    gate_rates.replay(doc, threshold=0.05, fail_on=["cpu"], min_pairs=8, max_pairs=8, resamples=200)
+    assert levels and all(v == pytest.approx(0.9875) for v in levels)
+    levels.clear()
+    gate_rates.replay(doc, threshold=0.05, fail_on=["cpu"], min_pairs=8, max_pairs=8, resamples=200, uncorrected=True)
+    assert levels and all(v == pytest.approx(0.95) for v in levels)
