@@ -218,6 +218,25 @@ class _ErrorsWithoutFlush:
         self.write, self.writelines = inner.write, inner.writelines
 
 
+def _last_block_dropped(inner):
+    """Every block but the last is sent (the app's close() still called)."""
+    try:
+        blocks = [bytes(block) for block in inner]
+        return blocks[:-1]
+    finally:
+        close = getattr(inner, "close", None)
+        if close is not None:
+            close()
+
+
+def _content_length_dropped(start_response):
+    """The app's Content-Length never reaches the server (it frames the body its own way)."""
+    def broken(status, headers, exc_info=None):
+        headers = [(n, v) for n, v in headers if n.lower() != "content-length"]
+        return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+    return broken
+
+
 def _unclosed(inner):
     it = iter(inner)
     return (block for block in it)  # a generator of our own: the app's close() is never reached
@@ -253,6 +272,8 @@ BREAKS = {
     "blocks_buffered": _on_iterable(_blocks_joined),
     "crlf_normalised": _on_iterable(_crlf_normalised),
     "close_not_called": _on_iterable(_unclosed),
+    "last_block_dropped": _on_iterable(_last_block_dropped),
+    "content_length_dropped": _on_start_response(_content_length_dropped),
     "close_called_twice": _on_iterable(lambda inner: _Iterable(inner, 2)),
 }
 
