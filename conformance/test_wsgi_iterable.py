@@ -66,9 +66,11 @@ def _close_events(server, token: str, shape, timeout: float = REPLY_TIMEOUT) -> 
 def _shape_run(server, shape, headers=(), then=()):
     """Run the shape's script on a new connection (``then`` pipelined behind it): (token, exchange); not
     supported when the shape needs a wsgi.file_wrapper the server does not offer."""
-    steps = wsgi_steps(shape, headers=headers)
-    token, ex, _ = run_script(server, steps, then=then, timeout=REPLY_TIMEOUT, wait=False)
-    _file_wrapper_offered(server, token, steps)
+    steps, token = wsgi_steps(shape, headers=headers), new_token()
+    try:
+        ex = run_script(server, steps, token=token, then=then, timeout=REPLY_TIMEOUT, wait=False).exchange
+    finally:   # the answer to a missing wrapper may not even parse
+        _file_wrapper_offered(server, token, steps)
     return token, ex
 
 
