@@ -6,7 +6,7 @@ of the sentence that says so, so the check's ``@spec`` comes from the table too 
 
 **Application shapes** (PEP 3333 §Specification Details, §The write() Callable, §Optional Platform-Specific
 File Handling; ASGI WWW §Response Start, §Response Body; RSGI §HTTP protocol interface): the ways an app may
-hand its response over. WSGI: the iterable's kind (a list, a generator, an iterator class with ``close()``,
+hand its response over. WSGI: the iterable's kind (a list of one or more items, a generator, an iterator class with ``close()``,
 ``wsgi.file_wrapper``), ``write()`` before the iterable, ``start_response`` inside the first ``next()``, and
 an iterable whose first or a later ``next()`` raises. ASGI: the container of the header pairs (the text
 types them ``Iterable[[byte string, byte string]]``) and the body messages (``body`` bytes, default
@@ -173,6 +173,8 @@ class WsgiShape:
 
 #: the WSGI response shapes (the fixture's /script WSGI interpreter builds each: ``wsgi_steps``)
 WSGI_SHAPES = (
+    # a list of one item: PEP 3333 lets the server compute Content-Length from it
+    WsgiShape("one-item-list", b"abcdefgh", None),
     WsgiShape("list", b"abcdefgh", None),
     # a generator's close() does nothing observable once it is exhausted
     WsgiShape("generator", b"abcdefgh", None),
@@ -198,6 +200,7 @@ def wsgi_steps(shape: WsgiShape, status: str = "200 OK", headers=()) -> list:
     sr = ["start_response", status, [["Content-Type", "application/octet-stream"], *map(list, headers)]]
     first, rest = _BLOCKS
     return {
+        "one-item-list": [sr, ["return_list", ["".join(_BLOCKS)]]],
         "list": [sr, ["return_list", list(_BLOCKS)]],
         "generator": [sr, ["return_generator", list(_BLOCKS)]],
         "iterator-with-close": [sr, ["yield", first], ["yield", rest]],
