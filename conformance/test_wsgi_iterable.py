@@ -172,16 +172,14 @@ def test_iteration_stops_soon_after_the_client_disconnects(server, abandoned_str
         f"({closes[0].get('items')} of {_STREAM_BLOCKS} blocks produced)")
 
 
-_CLOSE_RUNS = {"complete": [_sr(), ["yield", "a"]], "error": [_sr(), ["yield", "a"], ["raise", "x"]]}
-
-
-@pytest.mark.parametrize("steps", list(_CLOSE_RUNS.values()), ids=list(_CLOSE_RUNS))
+@pytest.mark.parametrize("shape", shape_params(s for s in WSGI_CLOSING_SHAPES + WSGI_RAISING_SHAPES
+                                                if s.closed_by == "wsgi.close"))
 @spec(_SPEC + " (wsgiref.validate)", "POLICY")
-def test_no_next_after_close(server, steps):
-    """The server never calls next() on the iterable after close(). (wsgiref.validate asserts it; the
-    PEP implies it.)"""
-    token, _, _ = run_script(server, steps, timeout=REPLY_TIMEOUT, wait=False)
-    closes, events = _closes(server, token)
+def test_no_next_after_close(server, shape):
+    """The server never calls next() on the iterable after close(), whatever the shape. (wsgiref.validate
+    asserts it; the PEP implies it.)"""
+    token, _ = _shape_run(server, shape)
+    closes, events = _close_events(server, token, shape)
     assert closes, f"close() was never called: {[e['event'] for e in events]}"
     assert not named(events, "wsgi.next_after_close"), [e["event"] for e in events]
 

@@ -193,6 +193,17 @@ class _Iterable:
                 close()
 
 
+class _NextAfterClose(_Iterable):
+    """close() closes the app's iterable, then asks it for one more item."""
+
+    def close(self):
+        super().close()
+        try:
+            next(self._iter)
+        except Exception:
+            pass
+
+
 def _blocks_joined(inner):
     """Every block the app yields is held until the iterable ends, then sent as one (no streaming)."""
     try:
@@ -275,6 +286,7 @@ BREAKS = {
     "last_block_dropped": _on_iterable(_last_block_dropped),
     "content_length_dropped": _on_start_response(_content_length_dropped),
     "close_called_twice": _on_iterable(lambda inner: _Iterable(inner, 2)),
+    "next_after_close": _on_iterable(lambda inner: _NextAfterClose(inner, 1)),
 }
 
 #: the fixture app through every building block, with nothing broken (the control of every break)

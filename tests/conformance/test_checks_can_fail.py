@@ -335,6 +335,8 @@ ROWS = [
         ("test_body_longer_than_content_length_is_not_sent[iterator-with-close]",
          "test_body_shorter_than_content_length_closes_the_connection[iterator-with-close]")),
     Row("wsgi_iterable", "wsgi", "crlf_normalised", ("test_binary_body_is_transmitted_unmodified",)),
+    Row("wsgi_iterable", "wsgi", "next_after_close",
+        ("test_no_next_after_close[iterator-with-close]", "test_no_next_after_close[start-response-in-first-next]")),
     Row("wsgi_iterable", "wsgi", "close_called_twice",
         ("test_close_is_not_called_twice[iterator-with-close]", "test_close_is_not_called_twice[later-next-raises]")),
     # ASGI extensions and lifespan
