@@ -5,6 +5,10 @@ one with more_body False. Disconnect: receive() answers http.disconnect once the
 client has gone, and not before. Response side: omitted keys take their defaults, the server owns the
 transfer coding, every body message is flushed before send() returns, and messages after the response
 completed change nothing on the wire. Every script and event name comes from ``fixtures/apps/_asgi_script.py``.
+
+Application shapes (issue 11, dimension 1; tables in conformance/dimensions.py): the response headers go out
+in every container the text's ``Iterable`` allows (a list of lists or of tuples, a tuple, another iterable),
+and the body in every shape of body messages the defaults allow.
 """
 from __future__ import annotations
 
@@ -21,8 +25,9 @@ import pytest
 from gatecheck.conformance.app import (new_token, random_bytes, run_script, script_request, step, value_of,
                                        wait_event, wait_steps)
 from gatecheck.conformance.client.http1 import Connection, build_request, parse_responses, read_raw
+from gatecheck.conformance.dimensions import ASGI_BODY_SHAPES, ASGI_HEADER_SHAPES
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.wire import assert_answered_in_order
+from gatecheck.conformance.wire import assert_answered_in_order, describe
 
 pytestmark = [interfaces("asgi"), needs("http1")]
 
@@ -320,12 +325,32 @@ def test_content_encoding_is_left_to_the_app(server):
     assert resp.body == packed
 
 
+@pytest.mark.parametrize("shape", ASGI_HEADER_SHAPES)
 @spec(_START, "MUST")
-def test_response_headers_keep_duplicates_in_order(server):
-    """Repeated response header names (Set-Cookie) reach the client as separate fields in the app's order."""
+def test_response_headers_keep_duplicates_in_order(server, shape):
+    """Repeated response header names (Set-Cookie) reach the client as separate fields in the app's order,
+    whichever iterable of pairs carries them (a list of lists or of tuples, a tuple, another iterable)."""
     headers = [["set-cookie", "a=1"], ["x-between", "y"], ["set-cookie", "b=2"], ["set-cookie", "c=3"]]
-    run = run_script(server, [["start", 200, headers], ["body", "ok"]])
-    assert run.exchange.first.header_all("set-cookie") == ["a=1", "b=2", "c=3"]
+    run = run_script(server, [["start", 200, headers, {"headers_as": shape}], ["body", "ok"]])
+    resp = run.exchange.first
+    assert resp.status == 200 and resp.body == b"ok", describe(run.exchange)
+    assert resp.header_all("set-cookie") == ["a=1", "b=2", "c=3"], describe(run.exchange)
+    assert resp.header("x-between") == "y", describe(run.exchange)
+
+
+@pytest.mark.parametrize("messages,body", [m[1:] for m in ASGI_BODY_SHAPES], ids=[m[0] for m in ASGI_BODY_SHAPES])
+@spec(_BODY, "DEFINED")
+def test_response_body_in_each_message_shape_is_delivered(server, messages, body):
+    """The body messages' bytes, concatenated, are the response body, whether ``body`` and ``more_body`` are
+    given or left to their defaults (b"" and False); the response ends with the last message and the
+    request pipelined behind it is answered."""
+    steps = [["start", 200, [["content-type", "application/octet-stream"]]]] + [["send", m] for m in messages]
+    run = run_script(server, steps, then=(_ping(server),), timeout=3.0)
+    resp = run.exchange.first
+    assert resp.status == 200 and resp.body == body, describe(run.exchange)
+    if len(run.exchange.final) == 2:
+        _assert_ping(run.exchange.final[1])
+    assert not run.exchange.leftover, describe(run.exchange)
 
 
 def _body_bytes_so_far(data: bytes) -> int:

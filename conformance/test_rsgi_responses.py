@@ -6,6 +6,9 @@ to frame validly; HEAD never carries a body whichever method answers it. The spe
 second response call, an empty or inverted range, a range past EOF, a missing file, an app that raises or
 returns without responding — so those checks are POLICY and ask only for a well-formed wire, an error
 rather than a fake success, and no hang. The app side is the fixture's ``/script`` RSGI interpreter.
+
+Application shapes (issue 11, dimension 1; the table is in conformance/dimensions.py): the status and the
+headers are checked through every response method.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import pytest
 from gatecheck import fixtures
 
 from gatecheck.conformance.client.http1 import read_raw
+from gatecheck.conformance.dimensions import RSGI_METHODS, rsgi_steps
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.app import events_until, new_token, ping, run_script, script_request, step
 from gatecheck.conformance.wire import REPLY_TIMEOUT, assert_answered_in_order, describe
@@ -81,29 +85,25 @@ def test_response_str_is_sent_utf8_encoded(server):
 
 
 _REPEATED = [["set-cookie", "a=1"], ["x-other", "o"], ["set-cookie", "b=2"]]
-_BY_METHOD = {
-    "response_bytes": [["response_bytes", 200, _REPEATED, "x"]],
-    "response_str": [["response_str", 200, _REPEATED, "x"]],
-    "response_empty": [["response_empty", 200, _REPEATED]],
-    "response_file": [["response_file", 200, _REPEATED, fixtures.STATIC_SMALL]],
-    "response_stream": [["stream", 200, _REPEATED], ["send_bytes", "x"]],
-}
 
 
-@pytest.mark.parametrize("steps", list(_BY_METHOD.values()), ids=list(_BY_METHOD))
+@pytest.mark.parametrize("method", RSGI_METHODS)
 @spec(_PROTO, "DEFINED")
-def test_repeated_header_names_are_all_sent_in_order(server, steps):
-    """Every header tuple the app passes is sent, a repeated name such as set-cookie once per tuple, in order."""
-    _, ex, _ = run_script(server, steps, timeout=REPLY_TIMEOUT)
+def test_repeated_header_names_are_all_sent_in_order(server, method):
+    """Every header tuple the app passes is sent, a repeated name such as set-cookie once per tuple, in order,
+    whichever response method sends them."""
+    _, ex, _ = run_script(server, rsgi_steps(method, 200, _REPEATED), timeout=REPLY_TIMEOUT)
+    assert ex.first.status == 200, describe(ex)
     assert ex.first.header_all("set-cookie") == ["a=1", "b=2"], describe(ex)
     assert ex.first.header("x-other") == "o", describe(ex)
 
 
 @pytest.mark.parametrize("status", [200, 201, 299, 404, 418, 503])
+@pytest.mark.parametrize("method", RSGI_METHODS)
 @spec(_PROTO, "DEFINED")
-def test_response_status_is_sent_as_given(server, status):
-    """The int status passed to a response method is the status code on the wire."""
-    _, ex, _ = run_script(server, [["response_bytes", status, _PLAIN, "s"]], timeout=REPLY_TIMEOUT)
+def test_response_status_is_sent_as_given(server, method, status):
+    """The int status passed to a response method is the status code on the wire, whichever method."""
+    _, ex, _ = run_script(server, rsgi_steps(method, status, _PLAIN), timeout=REPLY_TIMEOUT)
     assert ex.first.status == status, describe(ex)
 
 

@@ -8,6 +8,11 @@ what is sent, and a short body must not leave the connection looking reusable. w
 server offers it, sends from the file's current position, honours Content-Length, closes the file, works
 without fileno(), and sends nothing when the app drops it. The app side is the fixture's ``/script`` WSGI
 interpreter: its iterable logs ``wsgi.close``/``wsgi.next_after_close``, its files ``file.close``.
+
+Application shapes (issue 11, dimension 1; the table is in conformance/dimensions.py): close() is checked
+for every shape whose iterable has one (an iterator class, wsgi.file_wrapper, write() before the iterable,
+start_response inside the first next(), a first or later next() that raises), and every Content-Length
+rule (exact, longer, shorter, absent) for every shape that delivers a body (those, a list and a generator).
 """
 from __future__ import annotations
 
@@ -20,9 +25,11 @@ import pytest
 from gatecheck import fixtures
 
 from gatecheck.conformance.client.http1 import Connection, parse_head, read_raw
+from gatecheck.conformance.dimensions import (WSGI_BODY_SHAPES, WSGI_CLOSING_SHAPES, WSGI_RAISING_SHAPES,
+                                              shape_params, wsgi_steps)
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.app import (events_until, named, new_token, ping, run_script, script_request, step,
-                                       wait_steps)
+from gatecheck.conformance.app import (events_of, events_until, named, new_token, ping, run_script, script_request,
+                                       step, steps_of, wait_step, wait_steps)
 from gatecheck.conformance.wire import REPLY_TIMEOUT, describe
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
@@ -49,32 +56,64 @@ def _closes(server, token: str, timeout: float = REPLY_TIMEOUT) -> tuple:
 
 # -- close() -----------------------------------------------------------------------------------
 
+def _close_events(server, token: str, shape, timeout: float = REPLY_TIMEOUT) -> tuple:
+    """(the events that show the shape's close() ran, all events), once one was logged, plus a moment for a
+    duplicate."""
+    events = events_until(server, token, (shape.closed_by,), timeout=timeout, settle=0.2)
+    return named(events, shape.closed_by), events
+
+
+def _shape_run(server, shape, headers=(), then=()):
+    """Run the shape's script on a new connection (``then`` pipelined behind it): (token, exchange); not
+    supported when the shape needs a wsgi.file_wrapper the server does not offer."""
+    steps, token = wsgi_steps(shape, headers=headers), new_token()
+    try:
+        ex = run_script(server, steps, token=token, then=then, timeout=REPLY_TIMEOUT, wait=False).exchange
+    finally:   # the answer to a missing wrapper may not even parse
+        _file_wrapper_offered(server, token, steps)
+    return token, ex
+
+
+def _file_wrapper_offered(server, token: str, steps: list) -> None:
+    for index, step_ in enumerate(steps):
+        if step_[0] == "file_wrapper":
+            _offered(wait_step(server, token, index, REPLY_TIMEOUT))
+
+
+@pytest.mark.parametrize("shape", shape_params(WSGI_CLOSING_SHAPES))
 @spec(_SPEC, "MUST")
-def test_close_is_called_after_a_complete_response(server):
-    """The iterable's close() is called when the response is complete."""
-    token, ex, _ = run_script(server, [_sr(), ["yield", "a"], ["yield", "b"]], timeout=REPLY_TIMEOUT, wait=False)
-    assert ex.first.body == b"ab", describe(ex)
-    closes, events = _closes(server, token)
+def test_close_is_called_after_a_complete_response(server, shape):
+    """The iterable's close() is called when the response is complete, whatever the shape (for
+    wsgi.file_wrapper: its close() closes the file). Evidence the response completed: a whole 200 response
+    (its body is the Content-Length checks' business)."""
+    token, ex = _shape_run(server, shape)
+    assert ex.first.status == 200, describe(ex)
+    closes, events = _close_events(server, token, shape)
     assert closes, f"close() was never called; events: {[e['event'] for e in events]}"
 
 
+@pytest.mark.parametrize("shape", shape_params(WSGI_CLOSING_SHAPES + WSGI_RAISING_SHAPES))
 @spec(_SPEC + " (once)", "POLICY")
-def test_close_is_not_called_twice(server):
+def test_close_is_not_called_twice(server, shape):
     """POLICY (the text says close() must be called, not how often; calling it twice is the suite's reading
     of a fault): close() is called no more than once for one response."""
-    token, ex, _ = run_script(server, [_sr(), ["yield", "a"], ["yield", "b"]], timeout=REPLY_TIMEOUT, wait=False)
-    closes, events = _closes(server, token)
+    token, _ = _shape_run(server, shape)
+    closes, events = _close_events(server, token, shape)
     if not closes:
-        pytest.skip("close() was never called here (test_close_is_called_after_a_complete_response fails)")
+        pytest.skip("close() was never called here (test_close_is_called_* fails)")
     assert len(closes) == 1, f"close() called {len(closes)} times; events: {[e['event'] for e in events]}"
 
 
+@pytest.mark.parametrize("shape", shape_params(WSGI_RAISING_SHAPES))
 @spec(_SPEC, "MUST")
-def test_close_is_called_when_iteration_raises(server):
-    """close() is called when the iterable raises in the middle of the response."""
-    token, _, _ = run_script(server, [_sr(), ["yield", "a"], ["raise", "mid-body"], ["yield", "b"]],
-                             timeout=REPLY_TIMEOUT, wait=False)
-    closes, events = _closes(server, token)
+def test_close_is_called_when_iteration_raises(server, shape):
+    """close() is called when the iterable raises, in its first next() or in the middle of the response.
+
+    Evidence, not absence: the app's log must show the raise (the request reached the iterable)."""
+    token, _ = _shape_run(server, shape)
+    closes, events = _close_events(server, token, shape)
+    assert any(e.get("event") == "script.end" and e.get("outcome") == "raised" for e in events), (
+        f"no evidence the iterable ran and raised; events: {[e['event'] for e in events]}")
     assert closes, f"close() was never called; events: {[e['event'] for e in events]}"
 
 
@@ -133,70 +172,101 @@ def test_iteration_stops_soon_after_the_client_disconnects(server, abandoned_str
         f"({closes[0].get('items')} of {_STREAM_BLOCKS} blocks produced)")
 
 
-_CLOSE_RUNS = {"complete": [_sr(), ["yield", "a"]], "error": [_sr(), ["yield", "a"], ["raise", "x"]]}
-
-
-@pytest.mark.parametrize("steps", list(_CLOSE_RUNS.values()), ids=list(_CLOSE_RUNS))
+@pytest.mark.parametrize("shape", shape_params(s for s in WSGI_CLOSING_SHAPES + WSGI_RAISING_SHAPES
+                                                if s.closed_by == "wsgi.close"))
 @spec(_SPEC + " (wsgiref.validate)", "POLICY")
-def test_no_next_after_close(server, steps):
-    """The server never calls next() on the iterable after close(). (wsgiref.validate asserts it; the
-    PEP implies it.)"""
-    token, _, _ = run_script(server, steps, timeout=REPLY_TIMEOUT, wait=False)
-    closes, events = _closes(server, token)
+def test_no_next_after_close(server, shape):
+    """The server never calls next() on the iterable after close(), whatever the shape. (wsgiref.validate
+    asserts it; the PEP implies it.)"""
+    token, _ = _shape_run(server, shape)
+    closes, events = _close_events(server, token, shape)
     assert closes, f"close() was never called: {[e['event'] for e in events]}"
     assert not named(events, "wsgi.next_after_close"), [e["event"] for e in events]
 
 
-# -- Content-Length and framing ----------------------------------------------------------------
+# -- Content-Length and framing, in every shape ------------------------------------------------
 
-@spec(_CL, "SHOULD NOT")
-def test_body_longer_than_content_length_is_not_sent(server):
-    """When the app yields more than its Content-Length, no more than that many bytes are sent: the client
-    never reads the excess as the start of the next response."""
-    steps = [_sr("200 OK", ["Content-Length", "3"]), ["yield", "abc"], ["yield", "EXCESS"]]
-    _, ex, _ = run_script(server, steps, then=(ping(server),), timeout=REPLY_TIMEOUT, wait=False)
-    assert ex.first.status == 200 and ex.first.body == b"abc", describe(ex)   # evidence: the response came
-    assert b"EXCESS" not in ex.raw, f"bytes beyond Content-Length were sent: {describe(ex)}"
+def _length(size: int) -> list:
+    return [["Content-Length", str(size)]]
+
+
+@pytest.mark.parametrize("shape", shape_params(WSGI_BODY_SHAPES))
+@spec("RFC 9112 §6.3", "DEFINED")
+def test_body_matching_content_length_is_sent_whole(server, shape):
+    """With a Content-Length equal to what the app hands over, the body arrives whole, exactly that long,
+    and the connection stays usable: the request pipelined behind it is answered (or the server closes
+    after the response, saying so or not)."""
+    _, ex = _shape_run(server, shape, _length(len(shape.body)), then=(ping(server),))
+    resp = ex.first
+    assert resp.status == 200 and resp.body == shape.body, describe(ex)
+    assert resp.header("content-length") in (None, str(len(shape.body))), describe(ex)
     if len(ex.final) == 2:
-        assert ex.final[0].body == b"abc" and ex.final[1].body == b"ok", describe(ex)
+        assert ex.final[1].body == b"ok", describe(ex)
+    assert not ex.leftover, f"bytes after the response: {describe(ex)}"
 
 
+@pytest.mark.parametrize("shape", shape_params(WSGI_BODY_SHAPES))
+@spec(_CL, "SHOULD NOT")
+def test_body_longer_than_content_length_is_not_sent(server, shape):
+    """When the app hands over more than its Content-Length, no more than that many bytes are sent: the
+    client never reads the excess as the start of the next response."""
+    declared = len(shape.body) - 5
+    _, ex = _shape_run(server, shape, _length(declared), then=(ping(server),))
+    # evidence: a 200 framed by the app's Content-Length (what it carries is the other checks' business)
+    assert ex.first.status == 200 and ex.first.header("content-length") == str(declared), describe(ex)
+    assert not ex.leftover, f"bytes beyond Content-Length were sent: {describe(ex)}"
+    if len(ex.final) == 2:
+        assert ex.final[1].body == b"ok", f"bytes beyond Content-Length were sent: {describe(ex)}"
+
+
+@pytest.mark.parametrize("shape", shape_params(WSGI_BODY_SHAPES))
 @spec(_CL, "SHOULD")
-def test_body_shorter_than_content_length_closes_the_connection(server):
-    """When the app sends fewer bytes than its Content-Length, the server closes the connection promptly
-    instead of reusing it (which would splice the next response into this body).
+def test_body_shorter_than_content_length_closes_the_connection(server, shape):
+    """When the app hands over fewer bytes than its Content-Length, the server closes the connection
+    promptly instead of reusing it (which would splice the next response into this body).
 
-    Evidence, not absence: either the response's head and its 3 bytes arrive, or the app's log shows it
-    yielded them (granian 2.8.7 sometimes closes before sending the truncated response: the connection is
-    still not reused); a close before the app ran proves nothing."""
-    steps = [_sr("200 OK", ["Content-Length", "10"]), ["yield", "abc"]]
+    Evidence, not absence: either the response's head (a 200 declaring the app's length) arrives, or the
+    app's log shows every step ran, so the server took the whole short body (granian 2.8.7 sometimes closes
+    before sending the truncated response: the connection is still not reused); a close before the app ran
+    proves nothing."""
+    declared = len(shape.body) + 10
+    steps = wsgi_steps(shape, headers=_length(declared))
     token = new_token()
+
+    def answered(buf: bytes) -> bool:   # the head and as many body bytes as the app handed over
+        head, sep, body = buf.partition(b"\r\n\r\n")
+        return bool(sep) and len(body) >= len(shape.body)
+
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(script_request(server, steps, token=token) + ping(server))
         # the response first (within the reply timeout), then the close (within 1.5 s of it)
-        raw, end = read_raw(conn.sock, lambda buf: b"\r\n\r\nabc" in buf, timeout=REPLY_TIMEOUT)
+        raw, end = read_raw(conn.sock, answered, timeout=REPLY_TIMEOUT)
         conn.buffer, conn.closed = raw, end in ("closed", "reset")
         closed = conn.wait_closed(1.5)
         raw = conn.buffer
-    head, sep, _ = raw.partition(b"\r\n\r\nabc")
+    _file_wrapper_offered(server, token, steps)
+    head, sep, after = raw.partition(b"\r\n\r\n")
     if sep:
-        assert parse_head(head).status == 200, f"the truncated response is not a 200: {raw[:300]!r}"
-    else:
-        yielded = step(wait_steps(server, token, 2), 1)
-        assert yielded and yielded.get("ok"), (f"no response and no evidence the app ran and yielded "
-                                               f"(step: {yielded}): {raw[:300]!r}")
-    assert b"HTTP/1." not in raw.partition(b"\r\n\r\nabc")[2], f"the next response was spliced in: {raw!r}"
+        got = parse_head(head)
+        assert got.status == 200 and got.header("content-length") == str(declared), (
+            f"the truncated response is not a 200 declaring the app's {declared} bytes: {raw[:300]!r}")
+    else:   # the app ran to its end (the server took the whole iterable), whatever each step returned
+        wait_step(server, token, len(steps) - 1, REPLY_TIMEOUT)
+        ran = steps_of(events_of(server, token))
+        assert len(ran) == len(steps), (f"no response and no evidence the app ran and handed its body over "
+                                        f"({len(ran)} of {len(steps)} steps ran): {raw[:300]!r}")
+    assert b"HTTP/1." not in after, f"the next response was spliced in: {raw[-300:]!r}"
     assert closed, f"the connection stayed open 1.5s after a short body: {raw[-200:]!r}"
 
 
+@pytest.mark.parametrize("shape", shape_params(WSGI_BODY_SHAPES))
 @spec("RFC 9112 §6.3", "DEFINED")
-def test_one_element_list_without_length_is_framed(server):
-    """A one-element list without Content-Length arrives whole and delimited (computed length, chunked, or
-    close); a computed Content-Length is the element's length."""
-    _, ex, _ = run_script(server, [_sr(), ["return_list", ["hello world"]]], then=(ping(server),),
-                          timeout=REPLY_TIMEOUT, wait=False)
-    assert ex.first.body == b"hello world", describe(ex)
-    assert ex.first.header("content-length") in (None, "11"), describe(ex)
+def test_body_without_content_length_is_framed(server, shape):
+    """Without a Content-Length from the app, the body arrives whole and delimited (a computed length,
+    chunked, or a close); a computed Content-Length is the body's length."""
+    _, ex = _shape_run(server, shape, then=(ping(server),))
+    assert ex.first.status == 200 and ex.first.body == shape.body, describe(ex)
+    assert ex.first.header("content-length") in (None, str(len(shape.body))), describe(ex)
     if len(ex.final) == 2:
         assert ex.final[1].body == b"ok", describe(ex)
 

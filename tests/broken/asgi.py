@@ -302,6 +302,24 @@ def _ws_close_reason_dropped(send):
     return broken
 
 
+def _non_list_headers_dropped(send):
+    """Response headers in any iterable but a list are dropped (the start goes out with none)."""
+    async def broken(message):
+        if message["type"] == "http.response.start" and not isinstance(message.get("headers", []), list):
+            message = dict(message, headers=[])
+        return await send(message)
+    return broken
+
+
+def _body_key_required(send):
+    """A body message without "body" raises (the server reads message["body"], ignoring the default)."""
+    async def broken(message):
+        if message["type"] == "http.response.body" and "body" not in message:
+            raise KeyError("body")
+        return await send(message)
+    return broken
+
+
 def _content_length_dropped(send):
     async def broken(message):
         if message["type"] == "http.response.start":
@@ -493,6 +511,8 @@ BREAKS = {
     "body_buffered": _on_send(_buffer_body),
     "file_short_by_one": _on_send(_response_short_by_one, paths=("/file/",)),
     "response_repeats_merged": _on_send(_dedup_response_headers),
+    "non_list_headers_dropped": _on_send(_non_list_headers_dropped),
+    "body_key_required": _on_send(_body_key_required),
     "content_length_dropped": _on_send(_content_length_dropped, paths=("/echo",)),
     "content_encoding_dropped": _on_send(_content_encoding_dropped),
     "empty_body_ends_response": _on_send(_empty_body_ends_response),

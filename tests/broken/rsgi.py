@@ -152,6 +152,8 @@ class _FileRangeShortByOne(_Protocol):
 
 
 class _StatusAlways200(_Protocol):
+    """Every response method sends 200, whatever status the app passed."""
+
     def response_empty(self, status, headers):
         self._inner.response_empty(200, headers)
 
@@ -161,12 +163,41 @@ class _StatusAlways200(_Protocol):
     def response_str(self, status, headers, body):
         self._inner.response_str(200, headers, body)
 
+    def response_file(self, status, headers, file):
+        self._inner.response_file(200, headers, file)
+
+    def response_file_range(self, status, headers, file, start, end):
+        self._inner.response_file_range(200, headers, file, start, end)
+
+    def response_stream(self, status, headers):
+        return self._inner.response_stream(200, headers)
+
+
+def _merged(headers) -> list:
+    return list(dict(headers).items())
+
 
 class _RepeatsMerged(_Protocol):
-    """Response headers go out as a dict would keep them: the last value of each name."""
+    """Response headers go out as a dict would keep them, the last value of each name, through every
+    response method."""
+
+    def response_empty(self, status, headers):
+        self._inner.response_empty(status, _merged(headers))
 
     def response_bytes(self, status, headers, body):
-        self._inner.response_bytes(status, list(dict(headers).items()), body)
+        self._inner.response_bytes(status, _merged(headers), body)
+
+    def response_str(self, status, headers, body):
+        self._inner.response_str(status, _merged(headers), body)
+
+    def response_file(self, status, headers, file):
+        self._inner.response_file(status, _merged(headers), file)
+
+    def response_file_range(self, status, headers, file, start, end):
+        self._inner.response_file_range(status, _merged(headers), file, start, end)
+
+    def response_stream(self, status, headers):
+        return self._inner.response_stream(status, _merged(headers))
 
 
 class _CrLfNormalised(_Protocol):

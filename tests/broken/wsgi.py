@@ -193,6 +193,17 @@ class _Iterable:
                 close()
 
 
+class _NextAfterClose(_Iterable):
+    """close() closes the app's iterable, then asks it for one more item."""
+
+    def close(self):
+        super().close()
+        try:
+            next(self._iter)
+        except Exception:
+            pass
+
+
 def _blocks_joined(inner):
     """Every block the app yields is held until the iterable ends, then sent as one (no streaming)."""
     try:
@@ -216,6 +227,25 @@ def _crlf_normalised(inner):
 class _ErrorsWithoutFlush:
     def __init__(self, inner):
         self.write, self.writelines = inner.write, inner.writelines
+
+
+def _last_block_dropped(inner):
+    """Every block but the last is sent (the app's close() still called)."""
+    try:
+        blocks = [bytes(block) for block in inner]
+        return blocks[:-1]
+    finally:
+        close = getattr(inner, "close", None)
+        if close is not None:
+            close()
+
+
+def _content_length_dropped(start_response):
+    """The app's Content-Length never reaches the server (it frames the body its own way)."""
+    def broken(status, headers, exc_info=None):
+        headers = [(n, v) for n, v in headers if n.lower() != "content-length"]
+        return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+    return broken
 
 
 def _unclosed(inner):
@@ -253,7 +283,10 @@ BREAKS = {
     "blocks_buffered": _on_iterable(_blocks_joined),
     "crlf_normalised": _on_iterable(_crlf_normalised),
     "close_not_called": _on_iterable(_unclosed),
+    "last_block_dropped": _on_iterable(_last_block_dropped),
+    "content_length_dropped": _on_start_response(_content_length_dropped),
     "close_called_twice": _on_iterable(lambda inner: _Iterable(inner, 2)),
+    "next_after_close": _on_iterable(lambda inner: _NextAfterClose(inner, 1)),
 }
 
 #: the fixture app through every building block, with nothing broken (the control of every break)
