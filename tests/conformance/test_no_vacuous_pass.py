@@ -33,7 +33,7 @@ HTTP1_FILES = ("test_byte_classes.py", "test_connection_states.py", "test_echo.p
                "test_http1_framing.py", "test_http1_limits.py", "test_http1_responses.py",
                "test_http1_smuggling.py", "test_properties.py", "test_robustness.py", "test_streaming.py",
                "test_vanishing_clients.py", "test_wsgi_environ.py", "test_wsgi_input.py",
-               "test_wsgi_iterable.py", "test_wsgi_response.py")
+               "test_wsgi_iterable.py", "test_wsgi_response.py", "test_interop.py")
 ASGI_FILES = ("test_asgi_extensions.py", "test_asgi_messages.py", "test_asgi_messages_errors.py",
               "test_asgi_scope.py", "test_streaming.py", "test_vanishing_clients.py")
 RSGI_FILES = ("test_rsgi_protocol.py", "test_rsgi_responses.py", "test_rsgi_scope.py", "test_streaming.py",
@@ -123,9 +123,9 @@ def test_the_sweeps_ran_the_checks_of_issue_10(sweeps):
         "garbage-asgi", "close-asgi", "silent-asgi"}
 
 
-#: checks whose clients read a response head and a body (Connection, deliver, read_raw, TLS aside)
+#: checks whose clients read a response head and a body (Connection, deliver, read_raw, httpx; TLS aside)
 BOUNDED_FILES = ("test_echo.py", "test_streaming.py", "test_vanishing_clients.py", "test_http1_connection.py",
-                 "test_wsgi_response.py", "test_wsgi_iterable.py")
+                 "test_wsgi_response.py", "test_wsgi_iterable.py", "test_interop.py")
 
 
 @pytest.mark.parametrize("mode", ["huge-header", "endless-body"])
