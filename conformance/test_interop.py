@@ -30,7 +30,7 @@ from gatecheck import fixtures
 from gatecheck.fixtures import payload_bytes
 
 from gatecheck.conformance.app import random_bytes, response_script, script_target
-from gatecheck.conformance.client.interop import fetch, http_client, ws_client, ws_recv
+from gatecheck.conformance.client.interop import fetch, http_client, ws_client, ws_recv, ws_refused
 from gatecheck.conformance.markers import interfaces, needs, spec
 
 # -- HTTP exchanges ---------------------------------------------------------------------------------------
@@ -178,11 +178,9 @@ def _close_handshake(ws) -> None:
     """Show the connection alive (one echo), close with a code, and require the server's Close frame."""
     _echoed(ws, "alive", "alive")
     ws.close(_CLOSE_CODE, "interop")
-    broken = getattr(ws.protocol, "parser_exc", None)   # a frame websockets refused, e.g. a Close with 1005
     assert ws.protocol.close_rcvd is not None, (
         f"no valid Close frame answered the client's Close {_CLOSE_CODE} within the client's close timeout "
-        f"(websockets records close code {ws.close_code}"
-        + (f"; it refused the server's frames: {type(broken).__name__}: {broken})" if broken else ")"))
+        f"(websockets records close code {ws.close_code}{ws_refused(ws)})")
 
 
 def _ws_exchange(server, name: str) -> None:

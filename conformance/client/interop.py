@@ -33,7 +33,8 @@ from websockets.sync.client import connect as _ws_connect
 
 from .connect import connect, tls_context
 
-__all__ = ["ClientFailed", "Fetched", "http_client", "fetch", "ws_client", "ws_recv", "WS_MAX_SIZE", "TIMEOUT"]
+__all__ = ["ClientFailed", "Fetched", "http_client", "fetch", "ws_client", "ws_recv", "ws_refused", "WS_MAX_SIZE",
+           "TIMEOUT"]
 
 #: seconds for each of httpx's operations (connect, each read, each write) and websockets' open and close
 TIMEOUT = 10.0
@@ -101,10 +102,18 @@ def ws_client(server, path: str):
 
 
 def ws_recv(ws, timeout: float = TIMEOUT):
-    """The next message (str or bytes) within ``timeout`` seconds; silence or a closed connection fails."""
+    """The next message (str or bytes) within ``timeout`` seconds; silence, a closed connection or frames
+    websockets refused (a message past ``max_size``, a protocol error) fail."""
     try:
         return ws.recv(timeout)
     except TimeoutError:
-        raise AssertionError(f"no message within {timeout:.0f} s") from None
+        raise AssertionError(f"no message within {timeout:.0f} s{ws_refused(ws)}") from None
     except WebSocketException as exc:
-        raise ClientFailed(f"websockets recv raised {type(exc).__name__}: {exc}") from exc
+        raise ClientFailed(f"websockets recv raised {type(exc).__name__}: {exc}{ws_refused(ws)}") from exc
+
+
+def ws_refused(ws) -> str:
+    """"; websockets refused the server's frames: <why>" when it failed the connection on what the server
+    sent (it then waits for the closing handshake, so a receive times out rather than raising), else ""."""
+    refused = getattr(ws.protocol, "parser_exc", None)
+    return f"; websockets refused the server's frames: {type(refused).__name__}: {refused}" if refused else ""
