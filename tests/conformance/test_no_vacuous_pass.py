@@ -131,7 +131,8 @@ BOUNDED_FILES = ("test_echo.py", "test_streaming.py", "test_vanishing_clients.py
 @pytest.mark.parametrize("mode", ["huge-header", "endless-body"])
 def test_a_huge_header_or_endless_body_fails_checks_within_bounded_memory(tmp_path, mode):
     """Every check fails (or is not for this interface), and pytest's peak RSS stays under the limit."""
-    run = _run(tmp_path, mode, "wsgi", BOUNDED_FILES, "not h2 and not websocket")
+    # the https variants of test_interop.py need a TLS listener: not collected here, rather than not supported
+    run = _run(tmp_path, mode, "wsgi", BOUNDED_FILES, "not h2 and not websocket and not https")
     outcomes = {r["check"]: r["outcome"] for r in run["records"]}
     assert outcomes, _explain(run)
     wrong = {c: o for c, o in outcomes.items() if o not in ("failed", "skipped")}
