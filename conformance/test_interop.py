@@ -9,8 +9,9 @@ h11 or h2 refuses, a TLS or ALPN set-up it cannot complete, a WebSocket handshak
   prior knowledge where the target serves it, ``h2`` by ALPN on a TLS target): a body echoed (1 KiB and
   1 MiB, sent with a Content-Length), a body of unknown length streamed up (chunked on HTTP/1.1), a response
   the app streams in pieces, the static files, the JSON document.
-- WebSocket, through ``websockets`` (``ws``, and ``wss`` on a TLS target) to ``/ws_echo``: a text message, a
-  binary one, a 1 MiB one, one sent in fragments, and a closing handshake the client starts with a code.
+- WebSocket, through ``websockets`` (``ws``, and ``wss`` on a TLS target; its opening handshake is HTTP/1.1)
+  to ``/ws_echo``: a text message, a binary one, a 1 MiB one, one sent in fragments, and a closing handshake
+  the client starts with a code.
 
 One exchange, one obligation: each parameter cites the rule the exchange shows (RFC 9112 §6 and §6.3, §7.1
 for the chunked upload; RFC 9113 §8.1 on HTTP/2; RFC 6455 §5.2, §5.4, §5.5.1, §5.6). Evidence: a pass needs
@@ -163,15 +164,22 @@ _WS = {
 _WS_PARAMS = [pytest.param(name, id=name, marks=spec(*clause)) for name, clause in _WS.items()]
 
 
+#: message -> (what the client sends: a list goes out as one fragment per item, what must come back)
+_MESSAGES = {"text": (_TEXT, _TEXT), "binary": (_BINARY, _BINARY), "1MiB": (_LARGE, _LARGE),
+             "fragmented": (_FRAGMENTS, b"".join(_FRAGMENTS))}
+
+
+def _size(message) -> int:
+    return len(message.encode() if isinstance(message, str) else message)
+
+
 def _echoed(ws, sent, expected) -> None:
-    ws.send(sent)
+    ws.send(iter(sent) if isinstance(sent, list) else sent)
     got = ws_recv(ws)
     if got != expected:
-        kind = "text" if isinstance(got, str) else "binary"
-        want = "text" if isinstance(expected, str) else "binary"
-        size = len(got.encode() if isinstance(got, str) else got)
-        raise AssertionError(f"sent a {want} message of {len(expected)} (characters or bytes), got a {kind} "
-                             f"message of {size} B back: {got[:80]!r}")
+        kind, want = ("text" if isinstance(m, str) else "binary" for m in (got, expected))
+        raise AssertionError(f"sent a {want} message of {_size(expected)} B, got a {kind} message of "
+                             f"{_size(got)} B back: {got[:80]!r}")
 
 
 def _close_handshake(ws) -> None:
@@ -185,16 +193,10 @@ def _close_handshake(ws) -> None:
 
 def _ws_exchange(server, name: str) -> None:
     with ws_client(server, "/ws_echo") as ws:
-        if name == "text":
-            _echoed(ws, _TEXT, _TEXT)
-        elif name == "binary":
-            _echoed(ws, _BINARY, _BINARY)
-        elif name == "1MiB":
-            _echoed(ws, _LARGE, _LARGE)
-        elif name == "fragmented":
-            _echoed(ws, iter(_FRAGMENTS), b"".join(_FRAGMENTS))   # an iterable: one frame per piece
-        else:
+        if name == "close":
             _close_handshake(ws)
+        else:
+            _echoed(ws, *_MESSAGES[name])
 
 
 @interfaces("asgi", "rsgi")
