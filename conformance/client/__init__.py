@@ -5,8 +5,11 @@
     http1.py     HTTP/1.x: requests from parts, a strict response parser, ``Connection``
     h2.py        HTTP/2: ``H2Client`` (h2frames.py: frame records, stream state, the raw path)
     ws.py        WebSocket: ``WSConnection`` (wsframes.py: handshake and frames from fields)
+    interop.py   the field's own clients, httpx and websockets, bounded, for the well-formed exchanges only
 
 Each client opens its socket with :func:`connect.connect` and reads through :mod:`bounded`, so each works
-over TLS the same way (``tls=True``) and none can hang or buffer without limit. Nothing here knows the
-fixture app (``conformance/app.py``) or judges a result (the checks, ``conformance/verdicts.py``).
+over TLS the same way (``tls=True``) and none can hang or buffer without limit; the exception is
+``interop.py``, where httpx and websockets read through their own code, bounded by the timeouts and caps it
+sets. Nothing here knows the fixture app (``conformance/app.py``) or judges a result (the checks,
+``conformance/verdicts.py``).
 """

@@ -37,6 +37,7 @@ AREAS = (
     ("Echo, streaming, files", ("echo", "streaming", "files")),
     ("Robustness", ("robustness", "vanishing_clients")),
     ("Properties", ("properties",)),
+    ("Interop (httpx, websockets)", ("interop",)),
 )
 DECIDED = frozenset({"passed", "fixed", "failed", "known", "error", "timeout", "interrupted"})
 PASSED = frozenset({"passed", "fixed"})

@@ -536,6 +536,23 @@ BREAKS = {
 }
 
 
+# -- breaks the field's own clients must catch (conformance/test_interop.py) ---------------------------------
+
+def _ws_bytes_short_by_one(send):
+    """Every binary WebSocket message the app sends loses its last byte."""
+    async def broken(message):
+        if message["type"] == "websocket.send" and message.get("bytes"):
+            message = {"type": "websocket.send", "bytes": bytes(message["bytes"])[:-1]}
+        return await send(message)
+    return broken
+
+
+BREAKS.update({
+    "json_short_by_one": _on_send(_response_short_by_one, paths=("/json",)),
+    "ws_bytes_short_by_one": _on_send(_ws_bytes_short_by_one, types=("websocket",)),
+})
+
+
 
 
 async def _unchanged(scope, message):

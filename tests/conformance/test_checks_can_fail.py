@@ -425,6 +425,39 @@ ROWS += [
     Row("connection_states", "wire", "half_close_drops", ("test_half_closed_client_gets_its_responses[get]",)),
 ]
 
+# interoperability through the field's own clients (httpx, websockets): the same breaks, seen by those clients;
+# over TLS and HTTP/2 on TLS through granian and uvicorn with the test certificate
+VIAS.update({
+    "asgi-h2-tls": Via("asgi", "{python} -m granian --interface asgi --host {host} --port {port} --http 2 "
+                               "--ssl-certificate {tls_cert} --ssl-keyfile {tls_key} tests.broken.asgi:{break}",
+                       http="h2", features="tls,h2c"),
+    "asgi-tls-ws": Via("asgi", "{python} -m uvicorn --host {host} --port {port} --no-access-log "
+                               "--ssl-certfile {tls_cert} --ssl-keyfile {tls_key} tests.broken.asgi:{break}",
+                       features="tls,websockets"),
+})
+CATALOGUES.update({"asgi-h2-tls": asgi.BREAKS, "asgi-tls-ws": asgi.BREAKS})
+_H1, _H2, _TLS1, _TLS2 = ("test_httpx_http11_round_trip", "test_httpx_h2c_round_trip",
+                          "test_httpx_https_http11_round_trip", "test_httpx_https_h2_round_trip")
+ROWS += [
+    Row("interop", "asgi", "body_loses_a_byte",
+        (f"{_H1}[echo-1KiB]", f"{_H1}[echo-1MiB]", f"{_H1}[upload-streamed]")),
+    Row("interop", "asgi", "file_short_by_one", (f"{_H1}[file-photo.jpg]", f"{_H1}[file-small.txt]")),
+    Row("interop", "asgi", "json_short_by_one", (f"{_H1}[json]",)),
+    Row("interop", "rsgi", "stream_reordered", (f"{_H1}[response-streamed]",)),
+    Row("interop", "asgi-h2", "body_loses_a_byte", (f"{_H2}[echo-1KiB]", f"{_H2}[upload-streamed]")),
+    Row("interop", "asgi-h2", "json_short_by_one", (f"{_H2}[json]",)),
+    Row("interop", "rsgi-h2", "stream_reordered", (f"{_H2}[response-streamed]",)),
+    Row("interop", "asgi-tls", "body_loses_a_byte", (f"{_TLS1}[echo-1KiB]", f"{_TLS1}[upload-streamed]")),
+    Row("interop", "asgi-h2-tls", "body_loses_a_byte", (f"{_TLS2}[echo-1MiB]", f"{_TLS2}[upload-streamed]")),
+    Row("interop", "asgi", "ws_text_as_bytes", ("test_websockets_round_trip[text]",)),
+    Row("interop", "asgi", "ws_bytes_short_by_one",
+        ("test_websockets_round_trip[binary]", "test_websockets_round_trip[1MiB]",
+         "test_websockets_round_trip[fragmented]")),
+    Row("interop", "ws-proxy", "ws_close_code_1005", ("test_websockets_round_trip[close]",)),
+    Row("interop", "asgi-tls-ws", "ws_text_as_bytes", ("test_websockets_wss_round_trip[text]",)),
+    Row("interop", "asgi-tls-ws", "ws_bytes_short_by_one", ("test_websockets_wss_round_trip[fragmented]",)),
+]
+
 
 UNCOVERED = {
     "h2spec": "its cases are h2spec's own verdicts on the server's HTTP/2 framing layer, reported as they come; "

@@ -23,6 +23,8 @@ WS_FILES = ["conformance/test_websocket.py", "conformance/test_websocket_close.p
             "conformance/test_websocket_asgi.py"]
 H2_FILES = ["conformance/test_h2_connection.py", "conformance/test_h2_mapping.py",
             "conformance/test_h2_streams.py", "conformance/test_h2spec.py"]
+#: the same exchanges through httpx and websockets (h2c and ws here; their HTTP/1.1 check runs there too)
+INTEROP_FILES = ["conformance/test_interop.py"]
 FAST_MODES = ("garbage", "close", "reset", "bad-header")
 SILENT_SHARDS = 12
 
@@ -77,14 +79,14 @@ def _first_parameter_sets(files: list, tmp_path: Path) -> list:
 
 def _passes(checks: list) -> list:
     return [c["check"] for c in checks if c["outcome"] == "passed"
-            and (c["area"].startswith("websocket") or c["area"].startswith("h2"))]
+            and (c["area"].startswith("websocket") or c["area"].startswith("h2") or c["area"] == "interop")]
 
 
 def test_no_websocket_or_http2_check_passes_against_a_hostile_server(tmp_path):
     """Silent, garbage, a close, a reset or a malformed header after readiness: zero passes; after a valid
     101, a close or garbage: only the checks that look at the 101 alone may pass."""
-    checks = _first_parameter_sets(WS_FILES + H2_FILES, tmp_path)
-    ws_checks = [c for c in checks if c.split("::")[0] in WS_FILES[:2]]
+    checks = _first_parameter_sets(WS_FILES + H2_FILES + INTEROP_FILES, tmp_path)
+    ws_checks = [c for c in checks if c.split("::")[0] in WS_FILES[:2] or "::test_websockets_" in c]
     shards = [checks[n::SILENT_SHARDS] for n in range(SILENT_SHARDS)]
     jobs = [("silent", s) for s in shards] + [(m, checks) for m in FAST_MODES]
     jobs += [(m, ws_checks) for m in ("ws-close", "ws-garbage")]

@@ -1,0 +1,59 @@
+"""The field's clients as the interop checks hold them (conformance/client/interop.py), against the hostile
+server (tests/hostile/server.py) as a real process: an endless body stops at the cap, an endless WebSocket
+message at websockets' ``max_size``, and a connection closed without an answer is a failure that shows the
+client's exception - never a pass, never a hang."""
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from gatecheck.conformance.client.interop import WS_MAX_SIZE, ClientFailed, fetch, http_client, ws_client, ws_recv
+from gatecheck.servers import Target, start_server
+
+
+@pytest.fixture
+def hostile(tmp_path):
+    """start(mode) -> a served-target look-alike (url, authority, address) of the hostile server in ``mode``."""
+    started = []
+
+    def start(mode: str):
+        cmd = "{python} -m tests.hostile.server --port {port} --mode " + mode
+        srv = start_server(Target("command", "asgi", "h1", (("cmd", cmd),)), app="x:y", log_dir=tmp_path)
+        started.append(srv)
+        return SimpleNamespace(url=srv.url, authority=f"{srv.host}:{srv.port}", address=(srv.host, srv.port))
+
+    yield start
+    for srv in started:
+        srv.stop(grace=1.0)
+
+
+def test_an_endless_body_stops_at_the_cap(hostile):
+    server = hostile("endless-body")
+    began = time.monotonic()
+    with http_client(server, http2=False) as client:
+        with pytest.raises(AssertionError, match="passed the cap of 100000 B"):
+            fetch(client, "GET", "/x", cap=100_000)
+    assert time.monotonic() - began < 10
+
+
+def test_an_endless_websocket_message_stops_at_max_size(hostile):
+    server = hostile("ws-endless-message")
+    with pytest.raises(AssertionError, match=f"refused the server's frames: PayloadTooBig: .*{WS_MAX_SIZE}"):
+        with ws_client(server, "/ws_echo") as ws:
+            ws_recv(ws, timeout=3)
+
+
+def test_a_closed_connection_fails_showing_the_exception(hostile):
+    server = hostile("close")
+    with http_client(server, http2=False) as client:
+        with pytest.raises(ClientFailed, match=r"httpx GET /x raised RemoteProtocolError: "):
+            fetch(client, "GET", "/x", cap=10)
+
+
+def test_a_websocket_handshake_answered_with_a_close_fails_showing_the_exception(hostile):
+    server = hostile("close")
+    with pytest.raises(ClientFailed, match=r"websockets could not open ws://.*InvalidMessage"):
+        with ws_client(server, "/ws_echo"):
+            pass
