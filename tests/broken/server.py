@@ -77,6 +77,8 @@ BREAKS = {
     "version_echoed": "the response's HTTP-version is the request's (HTTP/1.0 gets HTTP/1.0)",
     "continue_to_http10": "an HTTP/1.0 request with Expect: 100-continue gets a 100",
     "half_close_drops": "a request followed by the client's half-close (EOF) is dropped without an answer",
+    "later_body_dropped": "a request with a body that is not the first on its connection is dropped: the "
+                          "connection closes without an answer",
     "multiprocess_false": "with --workers 2 or more, environ['wsgi.multiprocess'] still says False",
 }
 
@@ -443,6 +445,7 @@ class Connection:
     # -- the connection -------------------------------------------------------------------------
 
     async def run(self) -> None:
+        served = 0
         try:
             while True:
                 head = await self.read_head()
@@ -455,6 +458,9 @@ class Connection:
                 await self.read_body(req)
                 if "half_close_drops" in self.breaks and await self._client_ended():
                     return
+                if "later_body_dropped" in self.breaks and req.body and served:
+                    return
+                served += 1
                 answers = [await self.respond(req)]
                 if "pipeline_reordered" in self.breaks and answers[0][1] and b"\r\n\r\n" in self.buf:
                     second = self.parse(*await self.read_head())

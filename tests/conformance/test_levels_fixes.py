@@ -20,6 +20,13 @@ and reads the outcomes from its results file:
   it used to fail on the unparseable bytes past the length, which are the is-not-sent check's business).
 - ``one-per-connection`` answers the first request of a connection and never the ones pipelined behind
   it: checks that need pipelining report *not supported*, never "stray content" or a failure.
+- ``tests/broken/server.py --break no_persistent_connections --break close_unannounced`` closes the connection
+  after every response without saying "close", as uWSGI does without keep-alive: RFC 9112 §9.5 lets a server
+  close at any time and the missing "close" (§9.3) is no obligation of the connection-state checks, so the
+  2nd and 3rd places of a kept-alive connection or a pipeline are *not supported* (they used to fail with "no
+  answer to the request at position ..."), and the places it reaches pass, unanswered requests after them
+  included. A close the request under test provokes still fails: ``test_checks_can_fail.py``'s row
+  ``connection_states-wire-later_body_dropped``.
 """
 from __future__ import annotations
 
@@ -57,10 +64,30 @@ CASES = {
                                 "unsupported",
                             "test_http1_smuggling.py::test_garbage_after_a_pipelined_request_closes_the_connection":
                                 "unsupported"}),
+    "{python} -m tests.broken.server --host {host} --port {port} --break no_persistent_connections "
+    "--break close_unannounced": (["conformance/test_connection_states.py"], "each_position or pipelined_after or half_closed", {
+        **{f"test_connection_states.py::test_app_sees_the_request_at_each_position[{p}]": "unsupported"
+           for p in ("keep-alive-2nd", "keep-alive-3rd", "pipelined-2nd", "pipelined-3rd")},
+        **{f"test_connection_states.py::test_app_sees_the_request_at_each_position[{p}]": "passed"
+           for p in ("alone", "pipelined-1st")},
+        "test_connection_states.py::test_request_body_is_read_at_each_position[keep-alive-2nd-chunked]": "unsupported",
+        "test_connection_states.py::test_request_body_is_read_at_each_position[pipelined-1st-content-length]":
+            "passed",
+        "test_connection_states.py::test_streamed_response_is_delimited_at_each_position[pipelined-3rd]":
+            "unsupported",
+        "test_connection_states.py::test_connection_close_request_is_answered_then_closed_at_each_position"
+        "[keep-alive-3rd]": "unsupported",
+        "test_connection_states.py::test_connection_close_from_the_app_closes_at_each_position[pipelined-2nd]":
+            "unsupported",
+        "test_connection_states.py::test_requests_pipelined_after_a_close_are_not_processed[pipelined-2nd-request]":
+            "unsupported",
+        "test_connection_states.py::test_half_closed_client_gets_its_responses[pipelined-two]": "unsupported",
+        "test_connection_states.py::test_half_closed_client_gets_its_responses[get]": "passed"}),
 }
 
 
-@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "ws-local-close-refused", "write-past-raises-after-sending", "one-per-connection"])
+@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "ws-local-close-refused", "write-past-raises-after-sending", "one-per-connection",
+                                           "close-unannounced"])
 def test_check_outcome_on_a_server_the_text_allows(tmp_path, command):
     files, keyword, expected, *target = CASES[command]
     results = tmp_path / "results.json"
