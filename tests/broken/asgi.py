@@ -555,7 +555,24 @@ def _ws_local_close_refused(app):
     return variant
 
 
+def _invalid_start_raises_then_malformed(send):
+    """An http.response.start without an int status raises (as it should); the start the app sends after it
+    goes out with a second, differing Content-Length, so the answer on the wire does not parse (as gunicorn
+    27's asgi worker sends the body with no status-line after a start that raised)."""
+    raised = []
+
+    async def variant(message):
+        if message["type"] == "http.response.start" and not isinstance(message.get("status"), int):
+            raised.append(message)
+            raise TypeError("http.response.start needs an int status")
+        if message["type"] == "http.response.start" and raised:
+            message = {**message, "headers": [*message.get("headers", []), (b"content-length", b"999")]}
+        await send(message)
+    return variant
+
+
 #: variant name -> the wrapper
-VARIANTS = {"ws_local_close_refused": _ws_local_close_refused}
+VARIANTS = {"ws_local_close_refused": _ws_local_close_refused,
+            "invalid_start_raises_then_malformed": _on_send(_invalid_start_raises_then_malformed)}
 
 globals().update({name: wrap(fixture_app) for name, wrap in {**BREAKS, **VARIANTS}.items()})
