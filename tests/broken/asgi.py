@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from urllib.parse import unquote_to_bytes
 
 from gatecheck.fixtures.apps.asgi import app as fixture_app
@@ -571,8 +572,45 @@ def _invalid_start_raises_then_malformed(send):
     return variant
 
 
+def _shut_down_unanswered(client) -> None:
+    """Shut down this process's TCP connection to ``client`` (host, port) without sending a byte: the socket is
+    found by its peer among the process's descriptors (Linux /proc); only a duplicate descriptor is closed."""
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            sock = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue  # not a socket, or gone since the listing
+        try:
+            if sock.type == socket.SOCK_STREAM and sock.getpeername()[:2] == tuple(client):
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # a listener, or not connected
+        finally:
+            sock.close()
+
+
+def _ws_unoffered_accept_refused(app):
+    """The app's websocket.accept with a subprotocol the client did not offer raises, and the connection is
+    closed without an HTTP response (as hypercorn 0.18 does); the subprotocol never reaches the wire."""
+    async def variant(scope, receive, send):
+        if scope["type"] != "websocket":
+            return await app(scope, receive, send)
+        refused = []
+
+        async def refusing(message):
+            unoffered = message.get("subprotocol") not in (None, *scope.get("subprotocols", ()))
+            if refused or (message["type"] == "websocket.accept" and unoffered):
+                refused.append(message["type"])
+                _shut_down_unanswered(scope["client"])
+                raise ValueError(f"refused {message['type']}: subprotocol {message.get('subprotocol')!r} not offered")
+            await send(message)
+        await app(scope, receive, refusing)
+    return variant
+
+
 #: variant name -> the wrapper
-VARIANTS = {"ws_local_close_refused": _ws_local_close_refused,
+VARIANTS = {"ws_unoffered_accept_refused": _ws_unoffered_accept_refused,
+            "ws_local_close_refused": _ws_local_close_refused,
             "invalid_start_raises_then_malformed": _on_send(_invalid_start_raises_then_malformed)}
 
 globals().update({name: wrap(fixture_app) for name, wrap in {**BREAKS, **VARIANTS}.items()})
