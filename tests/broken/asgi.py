@@ -353,6 +353,15 @@ def _ws_close_code_dropped(send):
     return broken
 
 
+def _ws_empty_message_dropped(send):
+    """A websocket.send with an empty payload puts no frame on the wire (as daphne 4.2 does)."""
+    async def broken(message):
+        if message["type"] == "websocket.send" and not (message.get("bytes") or message.get("text")):
+            return None
+        return await send(message)
+    return broken
+
+
 # -- lifespan ----------------------------------------------------------------------------------------
 
 _LIFESPAN = {}
@@ -509,6 +518,7 @@ BREAKS = {
     "ws_subprotocols_reversed": _on_scope(_subprotocols_reversed, types=("websocket",)),
     "ws_text_as_bytes": _on_send(_ws_text_as_bytes, types=("websocket",)),
     "ws_close_code_dropped": _on_send(_ws_close_code_dropped, types=("websocket",)),
+    "ws_empty_message_dropped": _on_send(_ws_empty_message_dropped, types=("websocket",)),
     "ws_close_reason_dropped": _on_send(_ws_close_reason_dropped, types=("websocket",)),
     "ws_text_received_as_bytes": _on_receive(_ws_text_received_as_bytes, types=("websocket",)),
     "ws_query_string_decoded": _on_scope(lambda s: s.update(query_string=unquote_to_bytes(bytes(s["query_string"]))),
