@@ -618,8 +618,39 @@ def _ws_unoffered_accept_refused(app):
     return variant
 
 
+_POISONED = []
+
+
+def _mid_response_error_poisons(app):
+    """Once an HTTP app raised after http.response.start, no later app's exception or return is acted on:
+    each later WebSocket app that raises or returns is held 6 s instead (as daphne 4.2, whose reaper of
+    finished apps dies on that first exception). HTTP requests are unaffected."""
+    async def variant(scope, receive, send):
+        if scope["type"] == "http":
+            started = []
+
+            async def tracking(message):
+                started.append(message["type"] == "http.response.start")
+                await send(message)
+            try:
+                return await app(scope, receive, tracking)
+            except Exception:
+                if any(started):
+                    _POISONED.append(scope["path"])
+                raise
+        if scope["type"] != "websocket" or not _POISONED:
+            return await app(scope, receive, send)
+        try:
+            await app(scope, receive, send)
+        except Exception:
+            pass
+        await asyncio.sleep(6)
+    return variant
+
+
 #: variant name -> the wrapper
-VARIANTS = {"ws_unoffered_accept_refused": _ws_unoffered_accept_refused,
+VARIANTS = {"mid_response_error_poisons": _mid_response_error_poisons,
+            "ws_unoffered_accept_refused": _ws_unoffered_accept_refused,
             "ws_local_close_refused": _ws_local_close_refused,
             "invalid_start_raises_then_malformed": _on_send(_invalid_start_raises_then_malformed)}
 
