@@ -442,8 +442,9 @@ def _errors_become_200(app):
     return broken
 
 
-def _finish_unfinished_responses(app):
-    """An app that returns mid-body gets its response completed for it (the truncation becomes invisible)."""
+def _finish_unfinished_responses(app, on_error: bool = False):
+    """An app that returns mid-body (``on_error``: or raises mid-body) gets its response completed for it
+    (the truncation, or the failure, becomes invisible)."""
     async def broken(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
@@ -453,7 +454,11 @@ def _finish_unfinished_responses(app):
             if message["type"] == "http.response.body":
                 state["open"] = bool(message.get("more_body"))
             await send(message)
-        await app(scope, receive, send_tracking)
+        try:
+            await app(scope, receive, send_tracking)
+        except Exception:
+            if not (on_error and state["open"]):
+                raise
         if state["open"]:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
     return broken
@@ -510,6 +515,7 @@ BREAKS = {
     "send_never_raises": _on_send(_send_errors_swallowed),
     "errors_become_200": _errors_become_200,
     "unfinished_response_completed": _finish_unfinished_responses,
+    "errors_after_start_complete_the_response": lambda app: _finish_unfinished_responses(app, on_error=True),
     # resources
     "leaks_a_descriptor_per_request": _holds_per_request(_descriptor),
     "leaks_a_mebibyte_per_request": _holds_per_request(_mebibyte),

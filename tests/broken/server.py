@@ -75,6 +75,7 @@ BREAKS = {
     "version_echoed": "the response's HTTP-version is the request's (HTTP/1.0 gets HTTP/1.0)",
     "continue_to_http10": "an HTTP/1.0 request with Expect: 100-continue gets a 100",
     "half_close_drops": "a request followed by the client's half-close (EOF) is dropped without an answer",
+    "write_past_length_sent": "bytes the app writes past its own Content-Length are sent after the response",
 }
 
 #: variant name -> a behaviour the texts allow, unlike the default (not a break: for checks that must accept it)
@@ -380,7 +381,7 @@ class Connection:
         elif "content-length" in names:
             declared = int(next(v for n, v in headers if n.lower() == "content-length"))
             keep = keep and len(body) >= declared  # a short body is followed by a close
-            if "write_past_length_raises_after_sending" not in self.breaks:
+            if not {"write_past_length_raises_after_sending", "write_past_length_sent"} & self.breaks:
                 body = body[:declared]
         elif code != 304:
             headers = headers + [("Content-Length", str(len(body)))]

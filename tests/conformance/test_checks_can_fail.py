@@ -8,7 +8,8 @@ same server and wrapper machinery with nothing broken. A check that passes while
 is broken cannot fail, and that is a defect.
 
 Adding an area is adding a row. ``test_every_area_has_a_row`` fails when a committed conformance file has
-neither a row nor an entry in ``UNCOVERED`` saying why it cannot have one.
+neither a row nor an entry in ``UNCOVERED`` saying why it cannot have one; ``test_every_check_has_a_row_or_is_listed``
+does the same per check function (the older checks without a row are listed in ``data/checks_without_rows.txt``).
 
 All runs happen once per session, batched into a few parallel conformance subprocesses
 (``tests/broken/runs.py``, ``GATECHECK_CAN_FAIL_WORKERS`` at a time); each row then only reads its outcomes.
@@ -16,6 +17,7 @@ A failing row shows what the check said on the broken target and the tail of tha
 """
 from __future__ import annotations
 
+import ast
 import subprocess
 from pathlib import Path
 from typing import NamedTuple
@@ -133,6 +135,8 @@ ROWS = [
     Row("asgi_messages_errors", "asgi", "errors_become_200", ("test_exception_before_start_is_answered_with_5xx",)),
     Row("asgi_messages_errors", "asgi", "unfinished_response_completed",
         ("test_app_returning_mid_response_is_never_a_complete_response[mid-body-chunked]",)),
+    Row("asgi_messages_errors", "asgi", "errors_after_start_complete_the_response",
+        ("test_exception_after_start_never_looks_complete[mid-body-chunked]",)),
     # request bodies echoed
     Row("echo", "asgi", "body_loses_a_byte",
         ("test_echo_returns_content_length_body_byte_exact[1000B]",
@@ -314,6 +318,10 @@ ROWS = [
     Row("wsgi_response", "wsgi-stdlib", "exc_info_dropped",
         ("test_exc_info_before_headers_replaces_status_and_headers",)),
     Row("wsgi_response", "wsgi-stdlib", "write_discards", ("test_start_response_returns_a_write_callable_that_sends",)),
+    Row("wsgi_response", "wire", "app_headers_unchecked",
+        ("test_invalid_header_never_splits_the_response[cr-lf-value]",
+         "test_invalid_header_never_splits_the_response[lf-value]")),
+    Row("wsgi_response", "wire", "write_past_length_sent", ("test_write_past_content_length_is_not_sent",)),
     Row("wsgi_iterable", "wsgi", "close_not_called",
         ("test_close_is_called_after_a_complete_response", "test_close_is_called_when_iteration_raises"),
         wait=6),
@@ -473,6 +481,33 @@ def test_every_area_has_a_row():
     if missing:
         pytest.skip(f"not committed yet, and without a broken-behaviour row: {[p.name for p in missing]} "
                     f"(add a Row to ROWS in {Path(__file__).name} before committing)")
+
+
+WITHOUT_ROWS = Path(__file__).parent / "data" / "checks_without_rows.txt"
+
+
+def _check_functions(path: Path) -> list:
+    """The check functions (module-level ``test_*``) defined in one conformance file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_")]
+
+
+def test_every_check_has_a_row_or_is_listed():
+    """Every check function (not only every area) has a row, or a line in data/checks_without_rows.txt (the
+    older checks still without one); a listed check that got a row, or is gone, must leave the list. The
+    area test above cannot see a new check in an area that already has a row for another check."""
+    covered = {(f"test_{row.area}.py", check.split("[")[0]) for row in ROWS for check in row.fails}
+    listed = {line.strip() for line in WITHOUT_ROWS.read_text(encoding="utf-8").splitlines()
+              if line.strip() and not line.startswith("#")}
+    files = [p for p in sorted((REPO / "conformance").glob("test_*.py")) if p.stem[len("test_"):] not in UNCOVERED]
+    untracked = _untracked(files)
+    defined = {f"{p.name}::{name}" for p in files if p.resolve() not in untracked for name in _check_functions(p)}
+    missing = sorted(c for c in defined if tuple(c.split("::")) not in covered and c not in listed)
+    assert not missing, (f"checks without a broken-behaviour row: {missing}; add a Row to ROWS in {Path(__file__).name} "
+                         f"(a break that must make the check fail)")
+    stale = sorted(c for c in listed if c not in defined or tuple(c.split("::")) in covered)
+    assert not stale, f"lines of {WITHOUT_ROWS.name} whose check has a row now or no longer exists: {stale}"
 
 
 def test_rows_name_real_breaks_and_every_break_has_a_row():
