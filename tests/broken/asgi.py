@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import time
 from urllib.parse import unquote_to_bytes
 
 from gatecheck.fixtures.apps.asgi import app as fixture_app
@@ -654,8 +655,40 @@ def _mid_response_error_poisons(app):
     return variant
 
 
+#: seconds the abandoned_stream_keeps_working app call burns CPU after its client left (the tests read it)
+ABANDONED_WORK = 6.0
+
+
+def _burn(seconds: float) -> None:
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        sum(range(1000))
+
+
+def _abandoned_stream_keeps_working(app):
+    """After an app streamed over 1 MiB (the never-reads check's app, stalled by a client that reads nothing,
+    gets about that far before the client leaves), the app call goes on working (a thread busy for
+    ABANDONED_WORK s) before it returns, without growing (as hypercorn 0.18's WSGI worker runs an abandoned
+    app to its end, whose output it holds until then)."""
+    async def variant(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        sent = [0]
+
+        async def counting(message):
+            sent[0] += len(message.get("body", b"")) if message["type"] == "http.response.body" else 0
+            await send(message)
+        try:
+            await app(scope, receive, counting)
+        finally:
+            if sent[0] > 1024 * 1024:
+                await asyncio.to_thread(_burn, ABANDONED_WORK)
+    return variant
+
+
 #: variant name -> the wrapper
-VARIANTS = {"mid_response_error_poisons": _mid_response_error_poisons,
+VARIANTS = {"abandoned_stream_keeps_working": _abandoned_stream_keeps_working,
+            "mid_response_error_poisons": _mid_response_error_poisons,
             "ws_unoffered_accept_refused": _ws_unoffered_accept_refused,
             "ws_local_close_refused": _ws_local_close_refused,
             "invalid_start_raises_then_malformed": _on_send(_invalid_start_raises_then_malformed)}
