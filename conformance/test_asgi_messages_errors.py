@@ -16,7 +16,7 @@ import pytest
 from gatecheck import fixtures
 
 from gatecheck.conformance.app import new_token, probe, script_request, step, value_of, wait_steps
-from gatecheck.conformance.client.http1 import Connection, build_request, exchange
+from gatecheck.conformance.client.http1 import Connection, ParseError, build_request, exchange
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.private import private_server
 
@@ -52,6 +52,20 @@ def _scripted(server, steps, *, close_wait: float = 3.0, version: str = "HTTP/1.
     return result, closed, events
 
 
+def _app_log_of(server, steps) -> list:
+    """Run a script for its app log alone: the answer is read (bounded) so the app runs with the client still
+    there, but what the server sends after a send() raised is not this verdict (a malformed answer is no
+    ParseError here)."""
+    token = new_token()
+    with Connection(server.address, 6) as conn:
+        conn.send(script_request(server, steps, token=token))
+        try:
+            conn.read_responses(1, timeout=3)
+        except ParseError:
+            pass
+    return wait_steps(server, token, len(steps), timeout=5)
+
+
 # -- invalid events ---------------------------------------------------------------------------------
 
 _VALID_TAIL = [["start", 200, [["content-length", "2"]]], ["body", "ok"]]
@@ -78,9 +92,11 @@ _OUT_OF_ORDER = ("body-before-start", "second-start")
                                                else spec(_ERR, "SHOULD")) for c in _INVALID])
 def test_invalid_event_raises_from_send(server, case):
     """send() raises for an invalid event: unknown or missing type or key, str where bytes are required (SHOULD);
-    POLICY for events sent out of order (a body before the start, a second start)."""
+    POLICY for events sent out of order (a body before the start, a second start). The verdict is the app's
+    log: a malformed answer after the raise (gunicorn 27 sends the body with no status-line) is not this
+    check's failure."""
     steps, bad = _INVALID[case]
-    _, _, events = _scripted(server, steps, close_wait=0)
+    events = _app_log_of(server, steps)
     found = step(events, bad)
     assert found is not None, f"the invalid send never returned (events: {[e['event'] for e in events]})"
     assert found["ok"] is False, f"send({steps[bad][1]!r}) was accepted without an error"
@@ -177,22 +193,32 @@ def _no_complete_success(result) -> None:
         f"body {complete_ok[0].body!r}): the truncation is undetectable")
 
 
+@pytest.fixture(scope="module")
+def raised_server(server):
+    """A private server (same target) for the checks whose app raises mid-response, shared by them: such an
+    exception can leave the session server damaged for every later check (daphne 4.2: its handler raises
+    "HTTP response has already been started" inside the loop that reaps finished apps, and that loop never
+    runs again, so no later app's exception or return is acted on, WebSocket ones included)."""
+    with private_server(server) as priv:
+        yield priv
+
+
 @pytest.mark.parametrize("case", list(_RAISED))
 @spec(_ERR, "MUST")
-def test_exception_after_start_ends_the_connection_detectably(server, case):
+def test_exception_after_start_ends_the_connection_detectably(raised_server, case):
     """An app raising after http.response.start: the server closes its connection."""
-    _, closed, _ = _scripted(server, _RAISED[case], close_wait=1.5)
+    _, closed, _ = _scripted(raised_server, _RAISED[case], close_wait=1.5)
     assert closed, "the connection stayed open 1.5 s after the app raised"
-    _still_serving(server)
+    _still_serving(raised_server)
 
 
 @pytest.mark.parametrize("case", list(_RAISED))
 @spec("RFC 9112 §8 via ASGI Core §Error Handling", "POLICY")
-def test_exception_after_start_never_looks_complete(server, case):
+def test_exception_after_start_never_looks_complete(raised_server, case):
     """POLICY (no text says how the truncation shows): the response of an app that raised after
     http.response.start never reaches the client as a complete 2xx response.
     The app's log must show its http.response.start was accepted: a close before the app ran proves nothing."""
-    result, _, events = _scripted(server, _RAISED[case], close_wait=1.5)
+    result, _, events = _scripted(raised_server, _RAISED[case], close_wait=1.5)
     started = step(events, 0)
     assert started and started.get("ok"), f"no evidence the app started its response: {result.raw[:200]!r}"
     _no_complete_success(result)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import time
 from urllib.parse import unquote_to_bytes
 
 from gatecheck.fixtures.apps.asgi import app as fixture_app
@@ -370,6 +372,15 @@ def _ws_close_code_dropped(send):
     return broken
 
 
+def _ws_empty_message_dropped(send):
+    """A websocket.send with an empty payload puts no frame on the wire (as daphne 4.2 does)."""
+    async def broken(message):
+        if message["type"] == "websocket.send" and not (message.get("bytes") or message.get("text")):
+            return None
+        return await send(message)
+    return broken
+
+
 # -- lifespan ----------------------------------------------------------------------------------------
 
 _LIFESPAN = {}
@@ -450,8 +461,9 @@ def _errors_become_200(app):
     return broken
 
 
-def _finish_unfinished_responses(app):
-    """An app that returns mid-body gets its response completed for it (the truncation becomes invisible)."""
+def _finish_unfinished_responses(app, on_error: bool = False):
+    """An app that returns mid-body (``on_error``: or raises mid-body) gets its response completed for it
+    (the truncation, or the failure, becomes invisible)."""
     async def broken(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
@@ -461,7 +473,11 @@ def _finish_unfinished_responses(app):
             if message["type"] == "http.response.body":
                 state["open"] = bool(message.get("more_body"))
             await send(message)
-        await app(scope, receive, send_tracking)
+        try:
+            await app(scope, receive, send_tracking)
+        except Exception:
+            if not (on_error and state["open"]):
+                raise
         if state["open"]:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
     return broken
@@ -520,6 +536,7 @@ BREAKS = {
     "send_never_raises": _on_send(_send_errors_swallowed),
     "errors_become_200": _errors_become_200,
     "unfinished_response_completed": _finish_unfinished_responses,
+    "errors_after_start_complete_the_response": lambda app: _finish_unfinished_responses(app, on_error=True),
     # resources
     "leaks_a_descriptor_per_request": _holds_per_request(_descriptor),
     "leaks_a_mebibyte_per_request": _holds_per_request(_mebibyte),
@@ -528,6 +545,7 @@ BREAKS = {
     "ws_subprotocols_reversed": _on_scope(_subprotocols_reversed, types=("websocket",)),
     "ws_text_as_bytes": _on_send(_ws_text_as_bytes, types=("websocket",)),
     "ws_close_code_dropped": _on_send(_ws_close_code_dropped, types=("websocket",)),
+    "ws_empty_message_dropped": _on_send(_ws_empty_message_dropped, types=("websocket",)),
     "ws_close_reason_dropped": _on_send(_ws_close_reason_dropped, types=("websocket",)),
     "ws_text_received_as_bytes": _on_receive(_ws_text_received_as_bytes, types=("websocket",)),
     "ws_query_string_decoded": _on_scope(lambda s: s.update(query_string=unquote_to_bytes(bytes(s["query_string"]))),
@@ -547,7 +565,34 @@ def _ws_bytes_short_by_one(send):
     return broken
 
 
+def _after_completion(then):
+    """A send that hands every message to ``send`` until the response completed, then calls ``then(message)``."""
+    def make(send):
+        done = []
+
+        async def sender(message):
+            if done:
+                return await then(message)
+            if message.get("type") == "http.response.body" and not message.get("more_body", False):
+                done.append(True)
+            return await send(message)
+        return sender
+    return make
+
+
+async def _ignored(message):
+    return None
+
+
+async def _refused(message):
+    raise RuntimeError(f"{message.get('type')} after the response completed")
+
+
 BREAKS.update({
+    # the letter of ASGI ("any further messages on the channel will be ignored"), as a control for uvicorn,
+    # which raises; and the raise made explicit, as the break
+    "late_messages_ignored": _on_send(_after_completion(_ignored)),
+    "late_messages_raise": _on_send(_after_completion(_refused)),
     "json_short_by_one": _on_send(_response_short_by_one, paths=("/json",)),
     "ws_bytes_short_by_one": _on_send(_ws_bytes_short_by_one, types=("websocket",)),
 })
@@ -592,7 +637,124 @@ def _ws_local_close_refused(app):
     return variant
 
 
+def _invalid_start_raises_then_malformed(send):
+    """An http.response.start without an int status raises (as it should); the start the app sends after it
+    goes out with a second, differing Content-Length, so the answer on the wire does not parse (as gunicorn
+    27's asgi worker sends the body with no status-line after a start that raised)."""
+    raised = []
+
+    async def variant(message):
+        if message["type"] == "http.response.start" and not isinstance(message.get("status"), int):
+            raised.append(message)
+            raise TypeError("http.response.start needs an int status")
+        if message["type"] == "http.response.start" and raised:
+            message = {**message, "headers": [*message.get("headers", []), (b"content-length", b"999")]}
+        await send(message)
+    return variant
+
+
+def _shut_down_unanswered(client) -> None:
+    """Shut down this process's TCP connection to ``client`` (host, port) without sending a byte: the socket is
+    found by its peer among the process's descriptors (Linux /proc); only a duplicate descriptor is closed."""
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            sock = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue  # not a socket, or gone since the listing
+        try:
+            if sock.type == socket.SOCK_STREAM and sock.getpeername()[:2] == tuple(client):
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # a listener, or not connected
+        finally:
+            sock.close()
+
+
+def _ws_unoffered_accept_refused(app):
+    """The app's websocket.accept with a subprotocol the client did not offer raises, and the connection is
+    closed without an HTTP response (as hypercorn 0.18 does); the subprotocol never reaches the wire."""
+    async def variant(scope, receive, send):
+        if scope["type"] != "websocket":
+            return await app(scope, receive, send)
+        refused = []
+
+        async def refusing(message):
+            unoffered = message.get("subprotocol") not in (None, *scope.get("subprotocols", ()))
+            if refused or (message["type"] == "websocket.accept" and unoffered):
+                refused.append(message["type"])
+                _shut_down_unanswered(scope["client"])
+                raise ValueError(f"refused {message['type']}: subprotocol {message.get('subprotocol')!r} not offered")
+            await send(message)
+        await app(scope, receive, refusing)
+    return variant
+
+
+_POISONED = []
+
+
+def _mid_response_error_poisons(app):
+    """Once an HTTP app raised after http.response.start, no later app's exception or return is acted on:
+    each later WebSocket app that raises or returns is held 6 s instead (as daphne 4.2, whose reaper of
+    finished apps dies on that first exception). HTTP requests are unaffected."""
+    async def variant(scope, receive, send):
+        if scope["type"] == "http":
+            started = []
+
+            async def tracking(message):
+                started.append(message["type"] == "http.response.start")
+                await send(message)
+            try:
+                return await app(scope, receive, tracking)
+            except Exception:
+                if any(started):
+                    _POISONED.append(scope["path"])
+                raise
+        if scope["type"] != "websocket" or not _POISONED:
+            return await app(scope, receive, send)
+        try:
+            await app(scope, receive, send)
+        except Exception:
+            pass
+        await asyncio.sleep(6)
+    return variant
+
+
+#: seconds the abandoned_stream_keeps_working app call burns CPU after its client left (the tests read it)
+ABANDONED_WORK = 6.0
+
+
+def _burn(seconds: float) -> None:
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        sum(range(1000))
+
+
+def _abandoned_stream_keeps_working(app):
+    """After an app streamed over 1 MiB (the never-reads check's app, stalled by a client that reads nothing,
+    gets about that far before the client leaves), the app call goes on working (a thread busy for
+    ABANDONED_WORK s) before it returns, without growing (as hypercorn 0.18's WSGI worker runs an abandoned
+    app to its end, whose output it holds until then)."""
+    async def variant(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        sent = [0]
+
+        async def counting(message):
+            sent[0] += len(message.get("body", b"")) if message["type"] == "http.response.body" else 0
+            await send(message)
+        try:
+            await app(scope, receive, counting)
+        finally:
+            if sent[0] > 1024 * 1024:
+                await asyncio.to_thread(_burn, ABANDONED_WORK)
+    return variant
+
+
 #: variant name -> the wrapper
-VARIANTS = {"ws_local_close_refused": _ws_local_close_refused}
+VARIANTS = {"abandoned_stream_keeps_working": _abandoned_stream_keeps_working,
+            "mid_response_error_poisons": _mid_response_error_poisons,
+            "ws_unoffered_accept_refused": _ws_unoffered_accept_refused,
+            "ws_local_close_refused": _ws_local_close_refused,
+            "invalid_start_raises_then_malformed": _on_send(_invalid_start_raises_then_malformed)}
 
 globals().update({name: wrap(fixture_app) for name, wrap in {**BREAKS, **VARIANTS}.items()})

@@ -80,6 +80,7 @@ BREAKS = {
     "later_body_dropped": "a request with a body that is not the first on its connection is dropped: the "
                           "connection closes without an answer",
     "multiprocess_false": "with --workers 2 or more, environ['wsgi.multiprocess'] still says False",
+    "write_past_length_sent": "bytes the app writes past its own Content-Length are sent after the response",
 }
 
 #: variant name -> a behaviour the texts allow, unlike the default (not a break: for checks that must accept it)
@@ -385,7 +386,7 @@ class Connection:
         elif "content-length" in names:
             declared = int(next(v for n, v in headers if n.lower() == "content-length"))
             keep = keep and len(body) >= declared  # a short body is followed by a close
-            if "write_past_length_raises_after_sending" not in self.breaks:
+            if not {"write_past_length_raises_after_sending", "write_past_length_sent"} & self.breaks:
                 body = body[:declared]
         elif code != 304:
             headers = headers + [("Content-Length", str(len(body)))]

@@ -18,6 +18,13 @@ and reads the outcomes from its results file:
 - ``tests/broken/server.py --variant write_past_length_raises_after_sending`` raises from a write() past the
   Content-Length but sends its bytes, as cheroot does: the raise check passes (its verdict is the app's log;
   it used to fail on the unparseable bytes past the length, which are the is-not-sent check's business).
+- ``tests.broken.asgi:ws_unoffered_accept_refused`` under uvicorn raises from an app's websocket.accept naming a
+  subprotocol the client did not offer and closes the connection without a byte (as hypercorn 0.18 does): the
+  unoffered-subprotocol check passes on that refusal (it used to demand an HTTP response to the handshake).
+- ``tests.broken.asgi:invalid_start_raises_then_malformed`` under uvicorn raises from a send() of an
+  http.response.start without an int status, then puts the app's next response on the wire with two differing
+  Content-Lengths (gunicorn 27's asgi worker sends a body with no status-line there): the invalid-event check
+  passes on the raise (its verdict is the app's log; it used to fail on the unparseable answer).
 - ``one-per-connection`` answers the first request of a connection and never the ones pipelined behind
   it: checks that need pipelining report *not supported*, never "stray content" or a failure.
 - ``tests/broken/server.py --break no_persistent_connections --break close_unannounced`` closes the connection
@@ -59,6 +66,16 @@ CASES = {
         ["conformance/test_wsgi_response.py"], "write_past_content_length",
         {"test_wsgi_response.py::test_write_past_content_length_raises": "passed",
          "test_wsgi_response.py::test_write_past_content_length_is_not_sent": "failed"}),
+    "{python} -m uvicorn --host {host} --port {port} --no-access-log tests.broken.asgi:ws_unoffered_accept_refused": (
+        ["conformance/test_websocket_asgi.py"], "did_not_offer",
+        {f"test_websocket_asgi.py::test_subprotocol_the_client_did_not_offer_never_reaches_the_wire[{offered}]":
+             "passed" for offered in ("none-offered", "other-offered")},
+        ["--interface", "asgi", "--features", "websockets"]),
+    "{python} -m uvicorn --host {host} --port {port} --no-access-log "
+    "tests.broken.asgi:invalid_start_raises_then_malformed": (
+        ["conformance/test_asgi_messages_errors.py"], "invalid_event and status",
+        {f"test_asgi_messages_errors.py::test_invalid_event_raises_from_send[{case}]": "passed"
+         for case in ("missing-status", "str-status")}, ["--interface", "asgi"]),
     HOSTILE + "one-per-connection": (["conformance/test_http1_smuggling.py"], "garbage",
                            {"test_http1_smuggling.py::test_garbage_after_a_pipelined_request_is_rejected":
                                 "unsupported",
@@ -86,8 +103,10 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "ws-local-close-refused", "write-past-raises-after-sending", "one-per-connection",
-                                           "close-unannounced"])
+@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "ws-local-close-refused",
+                                                       "write-past-raises-after-sending", "ws-unoffered-accept-refused",
+                                                       "invalid-start-raises-then-malformed", "one-per-connection",
+                                                       "close-unannounced"])
 def test_check_outcome_on_a_server_the_text_allows(tmp_path, command):
     files, keyword, expected, *target = CASES[command]
     results = tmp_path / "results.json"
