@@ -217,8 +217,9 @@ def test_exception_after_start_ends_the_connection_detectably(raised_server, cas
 def test_exception_after_start_never_looks_complete(raised_server, case):
     """POLICY (no text says how the truncation shows): the response of an app that raised after
     http.response.start never reaches the client as a complete 2xx response.
-    The app's log must show its http.response.start was accepted: a close before the app ran proves nothing."""
-    result, _, events = _scripted(raised_server, _RAISED[case], close_wait=1.5)
+    The app's log must show its http.response.start was accepted: a close before the app ran proves nothing.
+    Whether the connection then closes is the check above's verdict, not this one's: no wait for it here."""
+    result, _, events = _scripted(raised_server, _RAISED[case], close_wait=0)
     started = step(events, 0)
     assert started and started.get("ok"), f"no evidence the app started its response: {result.raw[:200]!r}"
     _no_complete_success(result)

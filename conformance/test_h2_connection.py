@@ -19,6 +19,8 @@ import h2.config
 import h2.connection
 import h2.events
 
+from gatecheck import fixtures
+from gatecheck.fixtures import TOKEN_HEADER
 from gatecheck.conformance.client import bounded
 from gatecheck.conformance.app import script_target, value_of
 from gatecheck.conformance.client.h2 import CONNECTION_CAP, GOAWAY, SETTINGS, H2Client, H2Timeout, SettingCodes
@@ -138,6 +140,15 @@ _SLOW = {"asgi": [["receive"], ["sleep", 1.0], ["start", 200], ["body", "done"]]
 _SHUTDOWNS: dict = {}
 
 
+def _in_flight(priv, token: str) -> None:
+    """Wait until the slow request reached the app (its script started: the app now sleeps 1 s), so the
+    SIGTERM meets a request in flight; a server that never calls the app is judged by the checks below."""
+    try:
+        priv.wait_for_event(token, "script.start", timeout=5.0)
+    except TimeoutError:
+        pass
+
+
 def _shutdown(server) -> dict:
     """Once per target: a private server gets SIGTERM while a 1-second request is in flight."""
     key = str(server.target)
@@ -145,8 +156,9 @@ def _shutdown(server) -> dict:
         with private_server(server) as priv:
             with H2Client(priv.address, authority=priv.authority, timeout=5) as client:
                 client.response(client.request("GET", "/ping"))
-                slow = client.request("GET", script_target(_SLOW[server.interface]))
-                time.sleep(0.3)
+                token = fixtures.new_token()
+                slow = client.request("GET", script_target(_SLOW[server.interface]), [(TOKEN_HEADER, token)])
+                _in_flight(priv, token)
                 stopper = threading.Thread(target=priv.stop, kwargs={"grace": 5.0}, daemon=True)
                 stopper.start()
                 try:

@@ -324,7 +324,17 @@ def pytest_runtest_call(item):
     if gs is None:
         return (yield)
     with gs.deadlines.around_call():
-        return (yield)
+        try:
+            return (yield)
+        finally:
+            _drop_hypothesis_patch(item)
+
+
+def _drop_hypothesis_patch(item) -> None:
+    """Hypothesis's pytest plugin turns a failed property's examples into a source patch for the check's
+    file when it reports the call, importing libcst for it (1-2 s, once per session): no one patches
+    gatecheck's checks from a conformance run, and the falsifying example is in the check's message."""
+    item.__dict__.pop("_hypothesis_failing_examples", None)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
