@@ -24,6 +24,7 @@ from pathlib import Path
 from gatecheck.servers import ServerError, get_adapter
 
 from .plugin.started import StartedServer
+from .results import not_supported
 
 __all__ = ["private_server", "with_workers"]
 
@@ -54,8 +55,6 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
 def with_workers(server, count: int):
     """The session server's target asked for ``count`` worker processes (its adapter's option); a target
     that cannot be asked (a command template) makes the check *unsupported*."""
-    from .results import not_supported
-
     target = get_adapter(server.target.server).with_workers(server.target, count)
     if target is None:
         not_supported(f"{server.target.server} targets cannot be asked for {count} worker processes")

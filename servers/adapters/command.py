@@ -75,7 +75,7 @@ class CommandAdapter(Adapter):
         """Only a template that says ``{workers}`` can be asked for a number of worker processes."""
         if "{workers}" not in (target.option("cmd") or ""):
             return None
-        return target.with_options(workers=str(count))
+        return super().with_workers(target, count)
 
     @staticmethod
     def _features(target) -> list:

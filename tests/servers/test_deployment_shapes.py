@@ -2,7 +2,8 @@
 
 The shapes, as a table over the adapters' own capabilities: two worker processes (through the adapter's
 ``WORKERS_OPTION``) for every interface the env checks, where the server can run several, and an HTTP/2-only
-cleartext listener for every interface where the server has an ``h2`` mode. The tox env lists the targets; this test reads them back.
+cleartext listener for every interface where the server has an ``h2`` mode. The tox env lists the targets;
+this test reads them back.
 """
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ def env_targets(env: str) -> list:
     return [Target.parse(words[i + 1]) for i, word in enumerate(words) if word == "--server"]
 
 
-def shapes(env: str) -> list:
-    """(what, predicate over a resolved target) for each deployment shape the server has."""
+def shapes(env: str, targets: list) -> list:
+    """(what, predicate over a target) for each deployment shape the server has (``targets``: its env's)."""
     adapter = get_adapter(env)
     caps, wanted = adapter.capabilities, []
     if caps.workers and adapter.WORKERS_OPTION:
         option = adapter.WORKERS_OPTION
-        for interface in sorted(caps.interfaces & {t.interface for t in env_targets(env)}):
+        for interface in sorted(caps.interfaces & {t.interface for t in targets}):
             wanted.append((f"{interface}?{option}=2",
                            lambda t, i=interface: t.interface == i and t.option(option) == "2"))
     if "h2" in caps.http_modes:
@@ -45,5 +46,5 @@ def shapes(env: str) -> list:
 def test_each_server_env_runs_its_deployment_shapes(env):
     targets = env_targets(env)
     assert targets, f"tox -e {env} names no --server target"
-    missing = [what for what, matches in shapes(env) if not any(matches(t) for t in targets)]
+    missing = [what for what, matches in shapes(env, targets) if not any(matches(t) for t in targets)]
     assert not missing, f"tox -e {env} lacks the deployment shapes {missing}: add those targets to its commands"
