@@ -24,7 +24,7 @@ import pytest
 from gatecheck.conformance.markers import spec
 
 __all__ = ["Observable", "OBSERVABLES", "observable_params", "observable_row", "observable_names",
-           "LATE_MESSAGES", "Letter", "LETTERS", "letter_params", "SENDABLE"]
+           "EXC_INFO_STEPS", "LATE_MESSAGES", "Letter", "LETTERS", "letter_params", "SENDABLE"]
 
 #: close codes an endpoint may put in a Close frame (RFC 6455 §7.4.1, §7.4.2; 1012-1014 registered since)
 SENDABLE = frozenset([1000, 1001, 1002, 1003, *range(1007, 1015), *range(3000, 5000)])
@@ -50,6 +50,13 @@ _RSGI_CODE = "test_websocket_rsgi.py::test_close_after_accept_sends_that_close_c
 _RSGI_STATUS = "test_websocket_rsgi.py::test_close_before_accept_is_that_http_status"
 _ENDED = "test_websocket_close.py::test_close_code_after_the_app_ended"
 _EXC_INFO = "test_wsgi_response.py::test_exc_info_before_headers_replaces_status_and_headers"
+_EXC_INFO_H2 = "test_h2_mapping.py::test_wsgi_exc_info_before_headers_replaces_status_and_headers"
+
+#: WSGI: the first start_response, then the error handler's with exc_info, before any body
+_OCTETS = ["Content-Type", "application/octet-stream"]
+EXC_INFO_STEPS = (["start_response", "200 OK", [_OCTETS, ["X-First", "1"]]],
+                  ["start_response_exc_info", "500 Internal Server Error", [_OCTETS, ["X-Second", "2"]]],
+                  ["yield", "error page"])
 
 _A_CLOSE, _R_PROTO, _RFC_741 = "ASGI WWW §Close", "RSGI §Websocket protocol interface", "RFC 6455 §7.4.1"
 _CLOSE_CODE, _STATUS = "the Close frame's status code", "the HTTP status of the handshake's answer"
@@ -96,10 +103,11 @@ OBSERVABLES = (
     # as a status code in a Close control frame by an endpoint"
     *(_ended(interface, ending) for ending in ("raise", "return") for interface in ("asgi", "rsgi")),
     # PEP 3333: the error handler's start_response(status, headers, exc_info) before anything was sent
-    # replaces the stored status ("should"), over HTTP/1.1
-    Observable(_EXC_INFO, "", "wsgi", "http1", "start_response('200 OK'), then start_response('500 ...', "
-               "exc_info) before any body", (), "the response status and headers", (500,),
-               "PEP 3333 §The start_response() Callable", "SHOULD"),
+    # replaces the stored status ("should"), over HTTP/1.1 and HTTP/2
+    *(Observable(check, "", "wsgi", over, "start_response('200 OK', X-First), then start_response('500 ...', "
+                 "X-Second, exc_info) before any body", EXC_INFO_STEPS, "the response status and headers", (500,),
+                 "PEP 3333 §The start_response() Callable", "SHOULD")
+      for check, over in ((_EXC_INFO, "http1"), (_EXC_INFO_H2, "h2"))),
 )
 
 

@@ -189,6 +189,8 @@ ROWS = [
         ("test_asgi_pseudo_headers_map_to_scope_keys_and_never_to_headers",)),
     Row("h2_mapping", "asgi-h2", "host_header_last", ("test_asgi_authority_becomes_the_first_host_header",)),
     Row("h2_mapping", "rsgi-h2", "http_version_2_as_1_1", ("test_rsgi_http_version_is_2",)),
+    # every observable (dimension 5): the status a WSGI error handler names, over HTTP/2 too
+    Row("h2_mapping", "wsgi-h2", "exc_info_ignored", ("test_wsgi_exc_info_before_headers_replaces_status_and_headers",)),
     Row("h2_streams", "asgi-h2", "body_loses_a_byte",
         ("test_concurrent_streams_with_interleaved_bodies_are_byte_exact",)),
     Row("h2_streams", "asgi-h2", "disconnect_swallowed",

@@ -26,6 +26,7 @@ VIAS = {
     "rsgi": Via("rsgi", _granian("rsgi"), features="websockets"),
     "rsgi-h2": Via("rsgi", _granian("rsgi", "2"), http="h2", features="h2c"),
     "wsgi": Via("wsgi", _granian("wsgi")),
+    "wsgi-h2": Via("wsgi", _granian("wsgi", "2"), http="h2", features="h2c"),
     # the stdlib server of tests/broken/server.py: unbroken, serving a broken WSGI app (WSGI rules granian
     # itself deviates from), or broken, serving the fixture app (the HTTP/1.1 wire rules)
     "wsgi-stdlib": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} "
@@ -62,7 +63,7 @@ VIAS = {
 
 #: where each via's breaks are defined
 CATALOGUES = {"asgi": asgi.BREAKS, "asgi-late": asgi.BREAKS, "asgi-granian": asgi.BREAKS, "asgi-h2": asgi.BREAKS, "rsgi": rsgi.BREAKS,
-              "rsgi-h2": rsgi.BREAKS, "wsgi": wsgi.BREAKS, "wsgi-stdlib": wsgi.BREAKS, "wire": server.BREAKS, "wire-workers": server.BREAKS,
+              "rsgi-h2": rsgi.BREAKS, "wsgi": wsgi.BREAKS, "wsgi-h2": wsgi.BREAKS, "wsgi-stdlib": wsgi.BREAKS, "wire": server.BREAKS, "wire-workers": server.BREAKS,
               "wsgi-tls": wsgi.BREAKS, "asgi-tls": asgi.BREAKS, "rsgi-tls": rsgi.BREAKS,
               "ws-proxy": proxy.BREAKS, "ws-proxy-granian": proxy.BREAKS, "h2-proxy": proxy.BREAKS}
 
