@@ -8,25 +8,28 @@ completed change nothing on the wire. Every script and event name comes from ``f
 
 Application shapes (issue 11, dimension 1; tables in conformance/dimensions.py): the response headers go out
 in every container the text's ``Iterable`` allows (a list of lists or of tuples, a tuple, another iterable),
-and the body in every shape of body messages the defaults allow.
+and the body in every shape of body messages the defaults allow. The letter (dimension 6, INFO; table in
+conformance/observables.py): messages after completion are ignored, and every receive() after the response
+returns http.disconnect. Helpers: conformance/asgi_http.py.
 """
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
 import json
-import socket
-import struct
 import time
 
 import pytest
 
-from gatecheck.conformance.app import (new_token, random_bytes, run_script, script_request, step, value_of,
+from gatecheck.conformance.app import (new_token, ping, random_bytes, run_script, script_request, step, value_of,
                                        wait_event, wait_steps)
+from gatecheck.conformance.asgi_http import (DEFAULT_BODY, DEFAULTS, TE_CASES, assert_ping, b64, body_bytes_so_far,
+                                             close_as, message_records, upload)
 from gatecheck.conformance.client.http1 import Connection, build_request, parse_responses, read_raw
 from gatecheck.conformance.dimensions import ASGI_BODY_SHAPES, ASGI_HEADER_SHAPES
 from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.observables import LATE_MESSAGES, letter_params
+from gatecheck.conformance.results import not_supported
 from gatecheck.conformance.wire import assert_answered_in_order, describe
 
 pytestmark = [interfaces("asgi"), needs("http1")]
@@ -37,45 +40,7 @@ _START = "ASGI WWW §Response Start"
 _BODY = "ASGI WWW §Response Body"
 
 
-def _b64(data: bytes) -> dict:
-    return {"b64": base64.b64encode(data).decode("ascii")}
-
-
-def _ping(server) -> bytes:
-    return build_request("GET", "/ping", host=server.authority)
-
-
-def _assert_ping(resp) -> None:
-    assert resp.status == 200 and resp.body == b"ok", (
-        f"the request pipelined after the scripted one got {resp.status} {resp.body[:80]!r}: "
-        "the scripted response left stray bytes or broken framing on the connection")
-
-
 # -- http.request ---------------------------------------------------------------------------------
-
-def _chunked(chunks) -> bytes:
-    return b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks) + b"0\r\n\r\n"
-
-
-def _upload(server, how: str, chunks: list) -> dict:
-    """POST the chunks to /probe and return the probe document (request messages and body digest)."""
-    body = b"".join(chunks)
-    if how == "content-length":
-        data = build_request("POST", "/probe", [("Content-Length", str(len(body)))], body, host=server.authority)
-        parts = [data]
-    else:
-        head = build_request("POST", "/probe", [("Transfer-Encoding", "chunked")], host=server.authority)
-        framed = [f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks] + [b"0\r\n\r\n"]
-        parts = [head + b"".join(framed)] if how == "chunked-one-write" else [head] + framed
-    with Connection(server.address, 10) as conn:
-        for n, part in enumerate(parts):
-            if n:
-                time.sleep(0.05)  # separate writes reach the server as separate reads
-            conn.send(part)
-        resp = conn.read_responses(1, methods=["POST"]).first
-    assert resp.status == 200, resp.body[:200]
-    return json.loads(resp.body)
-
 
 _UPLOADS = ["content-length", "chunked-one-write", "chunked-separate-writes"]
 # the content-length upload is under the body key's definition; the chunked ones under "should be de-chunked"
@@ -88,7 +53,7 @@ _CHUNKS = [random_bytes(700, seed=1), random_bytes(1, seed=2), random_bytes(3000
 @pytest.mark.parametrize("how", _UPLOADS_BY_CLAUSE)
 def test_request_bodies_concatenate_to_the_decoded_body(server, how):
     """The bodies of the http.request messages concatenate to the request body, de-chunked when it was chunked."""
-    doc = _upload(server, how, _CHUNKS)
+    doc = upload(server, how, _CHUNKS)
     body = b"".join(_CHUNKS)
     assert doc["body_len"] == len(body), f"app received {doc['body_len']} B, client sent {len(body)} B"
     assert doc["body_sha256"] == hashlib.sha256(body).hexdigest(), "received bytes differ from the sent body"
@@ -100,26 +65,18 @@ def test_request_bodies_concatenate_to_the_decoded_body(server, how):
 @spec(_REQ, "DEFINED")
 def test_more_body_is_true_until_the_last_request_message(server, how):
     """Every http.request but the last has more_body True; the last has more_body False (or omits it)."""
-    messages = value_of(_upload(server, how, _CHUNKS)["request_messages"])
+    messages = value_of(upload(server, how, _CHUNKS)["request_messages"])
     flags = [m.get("more_body", False) for m in messages]
     assert all(type(f) is bool for f in flags), f"more_body must be a bool: {flags!r}"
     assert flags[-1] is False, f"last http.request has more_body {flags[-1]!r}"
     assert all(flags[:-1]), f"an http.request before the last one has more_body False: {flags}"
 
 
-def _message_records(server, how: str) -> list:
-    """The typed records of the http.request messages the app received for one upload."""
-    records = _upload(server, how, _CHUNKS)["request_messages"]["items"]
-    for record in records:
-        assert record["type"] == "dict", f"an http.request message is a {record['type']}, not a dict"
-    return records
-
-
 @pytest.mark.parametrize("how", _UPLOADS)
 @spec("ASGI Core §Events", "MUST")
 def test_request_message_keys_are_str(server, how):
     """Every key of every http.request message is a str."""
-    for record in _message_records(server, how):
+    for record in message_records(server, how, _CHUNKS):
         for key, _ in record["items"]:
             assert key["type"] == "str", f"message key of type {key['type']}"
 
@@ -131,7 +88,7 @@ _MESSAGE_TYPES = {"type": "str", "body": "bytes", "more_body": "bool"}
 @spec(_REQ, "DEFINED")
 def test_request_message_values_have_their_types(server, how):
     """In http.request messages type is a str, body bytes and more_body a bool (when present)."""
-    for record in _message_records(server, how):
+    for record in message_records(server, how, _CHUNKS):
         for key, value in record["items"]:
             wanted = _MESSAGE_TYPES.get(key.get("value"))
             assert wanted is None or value["type"] == wanted, f"{key.get('value')} is {value['type']}, not {wanted}"
@@ -186,10 +143,32 @@ def test_receive_after_the_response_returns_disconnect(server):
     assert found["result"]["type"] == "http.disconnect", found["result"]
 
 
-def _close(conn: Connection, how: str) -> None:
-    if how == "rst":
-        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    conn.close()
+_AGAIN = 3   # receive() calls after the first http.disconnect
+
+
+@spec(_DISC, "INFO")
+def test_receive_after_disconnect_keeps_returning_disconnect(server):
+    """INFO (dimension 6, conformance/observables.py): the text says http.disconnect is what receive() returns
+    when "called after a response has been sent", which every later call is too; a server whose later
+    receive() raises or waits contradicts that letter, breaking no must/should (apps that stop at the first
+    http.disconnect never see it). Evidence: the app's log shows each receive() and what it returned."""
+    token = new_token()
+    again = [["receive", {"label": f"again-{n}"}] for n in range(_AGAIN)]
+    steps = [["receive_all"], ["start", 200, [["content-length", "4"]]], ["body", "done"], ["wait_disconnect", 3],
+             *again]
+    with Connection(server.address, 8) as conn:
+        conn.send(script_request(server, steps, token=token))
+        assert conn.read_responses(1).first.body == b"done"
+        events = wait_steps(server, token, len(steps), timeout=6)  # the client keeps the connection open
+    first = step(events, 3)
+    if not (first is not None and first["ok"] and first["result"]["type"] == "http.disconnect"):
+        not_supported("the first receive() after the response did not return http.disconnect (test_receive_after_"
+                      f"the_response_returns_disconnect judges that): no later call to judge ({first})")
+    for n in range(_AGAIN):
+        found = step(events, label=f"again-{n}")
+        assert found is not None, f"receive() #{n + 2} after the response never returned (it waits)"
+        assert found["ok"], f"receive() #{n + 2} after the response raised: {found.get('error')}"
+        assert found["result"]["type"] == "http.disconnect", f"receive() #{n + 2} returned {found['result']}"
 
 
 @pytest.mark.parametrize("how", ["fin", "rst"])
@@ -204,7 +183,7 @@ def test_receive_returns_disconnect_when_the_client_leaves(server, how):
         wait_steps(server, token, 1, timeout=5)
         time.sleep(0.2)  # the app is now inside receive()
     finally:
-        _close(conn, how)
+        close_as(conn, how)
     events = wait_steps(server, token, 2, timeout=6)
     found = step(events, 1)
     assert found is not None, "the app's receive() did not return within 6 s of the client closing"
@@ -234,24 +213,15 @@ def test_disconnect_mid_upload_ends_the_request_messages(server):
 
 # -- http.response.start / http.response.body -------------------------------------------------------
 
-_DEFAULTS = {
-    "start-without-headers": [["send", {"type": "http.response.start", "status": 200}],
-                              ["body", "abc"]],
-    "body-without-body": [["start", 200], ["send", {"type": "http.response.body"}]],
-    "body-without-more-body": [["start", 200], ["send", {"type": "http.response.body", "body": _b64(b"abc")}]],
-}
-_DEFAULT_BODY = {"start-without-headers": b"abc", "body-without-body": b"", "body-without-more-body": b"abc"}
-
-
-@pytest.mark.parametrize("case", list(_DEFAULTS))
+@pytest.mark.parametrize("case", list(DEFAULTS))
 @spec("ASGI WWW §Response Start / §Response Body", "DEFINED")
 def test_omitted_keys_take_their_defaults(server, case):
     """headers defaults to [], body to b"" and more_body to False: the response completes with that body."""
-    run = run_script(server, _DEFAULTS[case], then=(_ping(server),))
-    assert all(step(run.events, i) and step(run.events, i)["ok"] for i in range(len(_DEFAULTS[case]))), (
+    run = run_script(server, DEFAULTS[case], then=(ping(server),))
+    assert all(step(run.events, i) and step(run.events, i)["ok"] for i in range(len(DEFAULTS[case]))), (
         f"send() refused a message with an omitted optional key: {[e for e in run.events if e.get('ok') is False]}")
     assert run.responses and run.responses[0].status == 200, f"no 200 response: {run.exchange.raw[:300]!r}"
-    assert_answered_in_order(run.exchange, [_DEFAULT_BODY[case], b"ok"])
+    assert_answered_in_order(run.exchange, [DEFAULT_BODY[case], b"ok"])
 
 
 @pytest.mark.parametrize("version", [pytest.param("HTTP/1.1", marks=spec(_START, "DEFINED")),
@@ -272,23 +242,16 @@ def test_streamed_body_without_length_is_framed_correctly(server, version):
 def test_empty_body_message_mid_stream_does_not_end_the_response(server):
     """An http.response.body with body b"" and more_body True does not complete the response."""
     steps = [["start", 200], ["body", "a", True], ["body", "", True], ["body", "b", True], ["body", "c"]]
-    run = run_script(server, steps, then=(_ping(server),))
+    run = run_script(server, steps, then=(ping(server),))
     assert run.responses and run.responses[0].body == b"abc", run.exchange.raw[:300]
     assert_answered_in_order(run.exchange, [b"abc", b"ok"])
 
 
-_TE_CASES = {
-    "chunked-streamed": ([["transfer-encoding", "chunked"]], "HTTP/1.1"),
-    "chunked-with-length": ([["transfer-encoding", "chunked"], ["content-length", "11"]], "HTTP/1.1"),
-    "chunked-to-http-1.0": ([["transfer-encoding", "chunked"]], "HTTP/1.0"),
-}
-
-
-@pytest.mark.parametrize("case", list(_TE_CASES))
+@pytest.mark.parametrize("case", list(TE_CASES))
 @spec(_START, "MUST")
 def test_app_transfer_encoding_is_ignored(server, case):
     """An app-supplied Transfer-Encoding is ignored: the server's own framing stays valid and the body intact."""
-    headers, version = _TE_CASES[case]
+    headers, version = TE_CASES[case]
     if case == "chunked-with-length":
         steps = [["start", 200, headers], ["body", "hello world"]]
     else:
@@ -318,7 +281,7 @@ def test_content_encoding_is_left_to_the_app(server):
     """An app-supplied Content-Encoding and its encoded body go out unchanged."""
     packed = gzip.compress(b"gatecheck " * 50, mtime=0)
     headers = [["content-encoding", "gzip"], ["content-length", str(len(packed))]]
-    run = run_script(server, [["start", 200, headers], ["body", _b64(packed)]],
+    run = run_script(server, [["start", 200, headers], ["body", b64(packed)]],
                      headers=[("Accept-Encoding", "gzip")])
     resp = run.exchange.first
     assert resp.header_all("content-encoding") == ["gzip"]
@@ -345,33 +308,12 @@ def test_response_body_in_each_message_shape_is_delivered(server, messages, body
     given or left to their defaults (b"" and False); the response ends with the last message and the
     request pipelined behind it is answered."""
     steps = [["start", 200, [["content-type", "application/octet-stream"]]]] + [["send", m] for m in messages]
-    run = run_script(server, steps, then=(_ping(server),), timeout=3.0)
+    run = run_script(server, steps, then=(ping(server),), timeout=3.0)
     resp = run.exchange.first
     assert resp.status == 200 and resp.body == body, describe(run.exchange)
     if len(run.exchange.final) == 2:
-        _assert_ping(run.exchange.final[1])
+        assert_ping(run.exchange.final[1])
     assert not run.exchange.leftover, describe(run.exchange)
-
-
-def _body_bytes_so_far(data: bytes) -> int:
-    """How many body bytes of a (possibly incomplete) response have arrived, framing removed."""
-    head_end = data.find(b"\r\n\r\n")
-    if head_end < 0:
-        return 0
-    head, body = data[:head_end].lower(), data[head_end + 4:]
-    if b"\ntransfer-encoding:" not in head:
-        return len(body)
-    total, pos = 0, 0
-    while True:
-        eol = body.find(b"\r\n", pos)
-        if eol < 0:
-            return total
-        size = int(body[pos:eol].split(b";")[0].strip() or b"0", 16)
-        available = len(body) - (eol + 2)
-        if size == 0 or available < size:
-            return total + max(0, min(size, available))
-        total += size
-        pos = eol + 2 + size + 2
 
 
 @pytest.mark.parametrize("size", [1, 16384], ids=["1B", "16KiB"])
@@ -384,9 +326,9 @@ def test_each_body_message_is_flushed_before_the_next(server, size):
 
     def complete(data) -> bool:   # called after every read: note when the first chunk was all there
         nonlocal seen_at
-        if seen_at is None and _body_bytes_so_far(data) >= size:
+        if seen_at is None and body_bytes_so_far(data) >= size:
             seen_at = time.time()
-        return _body_bytes_so_far(data) >= size + 3
+        return body_bytes_so_far(data) >= size + 3
 
     with Connection(server.address, 8) as conn:
         conn.send(script_request(server, steps, token=token))
@@ -399,53 +341,42 @@ def test_each_body_message_is_flushed_before_the_next(server, size):
         f"the first chunk arrived {seen_at - paused['t']:.2f} s after the app sent the next one")
 
 
-_AFTER = {
-    "body-after-length": ([["start", 200, [["content-length", "4"]]], ["body", "done"]], ["body", "extra"]),
-    "body-after-chunked": ([["start", 200], ["body", "done"]], ["body", "extra"]),
-    "start-after-chunked": ([["start", 200], ["body", "done"]], ["start", 500, [["x-late", "1"]]]),
-    "more-body-after-length": ([["start", 200, [["content-length", "4"]]], ["body", "done"]],
-                               ["body", "extra", True]),
-}
-
-
-@pytest.mark.parametrize("case", list(_AFTER))
+@pytest.mark.parametrize("case", list(LATE_MESSAGES))
 @spec(_BODY, "DEFINED")
 def test_messages_after_completion_change_nothing(server, case):
     """Messages sent after the response completed do not change it: the client gets the completed response
     (status, headers and body) and no stray bytes after it. A request is pipelined behind it to show stray
     bytes; whether it is answered is test_connection_survives_messages_after_completion's business."""
-    steps, extra = _AFTER[case]
-    run = run_script(server, steps + [extra], then=(_ping(server),))
+    steps, extra = LATE_MESSAGES[case]
+    run = run_script(server, steps + [extra], then=(ping(server),))
     assert run.responses, f"no response: {run.exchange.raw[:300]!r}"
     first = run.responses[0]
     assert first.status == 200 and first.body == b"done", (first.status, first.body)
     assert not first.header_all("x-late")
     if len(run.responses) > 1:
-        _assert_ping(run.responses[1])
+        assert_ping(run.responses[1])
     assert not run.exchange.leftover, f"stray bytes after the response: {run.exchange.leftover[:200]!r}"
 
 
-@pytest.mark.parametrize("case", list(_AFTER))
-@spec(_BODY, "INFO")
+@pytest.mark.parametrize("case", letter_params("test_asgi_messages.py::test_connection_survives_messages_after_completion"))
 def test_connection_survives_messages_after_completion(server, case):
     """INFO: the text says later messages "will be ignored"; a server that instead raises from send() (the app
     then fails, and the server must end its connection) or drops the connection contradicts that without
     breaking a must/should. Passes when the request pipelined after the scripted one is answered."""
-    steps, extra = _AFTER[case]
-    run = run_script(server, steps + [extra], then=(_ping(server),))
+    steps, extra = LATE_MESSAGES[case]
+    run = run_script(server, steps + [extra], then=(ping(server),))
     assert run.responses, f"no response: {run.exchange.raw[:300]!r}"
     assert len(run.responses) == 2, f"the next request was not answered: {run.exchange.raw[:400]!r}"
-    _assert_ping(run.responses[1])
+    assert_ping(run.responses[1])
 
 
-@pytest.mark.parametrize("case", list(_AFTER))
-@spec(_BODY, "INFO")
+@pytest.mark.parametrize("case", letter_params("test_asgi_messages.py::test_send_after_completion_returns_normally"))
 def test_send_after_completion_returns_normally(server, case):
     """INFO: the text says messages after completion "will be ignored", so the app's send() of one returns
     normally; raising contradicts that letter without breaking a must/should (the app's event log is the
     evidence: the late step ran and did not raise)."""
-    steps, extra = _AFTER[case]
-    run = run_script(server, steps + [extra], then=(_ping(server),))
+    steps, extra = LATE_MESSAGES[case]
+    run = run_script(server, steps + [extra], then=(ping(server),))
     assert run.responses and run.responses[0].status == 200, f"no response: {run.exchange.raw[:300]!r}"
     late = step(run.events, len(steps))
     assert late is not None, f"the late message was never sent: {[e['event'] for e in run.events]}"
@@ -456,7 +387,7 @@ def test_send_after_completion_returns_normally(server, case):
 def test_unknown_keys_in_events_are_accepted(server):
     """Events with extra, unknown keys are accepted (forward compatibility) and behave as without them."""
     steps = [["send", {"type": "http.response.start", "status": 200, "headers": [], "x_gatecheck": 1}],
-             ["send", {"type": "http.response.body", "body": _b64(b"ok"), "x_gatecheck": [True]}]]
+             ["send", {"type": "http.response.body", "body": b64(b"ok"), "x_gatecheck": [True]}]]
     run = run_script(server, steps)
     for index in range(2):
         found = step(run.events, index)

@@ -15,8 +15,9 @@ from gatecheck import fixtures
 from gatecheck.conformance.client.h2 import H2Client
 from gatecheck.conformance.client.h2 import is_refusal as refused
 from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, h2_get, h2_probe, response_script, rsgi_attrs,
-                                       rsgi_headers, script_target, wsgi_environ)
+                                       rsgi_headers, run_script, script_target, wsgi_environ)
 from gatecheck.conformance.markers import interfaces, needs, spec
+from gatecheck.conformance.observables import observable_row
 
 pytestmark = needs("h2c")
 
@@ -257,3 +258,16 @@ def test_head_response_has_no_content(server):
     assert resp.status == 200, resp.describe()
     assert data == 0 and resp.body == b"", f"HEAD answered with {data} DATA bytes"
     assert resp.header(b"content-length") in ([], [b"1024"]), resp.headers
+
+
+@interfaces("wsgi")
+@spec("PEP 3333 §The start_response() Callable", "SHOULD")
+def test_wsgi_exc_info_before_headers_replaces_status_and_headers(server):
+    """Over HTTP/2 too, start_response(..., exc_info) before anything was sent replaces the stored status and
+    headers: the stream's :status is the one the error handler names (a row of dimension 5's table,
+    conformance/observables.py)."""
+    row = observable_row("test_h2_mapping.py::test_wsgi_exc_info_before_headers_replaces_status_and_headers")
+    resp = run_script(server, [list(s) for s in row.steps], over="h2", wait=False).exchange
+    assert resp.status in row.allowed, resp.describe()
+    assert resp.header(b"x-second") == [b"2"] and resp.header(b"x-first") == [], resp.describe()
+    assert resp.body == b"error page", resp.describe()

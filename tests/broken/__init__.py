@@ -2,6 +2,9 @@
 
     asgi.py, rsgi.py, wsgi.py   the fixture apps behind wrappers/proxies that each break one interface rule,
                                 loaded as ``tests.broken.<interface>:<break>`` (``:control`` breaks nothing)
+    asgi_blocks.py, asgi_messages.py, asgi_letter.py, asgi_variants.py
+                                the ASGI wrappers asgi.py names: building blocks and scope edits, message
+                                breaks, the letter of the text (dimension 6), variants the texts allow
     server.py (+ gateway.py)    a small stdlib HTTP/1.1 server for WSGI apps: correct by default,
                                 ``--break NAME`` violates one wire rule
     proxy.py                    a relay in front of a real server that corrupts one thing the server's own
@@ -10,6 +13,7 @@
     runs.py                     batches of conformance subprocesses against broken targets and controls
     chunks.py                   a helper the ASGI and RSGI breaks share
 
-``tests/conformance/test_checks_can_fail.py`` holds the table: area, how it is served, break, checks that
-must fail (and pass on the unbroken control).
+``tests/conformance/test_checks_can_fail.py`` runs the table (``can_fail_rows.py``, ``can_fail_rows_more.py``;
+the vias in ``can_fail_vias.py``): area, how it is served, break, checks that must fail (and pass on the
+unbroken control).
 """

@@ -166,6 +166,19 @@ def _exc_info_dropped(start_response):
     return broken
 
 
+def _exc_info_ignored(start_response):
+    """The error handler's start_response(..., exc_info) changes nothing: the first status and headers go out
+    (a server that never lets an app change its mind; granian replaces them even without exc_info)."""
+    first = []
+
+    def broken(status, headers, exc_info=None):
+        if exc_info is not None and first:
+            return first[0]
+        first.append(start_response(status, headers, exc_info))
+        return first[-1]
+    return broken
+
+
 def _write_discards(start_response):
     def broken(status, headers, exc_info=None):
         start_response(status, headers, exc_info)
@@ -279,6 +292,7 @@ BREAKS = {
     # start_response, write(), the iterable
     "start_response_never_raises": _on_start_response(_never_raises),
     "exc_info_dropped": _on_start_response(_exc_info_dropped),
+    "exc_info_ignored": _on_start_response(_exc_info_ignored),
     "write_discards": _on_start_response(_write_discards),
     "blocks_buffered": _on_iterable(_blocks_joined),
     "crlf_normalised": _on_iterable(_crlf_normalised),

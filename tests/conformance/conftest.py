@@ -12,6 +12,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def pytest_configure(config):
+    """The checks' own markers, so a harness test may import a table that marks its rows (conformance/
+    dimensions.py, conformance/observables.py) under --strict-markers without the gatecheck session."""
+    for name in ("spec", "interfaces", "needs"):
+        config.addinivalue_line("markers", f"{name}: a conformance check's marker (conformance/markers.py)")
+
+
 @pytest.fixture(scope="session")
 def collected_checks(tmp_path_factory) -> list:
     """Every check item of conformance/, as collected by a real pytest run over granian's three interfaces
