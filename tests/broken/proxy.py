@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from gatecheck.servers.process import free_port
+
 __all__ = ["BREAKS", "main"]
 
 BREAKS = {
