@@ -10,16 +10,15 @@ Rules of this module:
 2. A failing example prints the raw request that reproduces it (``note`` and the assertion message).
 3. Budgets come from the hypothesis profile (``conformance/conftest.py``): the default is derandomized and
    database-less (reproducible in CI, a few seconds per target); ``--hypothesis-profile thorough`` explores.
-   The body and WebSocket round trips never shrink (``_ROUND_TRIP``): their failing examples are slow.
+   The body and WebSocket round trips never shrink (``ROUND_TRIP``): their failing examples are slow.
 """
 from __future__ import annotations
 
 import random
 import socket
-import string
 import time
 
-from hypothesis import HealthCheck, Phase, assume, given, note, settings
+from hypothesis import given, note
 from hypothesis import strategies as st
 
 from gatecheck.fixtures import typed
@@ -28,65 +27,11 @@ from gatecheck.conformance.app import app_view, decode_probe
 from gatecheck.conformance.client.http1 import Connection, build_request
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.wire import describe
+from gatecheck.conformance.strategies import (METHOD, NAME, OBS, ROUND_TRIP, SETTINGS, SIZE, VALUE, byte_path, queries,
+                                              split_at_random, utf8_path)
 from gatecheck.conformance.client.ws import OP_BINARY, OP_CONT, OP_TEXT, connect
 
 pytestmark = needs("http1")
-
-# hypothesis must not count the session server's start-up against an example, nor object to the
-# function-scoped autouse fixtures of conftest.py (they do not depend on the example)
-_SETTINGS = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-                     deadline=None)
-
-# The round trips of bodies and WebSocket messages send up to 1 MiB per example, and a failing example can
-# wait out its read timeout (10-20 s): hypothesis's shrinker replays dozens of such examples (daphne's
-# unechoed empty message: 30 × 10 s), far past --check-timeout, turning a known deviation into a timeout.
-# These two stop at the first failing example, unshrunk (the generate phase tries the simplest example first,
-# derandomized: reproducible, and note() shows it), and their examples fit the check's deadline.
-_ROUND_TRIP = settings(_SETTINGS, max_examples=max(4, settings.default.max_examples // 2),
-                       phases=(Phase.explicit, Phase.reuse, Phase.generate))
-
-_PCHAR_SAFE = string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@"
-_QUERY_SAFE = _PCHAR_SAFE + "/?"
-
-
-def _pct(byte: int) -> str:
-    return f"%{byte:02X}"
-
-
-@st.composite
-def _encoded(draw, raw: bytes, safe: str) -> str:
-    """``raw`` percent-encoded, each safe character kept or (at random) escaped anyway."""
-    out = []
-    for byte in raw:
-        char = chr(byte)
-        keep = byte < 128 and char in safe and draw(st.sampled_from((True, True, False)))
-        out.append(char if keep else _pct(byte))
-    return "".join(out)
-
-
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",), max_codepoint=0x10FFFF), min_size=0, max_size=12)
-
-
-@st.composite
-def _utf8_path(draw) -> tuple:
-    """(target path, decoded str) under /probe/: segments of arbitrary text, none "." or ".."."""
-    segments = draw(st.lists(_TEXT, min_size=1, max_size=4))
-    assume(all(s not in (".", "..") for s in segments))
-    encoded = [draw(_encoded(s.encode("utf-8"), _PCHAR_SAFE)) for s in segments]
-    return "/probe/" + "/".join(encoded), "/probe/" + "/".join(segments)
-
-
-@st.composite
-def _byte_path(draw) -> tuple:
-    """(target path, decoded bytes) under /probe/ whose decoded bytes are not valid UTF-8."""
-    raw = draw(st.binary(min_size=1, max_size=16))
-    try:
-        raw.decode("utf-8")
-        raw += b"\xff"
-    except UnicodeDecodeError:
-        pass
-    encoded = draw(_encoded(raw, _PCHAR_SAFE.replace(".", "")))
-    return "/probe/x" + encoded, b"/probe/x" + raw
 
 
 def _probe(server, target: str, headers=(), body: bytes = b"", method: str = "GET"):
@@ -114,8 +59,8 @@ def _utf8_view(server, target: str):
     return data, _view(server, ex, data)
 
 
-@given(path=_utf8_path())
-@_SETTINGS
+@given(path=utf8_path())
+@SETTINGS
 @interfaces("asgi")
 @spec("ASGI WWW §HTTP Connection Scope", "DEFINED")
 def test_utf8_path_reaches_the_app_decoded(server, path):
@@ -126,8 +71,8 @@ def test_utf8_path_reaches_the_app_decoded(server, path):
     assert view["raw_path"] in (None, target.encode("ascii")), f"raw_path {view['raw_path']!r}; {data[:300]!r}"
 
 
-@given(path=_utf8_path())
-@_SETTINGS
+@given(path=utf8_path())
+@SETTINGS
 @interfaces("wsgi")
 @spec("RFC 3875 §4.1.5", "DEFINED")
 def test_utf8_path_reaches_wsgi_as_latin1(server, path):
@@ -138,8 +83,8 @@ def test_utf8_path_reaches_wsgi_as_latin1(server, path):
     assert view["path"] == text.encode("utf-8").decode("latin-1"), f"PATH_INFO {view['path']!r}; {data[:300]!r}"
 
 
-@given(path=_utf8_path())
-@_SETTINGS
+@given(path=utf8_path())
+@SETTINGS
 @interfaces("rsgi")
 @spec("RSGI §HTTP connection scope", "DEFINED")
 def test_utf8_path_reaches_rsgi_as_sent_or_decoded(server, path):
@@ -158,8 +103,8 @@ def _served_or_refused(server, target: str):
     return data, (_view(server, ex, data) if ex.final[0].status == 200 else None)
 
 
-@given(path=_byte_path())
-@_SETTINGS
+@given(path=byte_path())
+@SETTINGS
 @interfaces("wsgi")
 @spec("PEP 3333 §Unicode Issues", "MUST")
 def test_path_with_invalid_utf8_is_served_or_refused_never_mangled(server, path):
@@ -171,8 +116,8 @@ def test_path_with_invalid_utf8_is_served_or_refused_never_mangled(server, path)
         assert view["path"] == raw.decode("latin-1"), f"PATH_INFO {view['path']!r}; request {data[:300]!r}"
 
 
-@given(path=_byte_path())
-@_SETTINGS
+@given(path=byte_path())
+@SETTINGS
 @interfaces("asgi")
 @spec("ASGI WWW §HTTP Connection Scope", "DEFINED")
 def test_path_with_invalid_utf8_keeps_asgi_raw_path(server, path):
@@ -184,20 +129,14 @@ def test_path_with_invalid_utf8_keeps_asgi_raw_path(server, path):
         assert view["raw_path"] in (None, target.encode("ascii")), f"raw_path {view['raw_path']!r}"
 
 
-@st.composite
-def _query(draw) -> str:
-    raw = draw(st.binary(min_size=0, max_size=40))
-    return draw(_encoded(raw, _QUERY_SAFE))
-
-
 def _query_seen(server, query: str) -> None:
     data, ex = _probe(server, "/probe/q?" + query)
     got = _view(server, ex, data)["query"]
     assert got == query, f"query {got!r} != {query!r}; request {data[:300]!r}"
 
 
-@given(query=_query())
-@_SETTINGS
+@given(query=queries())
+@SETTINGS
 @interfaces("asgi")
 @spec("ASGI WWW §HTTP Connection Scope", "DEFINED")
 def test_query_string_reaches_the_app_as_sent(server, query):
@@ -205,8 +144,8 @@ def test_query_string_reaches_the_app_as_sent(server, query):
     _query_seen(server, query)
 
 
-@given(query=_query())
-@_SETTINGS
+@given(query=queries())
+@SETTINGS
 @interfaces("wsgi")
 @spec("RFC 3875 §4.1.7", "DEFINED")
 def test_query_string_reaches_wsgi_as_sent(server, query):
@@ -214,8 +153,8 @@ def test_query_string_reaches_wsgi_as_sent(server, query):
     _query_seen(server, query)
 
 
-@given(query=_query())
-@_SETTINGS
+@given(query=queries())
+@SETTINGS
 @interfaces("rsgi")
 @spec("RSGI §HTTP connection scope", "DEFINED")
 def test_query_string_reaches_rsgi_as_sent(server, query):
@@ -223,13 +162,8 @@ def test_query_string_reaches_rsgi_as_sent(server, query):
     _query_seen(server, query)
 
 
-_NAME = st.text(string.ascii_letters + string.digits + "-", min_size=1, max_size=16).map(lambda s: "X-P-" + s)
-_VCHAR = "".join(chr(c) for c in range(0x21, 0x7F))
-_VALUE = st.text(_VCHAR + " \t", max_size=40).map(lambda s: s.strip(" \t"))
-
-
-@given(fields=st.lists(st.tuples(_NAME, _VALUE), min_size=1, max_size=8, unique_by=lambda f: f[0].lower()))
-@_SETTINGS
+@given(fields=st.lists(st.tuples(NAME, VALUE), min_size=1, max_size=8, unique_by=lambda f: f[0].lower()))
+@SETTINGS
 @spec("RFC 9110 §5.5", "MUST")
 def test_header_fields_reach_the_app_intact(server, fields):
     """Arbitrary token names and visible-ASCII values (inner spaces and tabs included) reach the app with the
@@ -247,8 +181,8 @@ def _repeated_values_seen(server, values) -> None:
     assert got == values, f"got {got!r}, sent {values!r}; request {data[:400]!r}"
 
 
-@given(values=st.lists(_VALUE, min_size=2, max_size=5))
-@_SETTINGS
+@given(values=st.lists(VALUE, min_size=2, max_size=5))
+@SETTINGS
 @interfaces("asgi")
 @spec("ASGI WWW §HTTP Connection Scope", "MUST")
 def test_repeated_header_keeps_every_value_in_order(server, values):
@@ -256,16 +190,13 @@ def test_repeated_header_keeps_every_value_in_order(server, values):
     _repeated_values_seen(server, values)
 
 
-@given(values=st.lists(_VALUE, min_size=2, max_size=5))
-@_SETTINGS
+@given(values=st.lists(VALUE, min_size=2, max_size=5))
+@SETTINGS
 @interfaces("rsgi")
 @spec("RSGI §HTTP connection scope", "DEFINED")
 def test_repeated_header_keeps_every_value_in_order_in_rsgi(server, values):
     """A field repeated several times reaches the RSGI app as that many values of headers.items(), in order."""
     _repeated_values_seen(server, values)
-
-
-_OBS = st.binary(min_size=1, max_size=20).map(lambda b: bytes(0x80 | (c & 0x7F) for c in b))
 
 
 def _obs_value_seen(server, value: bytes) -> tuple:
@@ -274,8 +205,8 @@ def _obs_value_seen(server, value: bytes) -> tuple:
     return data, [v for n, v in _view(server, ex, data)["headers"] if n == "x-p-obs"], field[1]
 
 
-@given(value=_OBS)
-@_SETTINGS
+@given(value=OBS)
+@SETTINGS
 @interfaces("asgi")
 @spec("RFC 9110 §5.5", "SHOULD")
 def test_obs_text_header_value_reaches_asgi_as_opaque_bytes(server, value):
@@ -284,8 +215,8 @@ def test_obs_text_header_value_reaches_asgi_as_opaque_bytes(server, value):
     assert got == [sent], f"got {got!r}, sent {value!r}; request {data[:300]!r}"
 
 
-@given(value=_OBS)
-@_SETTINGS
+@given(value=OBS)
+@SETTINGS
 @interfaces("wsgi")
 @spec("PEP 3333 §Unicode Issues", "MUST")
 def test_obs_text_header_value_reaches_wsgi_as_latin1(server, value):
@@ -297,17 +228,9 @@ def test_obs_text_header_value_reaches_wsgi_as_latin1(server, value):
 
 # -- bodies ---------------------------------------------------------------------------------------------
 
-_SIZE = st.one_of(st.integers(0, 600), st.integers(601, 70_000), st.just(1 << 20))
-
-
-def _split(data: bytes, rng: random.Random, pieces: int) -> list:
-    cuts = sorted(rng.sample(range(1, len(data)), min(pieces, len(data) - 1))) if len(data) > 1 else []
-    return [data[a:b] for a, b in zip([0] + cuts, cuts + [len(data)])]
-
-
-@given(size=_SIZE, seed=st.integers(0, 2**32 - 1), chunked=st.booleans(), writes=st.integers(1, 12),
+@given(size=SIZE, seed=st.integers(0, 2**32 - 1), chunked=st.booleans(), writes=st.integers(1, 12),
        route=st.sampled_from(["/echo", "/echo_iter"]))
-@_ROUND_TRIP
+@ROUND_TRIP
 @spec("RFC 9112 §6.3", "DEFINED")
 def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, seed, chunked, writes, route):
     """A body of 0 B – 1 MiB, sent with Content-Length or in random chunks, the request cut into random
@@ -316,7 +239,7 @@ def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, s
     body = rng.randbytes(size) if hasattr(rng, "randbytes") else bytes(rng.getrandbits(8) for _ in range(size))
     headers = [("Content-Type", "application/octet-stream")]
     if chunked:
-        chunks = _split(body, rng, rng.randint(1, 20)) if body else []
+        chunks = split_at_random(body, rng, rng.randint(1, 20)) if body else []
         framed = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
         data = build_request("POST", route, headers + [("Transfer-Encoding", "chunked")], framed,
                              host=server.authority, content_length=False)
@@ -326,7 +249,7 @@ def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, s
     note(f"request: {len(data)} bytes, head {head!r}, body = {size} bytes from random.Random({seed}), "
          f"chunked={chunked}, {writes} writes")
     with Connection(server.address, 20.0) as conn:
-        for piece in _split(data, rng, writes - 1):
+        for piece in split_at_random(data, rng, writes - 1):
             conn.send(piece)
         ex = conn.read_responses(1, methods=["POST"], timeout=20.0)
     resp = ex.first
@@ -337,9 +260,9 @@ def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, s
 
 # -- request fragmentation, methods, WebSocket messages ------------------------------------------------------
 
-@given(query=_query(), fields=st.lists(st.tuples(_NAME, _VALUE), max_size=4, unique_by=lambda f: f[0].lower()),
+@given(query=queries(), fields=st.lists(st.tuples(NAME, VALUE), max_size=4, unique_by=lambda f: f[0].lower()),
        cuts=st.lists(st.integers(1, 400), max_size=6))
-@_SETTINGS
+@SETTINGS
 @spec("RFC 9112 §2.2", "DEFINED")
 def test_how_the_request_is_split_into_writes_never_changes_what_the_app_sees(server, query, fields, cuts):
     """The same request delivered whole and cut into arbitrary writes is handed to the app identically."""
@@ -360,11 +283,8 @@ def test_how_the_request_is_split_into_writes_never_changes_what_the_app_sees(se
     assert views[0] == views[1], f"whole: {views[0]}\nsplit at {points}: {views[1]}\nrequest {data!r}"
 
 
-_METHOD = st.text(string.ascii_uppercase, min_size=1, max_size=12).filter(lambda m: m not in ("HEAD", "CONNECT"))
-
-
-@given(method=_METHOD)
-@_SETTINGS
+@given(method=METHOD)
+@SETTINGS
 @spec("RFC 9110 §9.1", "SHOULD")
 def test_any_method_token_reaches_the_app_or_is_501(server, method):
     """Any method token (extension methods included) reaches the app as sent (ASGI method, WSGI
@@ -386,7 +306,7 @@ def test_any_method_token_reaches_the_app_or_is_501(server, method):
 
 @given(text=st.booleans(), size=st.integers(0, 70_000), seed=st.integers(0, 2**32 - 1),
        fragments=st.integers(1, 8))
-@_ROUND_TRIP
+@ROUND_TRIP
 @interfaces("asgi", "rsgi")
 @needs("websockets")
 @spec("RFC 6455 §5.4", "MUST")
@@ -398,7 +318,7 @@ def test_websocket_messages_round_trip_whatever_the_fragmentation(server, text, 
         payload = "".join(rng.choice("aé€𝄞 ") for _ in range(size // 3)).encode("utf-8")
     else:
         payload = rng.randbytes(size) if hasattr(rng, "randbytes") else bytes(rng.getrandbits(8) for _ in range(size))
-    parts = _split(payload, rng, fragments - 1) or [b""]
+    parts = split_at_random(payload, rng, fragments - 1) or [b""]
     opcode = OP_TEXT if text else OP_BINARY
     note(f"{'text' if text else 'binary'} message of {len(payload)} bytes from random.Random({seed}), "
          f"fragments {[len(p) for p in parts]}")

@@ -11,7 +11,7 @@ Rules of this module:
 - :class:`Pipeline` holds the seams (``start_fn`` = ``servers.start_server``, ``check_fn`` =
   ``load.measure.check_route``, ``measure_fn`` = ``load.measure.measure``) with the CPU pinning, the oha
   binary and the output folder (``logs/``, ``bodies/``), so the runner and the gate start, check and measure
-  servers the same way; the gate's tests pass fakes. The record step is ``load.results.append_line``.
+  servers the same way; the gate's tests pass fakes. The record step is ``load.results.append_record``.
 """
 from __future__ import annotations
 

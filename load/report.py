@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .results import check_compatible, load_records
+from .results import RUNNER_KINDS, check_compatible, load_records
 from .rows import Row, env_value, latest_per_key, oha_ceiling, select_rows, version_key
 
 __all__ = ["render", "render_vs", "write_report", "METHOD_TEXT", "Row", "select_rows", "oha_ceiling"]
@@ -276,7 +276,7 @@ def write_report(paths: Sequence[Path | str], out_dir: Path | str, *, plots: boo
     from .plot import latency_svg, rps_svg
     from .profile import ProfileError, load_profile
 
-    records = load_records(paths)
+    records = load_records(paths, kinds=RUNNER_KINDS)
     if not force:
         check_compatible(r for r in records if r.get("kind") == "run")
     out_dir = Path(out_dir)

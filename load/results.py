@@ -1,39 +1,60 @@
-"""Results: one JSON line per measured run, appended as each run finishes, never overwritten.
+"""Records: the one versioned format of everything load/ writes, written and read only here.
 
 Rules of this module:
-- Every line is a complete record (``schema_version``, kind, what ran, what was measured, and the
-  environment), so a crash or Ctrl-C loses nothing already measured and any line can be read alone.
-- Files are only ever opened for appending; each line is flushed and fsync'ed before the next run starts.
-- Keys are sorted, so records diff cleanly. An unknown ``schema_version`` is refused with a clear message.
+- Every record is a JSON object with ``schema_version`` and ``kind``. JSON-lines files (the runner's
+  ``results.jsonl``, the gate's ``runs.jsonl``, an experiment's ``gates.jsonl`` and its packed
+  ``.jsonl.gz``) hold one record a line; a whole gate (``pairs.json``) is one record in one file.
+- Files of lines are only ever opened for appending; each line is flushed and fsync'ed before returning, so
+  a crash or Ctrl-C loses nothing already written and any line can be read alone. Keys are sorted, so
+  records diff cleanly. A document (``pairs.json``) is never overwritten.
+- Reading upgrades every older form to the current version (:func:`upgrade`), so committed data stays
+  readable; an unknown ``schema_version`` is refused with a clear message.
 - Records measured on different machines (``CHECKED_ENVIRONMENT``) are not compared; ``check_compatible``
   says which key differs.
 
+Kinds: ``run``, ``skip``, ``failure`` (the profile runner: one a measured run, skipped or failed case);
+``gate-run`` (one side's measured run in one pair of a gate); ``gate`` (a whole gate: options, runs,
+verdicts; ``load.gate.GateResult``); ``experiment-gate`` (one finished gate of an experiment, with its
+``treatment`` label, and in a packed file the ``gate`` itself).
+
 Schema history::
 
-    1  (gatecheck 0.1) kinds "run", "skip", "failure". A "run" carries the LoadRun fields of
+    1  (gatecheck 0.1) the runner's kinds "run", "skip", "failure". A "run" carries the LoadRun fields of
        load.measure (rps = 2xx responses / elapsed; latency_ms avg/p50/p99/max; non_2xx, errors,
        aborted; server {peak_rss, cpu_seconds, util, cpus}; oha {cpu_seconds, util, cpus, argv};
        generator_bound; flags) plus profile, case, group, cells, target, server, session, repeat,
        quick, method, pinning, versions and environment. A "skip" for an error (a target that
        does not resolve) also carries ``error: true``; plan skips (too few cores, ...) do not.
+       In that version the gate wrote its own forms: runs.jsonl lines without a version or kind,
+       pairs.json with kind "gatecheck-gate" (its own version 1), and an experiment's gates.jsonl lines
+       without a version, whose "kind" was the treatment label (a packed line held pairs.json under
+       "pairs", in place of the pair count).
+    2  one format for all: the runner's kinds unchanged; "gate-run", "gate" and "experiment-gate" as above.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import IO, Any, Dict, Iterable, Mapping, Optional, Sequence
+
+from .benchjson import write_json
 
 __all__ = [
     "SCHEMA_VERSION",
     "RESULTS_FILE",
+    "RUNNER_KINDS",
     "ResultsError",
     "append_record",
-    "append_line",
+    "append_records",
+    "write_document",
     "load_records",
+    "load_document",
+    "upgrade",
     "environment",
     "check_compatible",
     "CHECKED_ENVIRONMENT",
@@ -41,34 +62,78 @@ __all__ = [
     "writable_dir",
 ]
 
-SCHEMA_VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+SCHEMA_VERSION = 2
 RESULTS_FILE = "results.jsonl"
-KINDS = ("run", "skip", "failure")
+RUNNER_KINDS = ("run", "skip", "failure")
+KINDS = RUNNER_KINDS + ("gate-run", "gate", "experiment-gate")
 
 # Environment keys that must match for two records to be compared side by side (pyperf's _CHECKED_METADATA).
 CHECKED_ENVIRONMENT = ("cpu_model", "cpu_count", "kernel")
 
 
 class ResultsError(ValueError):
-    """A results file cannot be read, or records cannot be compared."""
+    """A records file cannot be read, or records cannot be compared."""
 
 
-def append_record(path: Path, record: Mapping[str, Any]) -> None:
-    """Append one record as a JSON line (sorted keys), flushed to disk before returning."""
+def _stamped(record: Mapping[str, Any]) -> Dict[str, Any]:
     if record.get("kind") not in KINDS:
         raise ValueError(f"record kind must be one of {KINDS}, got {record.get('kind')!r}")
-    append_line(path, {"schema_version": SCHEMA_VERSION, **record})
+    return {**record, "schema_version": SCHEMA_VERSION}
 
 
-def append_line(path: Path, record: Mapping[str, Any]) -> None:
-    """The record step of every run (the runner's records, the gate's runs.jsonl): one JSON line with sorted
-    keys, flushed and fsync'ed before returning, so a crash or Ctrl-C keeps every record already written."""
+def _open(path: Path, mode: str) -> IO[str]:
+    """A text file; ``.gz`` files through gzip (appending adds a gzip member, which readers join)."""
+    if path.suffix == ".gz":
+        return gzip.open(path, mode + "t", encoding="utf-8")  # type: ignore[return-value]
+    return open(path, mode, encoding="utf-8")
+
+
+def append_records(path: Path, records: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """Append records as JSON lines (sorted keys, stamped with the version), flushed and fsync'ed
+    before returning; returns them as written."""
+    written = [_stamped(r) for r in records]
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
+    with _open(path, "a") as fh:
+        for record in written:
+            fh.write(json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+    return written
+
+
+def append_record(path: Path, record: Mapping[str, Any]) -> dict:
+    """The record step of every run (the runner's results.jsonl, the gate's runs.jsonl, an experiment's
+    gates.jsonl): one line, on disk before returning; returns the record as written."""
+    return append_records(path, [record])[0]
+
+
+def write_document(path: Path, record: Mapping[str, Any]) -> Path:
+    """One record as a whole file (a gate's pairs.json: indented, sorted keys), refusing to overwrite."""
+    return write_json(_stamped(record), path)
+
+
+def upgrade(record: Any, where: str = "record") -> dict:
+    """``record`` in the current version, from any version this gatecheck has written (the history above)."""
+    if not isinstance(record, dict):
+        raise ResultsError(f"{where}: not a JSON object")
+    version = record.get("schema_version")
+    if version == SCHEMA_VERSION:
+        return record
+    if version == 1 and record.get("kind") in RUNNER_KINDS:
+        return {**record, "schema_version": SCHEMA_VERSION}
+    if version == 1 and record.get("kind") == "gatecheck-gate":
+        runs = [upgrade(r, where) for r in record.get("runs", [])]
+        return {**record, "schema_version": SCHEMA_VERSION, "kind": "gate", "runs": runs}
+    if version is None and "pair" in record and "side" in record:
+        return {**record, "schema_version": SCHEMA_VERSION, "kind": "gate-run"}
+    if version is None and "dir" in record and "kind" in record:
+        out = {**record, "schema_version": SCHEMA_VERSION, "kind": "experiment-gate", "treatment": record["kind"]}
+        if isinstance(record.get("pairs"), dict):  # packed: the gate's pairs.json where the pair count was
+            out["gate"] = upgrade(out.pop("pairs"), where)
+            out["pairs"] = out["gate"]["pairs"]
+        return out
+    raise ResultsError(f"{where}: record format version {version!r} not supported (this gatecheck reads "
+                       f"1 and {SCHEMA_VERSION}); render it with the gatecheck version that wrote it")
 
 
 def writable_dir(path: Path | str, option: str) -> Path:
@@ -105,11 +170,12 @@ def _files(paths: Iterable[Path | str]) -> list[Path]:
     return out
 
 
-def load_records(paths: Iterable[Path | str]) -> list[dict]:
-    """Every record of the given files (directories: every ``*.jsonl`` below them), in file order."""
+def load_records(paths: Iterable[Path | str], kinds: Optional[Sequence[str]] = None) -> list[dict]:
+    """Every record of the given files (directories: every ``*.jsonl`` below them), in file order, in the
+    current version; only those of ``kinds`` when given."""
     records = []
     for path in _files(paths):
-        with open(path, encoding="utf-8") as fh:
+        with _open(path, "r") as fh:
             for number, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
@@ -119,15 +185,23 @@ def load_records(paths: Iterable[Path | str]) -> list[dict]:
                     if number > 1 and not line.endswith("\n"):
                         continue  # a last line cut short by a crash: everything before it stands
                     raise ResultsError(f"{path}:{number}: not a JSON line ({exc})") from None
-                version = record.get("schema_version") if isinstance(record, dict) else None
-                if version not in SUPPORTED_VERSIONS:
-                    raise ResultsError(
-                        f"{path}:{number}: results format version {version!r} not supported "
-                        f"(this gatecheck reads {', '.join(map(str, SUPPORTED_VERSIONS))}); "
-                        "render it with the gatecheck version that wrote it"
-                    )
-                records.append(record)
+                record = upgrade(record, f"{path}:{number}")
+                if kinds is None or record["kind"] in kinds:
+                    records.append(record)
     return records
+
+
+def load_document(path: Path | str) -> dict:
+    """The one record of a document file (a gate's pairs.json), in the current version."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return upgrade(json.load(fh), str(path))
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        if isinstance(exc, ResultsError):
+            raise
+        raise ResultsError(f"{path}: not a JSON document ({exc})") from None
 
 
 def check_compatible(records: Iterable[Mapping[str, Any]]) -> None:

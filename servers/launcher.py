@@ -144,37 +144,21 @@ def start_server(
     ``tls`` is (certificate path, key path) for a target with ``tls=on`` (ignored otherwise): servers
     ships no certificate of its own."""
     adapter, target = resolve(target)
-    if port is not None and not (isinstance(port, int) and 1 <= port <= 65535):
-        raise TargetError(f"port {port!r} is not a TCP port (1-65535); omit it to get a free one")
-    if not ready_timeout > 0:
-        raise TargetError(f"ready timeout {ready_timeout!r} s: give a number of seconds greater than 0")
-    if host not in _LOOPBACK and not allow_remote:
-        raise TargetError(f"refusing to listen on {host!r}: gatecheck uses loopback only unless allow_remote=True")
+    _check_where(host, port, ready_timeout, allow_remote)
     interpreter = python_for(target, python)
     version = adapter.ensure_installed(interpreter)
     log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="gatecheck-"))
     if port is not None and not port_is_free(host, port):
         raise PortInUse(f"port {port} on {host} is already in use; pick another port or omit it to get a free one")
-
-    # The server sees its own environment and the staged fixture apps only (servers/staging.py); a command
-    # target runs where the user runs gatecheck (its command line may name files relative to it) and keeps
-    # the user's PYTHONPATH after the fixture apps (its modules may live there).
-    child_env = isolated_env()
-    if adapter.name == "command" and os.environ.get("PYTHONPATH"):
-        child_env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
-    child_env["PYTHONUNBUFFERED"] = "1"
-    cwd = os.getcwd() if adapter.name == "command" else child_root()
-    child_env.update(env or {})
+    child_env, cwd = _child_env(adapter.name, env)
 
     attempts = 1 if port is not None else 3
     last_error: ServerError | None = None
     for attempt in range(attempts):
         chosen = port if port is not None else free_port(host)
         launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter, tls=tls)
-        env_for_server = {**child_env, **launch.env}
-        log_path = log_dir / f"{_log_stem(target)}-{chosen}.log"
-        proc = ServerProcess(launch.argv, log_path=log_path, env=env_for_server, cwd=cwd, cpus=cpus,
-                             port=chosen)
+        proc = ServerProcess(launch.argv, log_path=log_dir / f"{_log_stem(target)}-{chosen}.log",
+                             env={**child_env, **launch.env}, cwd=cwd, cpus=cpus, port=chosen)
         try:
             probe = probe_for(launch.probe_http2, launch.tls)
             took = proc.wait_ready(host, chosen, probe, timeout=ready_timeout, loopback_only=not allow_remote)
@@ -189,19 +173,36 @@ def start_server(
             proc.stop()
             raise
         versions = {adapter.package or adapter.name: version, "python": _python_version(interpreter)}
-        return ServerHandle(
-            target=target,
-            capabilities=adapter.target_capabilities(target),
-            host=host,
-            port=chosen,
-            process=proc,
-            python=interpreter,
-            versions=versions,
-            ready_seconds=took,
-            tls=tuple(tls) if launch.tls else None,
-        )
+        return ServerHandle(target=target, capabilities=adapter.target_capabilities(target), host=host,
+                            port=chosen, process=proc, python=interpreter, versions=versions, ready_seconds=took,
+                            tls=tuple(tls) if launch.tls else None)
     assert last_error is not None
     raise last_error
+
+
+def _check_where(host: str, port: int | None, ready_timeout: float, allow_remote: bool) -> None:
+    """Refuse a port that is not one, a readiness deadline that is not positive, a non-loopback host."""
+    if port is not None and not (isinstance(port, int) and 1 <= port <= 65535):
+        raise TargetError(f"port {port!r} is not a TCP port (1-65535); omit it to get a free one")
+    if not ready_timeout > 0:
+        raise TargetError(f"ready timeout {ready_timeout!r} s: give a number of seconds greater than 0")
+    if host not in _LOOPBACK and not allow_remote:
+        raise TargetError(f"refusing to listen on {host!r}: gatecheck uses loopback only unless allow_remote=True")
+
+
+def _child_env(adapter_name: str, env: dict | None) -> tuple[dict, str]:
+    """The server's environment and working directory.
+
+    The server sees its own environment and the staged fixture apps only (servers/staging.py); a command
+    target runs where the user runs gatecheck (its command line may name files relative to it) and keeps
+    the user's PYTHONPATH after the fixture apps (its modules may live there)."""
+    child_env = isolated_env()
+    if adapter_name == "command" and os.environ.get("PYTHONPATH"):
+        child_env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
+    child_env["PYTHONUNBUFFERED"] = "1"
+    cwd = os.getcwd() if adapter_name == "command" else child_root()
+    child_env.update(env or {})
+    return child_env, cwd
 
 
 def _log_stem(target: Target) -> str:

@@ -40,8 +40,13 @@ from ..gate import GateCase, GateOptions, analyse
 from ..gate import cli as gate_cli
 from ..gate.analysis import _decisive
 from ..argtypes import server_or_target
+from ..results import append_record, append_records, load_document, load_records
 from ..signals import INTERRUPTED
 from ..stats import Verdict, percentile
+
+
+#: One ``experiment-gate`` record (:mod:`load.results`) per finished gate of an experiment directory.
+GATES_FILE = "gates.jsonl"
 
 
 def _gate_argv(base: str, head: str, out: Path, cost_us: float, seed: int, extra: Sequence[str],
@@ -72,12 +77,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         + [(label, us, None, None) for label, us in args.cost] + [(label, 0.0, pct, None) for label, pct in args.slowdown])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = out / "gates.jsonl"
-    done = {}
-    if log.exists():
-        for line in log.read_text().splitlines():
-            rec = json.loads(line)
-            done[rec["kind"]] = done.get(rec["kind"], 0) + 1
+    log = out / GATES_FILE
+    done: Dict[str, int] = {}
+    for rec in (load_records([log]) if log.exists() else []):
+        done[rec["treatment"]] = done.get(rec["treatment"], 0) + 1
     for rnd in range(args.rounds):
         for kind, cost, slowdown, delay in kinds:
             if done.get(kind, 0) > rnd:
@@ -91,18 +94,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             if status == INTERRUPTED:  # Ctrl-C or SIGTERM: this gate is not a result; a resumed run redoes it
                 print(f"interrupted during {gdir.name}; not recorded; run the same command to resume", flush=True)
                 return INTERRUPTED
-            summary: Dict[str, Any] = {"kind": kind, "round": rnd, "cost_us": cost, "exit_status": status,
+            summary: Dict[str, Any] = {"kind": "experiment-gate", "treatment": kind, "round": rnd, "cost_us": cost, "exit_status": status,
                                        "seconds": round(took, 1), "dir": gdir.name, "slowdown": slowdown, "delay": delay,
                                        "loadavg_before": load0, "loadavg_after": _loadavg()}
             pairs = gdir / "pairs.json"
             if pairs.exists():
-                doc = json.loads(pairs.read_text())
+                doc = load_document(pairs)
                 summary["pairs"] = doc["pairs"]
                 summary["verdicts"] = {r["case"]: {m: (v or {}).get("verdict") for m, v in r["metrics"].items()}
                                        for r in doc["results"]}
-            with open(log, "a", encoding="utf-8") as f:
-                f.write(json.dumps(summary, sort_keys=True) + "\n")
-            print(json.dumps(summary, sort_keys=True), flush=True)
+            print(json.dumps(append_record(log, summary), sort_keys=True), flush=True)
     return 0
 
 
@@ -157,28 +158,26 @@ def replay(doc: Dict[str, Any], *, threshold: float, fail_on: Sequence[str], min
                        for r in results}}, used, seconds
 
 
-def _load(out: Path) -> Dict[str, List[Dict[str, Any]]]:
-    """Stored gates by kind, from an experiment directory or a packed ``.jsonl.gz`` (see ``pack``)."""
-    by_kind: Dict[str, List[Dict[str, Any]]] = {}
+def _stored_gates(out: Path) -> List[Dict[str, Any]]:
+    """An experiment's ``experiment-gate`` records, each with its ``gate`` (the gate's pairs.json), from an
+    experiment directory or a packed ``.jsonl.gz`` (see ``pack``); gates that left no pairs.json are left out."""
     if out.is_file():
-        import gzip
-
-        with gzip.open(out, "rt", encoding="utf-8") as f:
-            for line in f:
-                rec = json.loads(line)
-                doc = rec["pairs"]
-                doc["_wall"] = rec["seconds"]
-                doc["_loadavg"] = rec.get("loadavg_before", []) + rec.get("loadavg_after", [])
-                by_kind.setdefault(rec["kind"], []).append(doc)
-        return by_kind
-    for line in (out / "gates.jsonl").read_text().splitlines():
-        rec = json.loads(line)
+        return load_records([out], kinds=("experiment-gate",))
+    stored = []
+    for rec in load_records([out / GATES_FILE], kinds=("experiment-gate",)):
         p = out / rec["dir"] / "pairs.json"
         if p.exists():
-            doc = json.loads(p.read_text())
-            doc["_wall"] = rec["seconds"]
-            doc["_loadavg"] = rec.get("loadavg_before", []) + rec.get("loadavg_after", [])
-            by_kind.setdefault(rec["kind"], []).append(doc)
+            stored.append({**rec, "gate": load_document(p)})
+    return stored
+
+
+def _load(out: Path) -> Dict[str, List[Dict[str, Any]]]:
+    """Stored gates by treatment, each gate with its wall time and the load averages around it."""
+    by_kind: Dict[str, List[Dict[str, Any]]] = {}
+    for rec in _stored_gates(out):
+        doc = dict(rec["gate"], _wall=rec["seconds"],
+                   _loadavg=rec.get("loadavg_before", []) + rec.get("loadavg_after", []))
+        by_kind.setdefault(rec["treatment"], []).append(doc)
     return by_kind
 
 
@@ -271,20 +270,13 @@ def cmd_analyse(args: argparse.Namespace) -> int:
 
 
 def cmd_pack(args: argparse.Namespace) -> int:
-    """One gzipped JSON line per finished gate (its gates.jsonl record plus its pairs.json), to commit."""
-    import gzip
-
-    out = Path(args.out)
-    n = 0
-    with gzip.open(args.to, "wt", encoding="utf-8") as f:
-        for line in (out / "gates.jsonl").read_text().splitlines():
-            rec = json.loads(line)
-            p = out / rec["dir"] / "pairs.json"
-            if p.exists():
-                rec["pairs"] = json.loads(p.read_text())
-                f.write(json.dumps(rec, sort_keys=True) + "\n")
-                n += 1
-    print(f"packed {n} gates into {args.to}")
+    """One gzipped record per finished gate (its gates.jsonl record with its pairs.json as ``gate``), to commit."""
+    if Path(args.to).exists():
+        print(f"error: {args.to} exists; pack into a new file", file=sys.stderr)
+        return 2
+    stored = _stored_gates(Path(args.out))
+    append_records(Path(args.to), stored)
+    print(f"packed {len(stored)} gates into {args.to}")
     return 0
 
 

@@ -32,10 +32,10 @@ calibration probes, on the pipeline of :mod:`load.pipeline` that the profile run
 """
 
 from .analysis import analyse
-from .model import (COST_ENV, DELAY_ENV, DELAY_EVERY_ENV, LATENCY_METRICS, METRICS, SCHEMA_VERSION,
+from .model import (COST_ENV, DELAY_ENV, DELAY_EVERY_ENV, LATENCY_METRICS, METRICS,
                     STATISTIC_LABELS, CaseResult, GateCase, GateError, GateOptions, GateResult)
 from .running import burn_probe, delay_probe, injected_env, measure_cpu, run_gate, tree_cpu_ns
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
            "run_gate", "analyse", "injected_env", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns",
-           "SCHEMA_VERSION", "COST_ENV", "DELAY_ENV", "DELAY_EVERY_ENV", "LATENCY_METRICS"]
+           "COST_ENV", "DELAY_ENV", "DELAY_EVERY_ENV", "LATENCY_METRICS"]

@@ -1,8 +1,8 @@
 """The gate's nouns: what is measured (cases, options, metrics) and what is decided (results).
 
 Rules of this module: data only, no I/O; it imports nothing from the rest of the gate. ``GateResult``
-knows how to become ``pairs.json`` (:meth:`GateResult.to_dict`), everything needed to recompute every
-verdict offline.
+knows how to become ``pairs.json`` (:meth:`GateResult.to_dict`, a ``gate`` record of :mod:`load.results`),
+everything needed to recompute every verdict offline.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ from ..pipeline import ServerSetup, setup_for
 from ..stats import Decision, Verdict, family_confidence
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "LATENCY_METRICS",
-           "STATISTIC_LABELS", "SCHEMA_VERSION", "COST_ENV", "DELAY_ENV", "DELAY_EVERY_ENV"]
-
-#: Version of pairs.json. History: 1 - first layout (gate, options, cases, runs, results).
-SCHEMA_VERSION = 1
+           "STATISTIC_LABELS", "COST_ENV", "DELAY_ENV", "DELAY_EVERY_ENV"]
 
 # COST_ENV: the fixture apps burn this many µs of CPU per payload/json/echo request; DELAY_ENV: ... and wait
 # this many µs without CPU (asyncio.sleep / time.sleep) on every DELAY_EVERY_ENV-th such request. The
@@ -178,10 +175,10 @@ class GateResult:
         return 1 if any(r.failed(self.options.fail_on) for r in self.results) else 0
 
     def to_dict(self) -> Dict[str, Any]:
-        """pairs.json: everything needed to recompute every verdict offline."""
+        """pairs.json (a ``gate`` record; :func:`load.results.write_document` stamps its version): everything
+        needed to recompute every verdict offline."""
         return {
-            "schema_version": SCHEMA_VERSION,
-            "kind": "gatecheck-gate",
+            "kind": "gate",
             "started_at": self.started_at,
             "seconds": round(self.seconds, 3),
             "setup_seconds": round(self.setup_seconds, 3),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from .. import benchjson
+from ..results import write_document
 from ..stats import Verdict
 from .model import COST_ENV, DELAY_ENV, METRICS, STATISTIC_LABELS, GateResult
 
@@ -99,7 +100,7 @@ def write_outputs(result: GateResult, out_dir: Path, storage: Optional[Path] = N
     paths = {"summary": out_dir / "summary.md", "pairs": out_dir / "pairs.json"}
     with open(paths["summary"], "x", encoding="utf-8") as f:
         f.write(render_markdown(result))
-    benchjson.write_json(result.to_dict(), paths["pairs"])
+    write_document(paths["pairs"], result.to_dict())
     for side in ("base", "head"):
         info = getattr(result, side)
         entries = []

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ..calibration import calibrate_cost, calibrate_delay
 from ..pinning import cpu_times
 from ..pipeline import Pipeline
-from ..results import append_line
+from ..results import append_record
 from .analysis import _decisive, analyse
 from .model import COST_ENV, DELAY_ENV, DELAY_EVERY_ENV, GateCase, GateError, GateOptions, GateResult
 
@@ -143,7 +143,7 @@ def _stop_all(handles: Sequence[Any]) -> None:
 
 def _run_record(run: Any, case: GateCase, pair: int, side: str, position: int) -> Dict[str, Any]:
     rec = run.to_dict() if hasattr(run, "to_dict") else dict(run)
-    rec.update({"case": case.name, "pair": pair, "side": side, "position": position})
+    rec.update({"kind": "gate-run", "case": case.name, "pair": pair, "side": side, "position": position})
     return rec
 
 
@@ -257,8 +257,8 @@ class _Session:
                 records[side]["low_latency"] = low[side]
         for side in order:
             records[side]["gate_seconds"] = round(self.clock() - self.t0, 3)  # when this side's runs ended
-            self.result.runs.append(records[side])
-            append_line(self.out_dir / "runs.jsonl", records[side])  # a crash keeps every finished run
+            # streamed as it ends, so a crash keeps every finished run
+            self.result.runs.append(append_record(self.out_dir / "runs.jsonl", records[side]))
         if opts.restart_every == 1:
             _stop_all([self.servers.pop((case.name, side)) for side in order])
 

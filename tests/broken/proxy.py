@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from gatecheck.servers.process import free_port
+
 __all__ = ["BREAKS", "main"]
 
 BREAKS = {
@@ -155,12 +157,6 @@ async def _connection(client_reader, client_writer, inner_port: int, brk: str) -
     upstream.cancel()
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
 def _wait_listening(host: str, port: int, child, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -183,7 +179,7 @@ def main(argv=None) -> int:
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the server command, with @PORT@")
     args = parser.parse_args(argv)
     command = [a for a in args.command if a != "--"]
-    inner = _free_port("127.0.0.1")
+    inner = free_port("127.0.0.1")
     child = subprocess.Popen([a.replace("@PORT@", str(inner)) for a in command], stdin=subprocess.DEVNULL)
     try:
         _wait_listening("127.0.0.1", inner, child)

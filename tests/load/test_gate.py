@@ -14,6 +14,7 @@ from gatecheck.load import gate
 from gatecheck.load.gate import GateError, GateOptions
 from gatecheck.load.gate import analysis as gate_analysis
 from gatecheck.load.gate import report as gate_report
+from gatecheck.load.results import SCHEMA_VERSION
 from gatecheck.load.stats import Verdict
 from tests.load.gatefakes import CASE, FakeLab, gate_case
 
@@ -132,7 +133,8 @@ def test_outputs_are_written_once_with_a_schema_version(tmp_path):
     result = FakeLab().gate(tmp_path / "work", pairs=8, max_pairs=8)
     paths = gate_report.write_outputs(result, tmp_path / "out", storage=tmp_path / "storage")
     doc = json.loads(paths["pairs"].read_text())
-    assert doc["schema_version"] == gate.SCHEMA_VERSION and doc["kind"] == "gatecheck-gate"
+    assert doc["schema_version"] == SCHEMA_VERSION and doc["kind"] == "gate"
+    assert {(r["kind"], r["schema_version"]) for r in doc["runs"]} == {("gate-run", SCHEMA_VERSION)}
     assert len(doc["runs"]) == 16 and doc["options"]["seed"] == 1
     base = json.loads(paths["benchmark_base"].read_text())
     assert base["benchmarks"][0]["name"] == "gate[json c64 (granian:rsgi:auto)]"

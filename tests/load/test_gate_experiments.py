@@ -8,6 +8,7 @@ import pytest
 
 from gatecheck.load.gate import analysis as gate_analysis
 from gatecheck.load.gate import report as gate_report
+from gatecheck.load.results import append_record
 from tests.load.gatefakes import CASE, FakeLab, gate_case
 
 
@@ -33,11 +34,33 @@ def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
     exp = tmp_path / "exp"
     result = FakeLab(head_factor=0.9).gate(tmp_path / "g", pairs=8, max_pairs=8)
     gate_report.write_outputs(result, exp / "10pct-00")
-    (exp / "gates.jsonl").write_text(json.dumps({"kind": "10%", "dir": "10pct-00", "seconds": 60.0}) + "\n")
+    append_record(exp / "gates.jsonl", {"kind": "experiment-gate", "treatment": "10%", "dir": "10pct-00",
+                                        "seconds": 60.0})
     packed = tmp_path / "gates.jsonl.gz"
     assert gate_rates.main(["pack", str(exp), str(packed)]) == 0
+    assert gate_rates.main(["pack", str(exp), str(packed)]) == 2  # never appended to, nor overwritten
     from_dir, from_file = gate_rates._load(exp), gate_rates._load(packed)
     assert list(from_file) == ["10%"] and from_file["10%"][0]["runs"] == from_dir["10%"][0]["runs"]
+    assert {r["kind"] for r in from_file["10%"][0]["runs"]} == {"gate-run"}
+
+
+def test_experiments_packed_before_the_one_record_format_still_load(tmp_path):
+    """An unversioned gates.jsonl line whose "kind" is the treatment, its gate a pairs.json of kind
+    "gatecheck-gate" with unversioned runs (docs/load/gate_*, load/experiments/data)."""
+    import gzip
+
+    from gatecheck.load.experiments import gate_rates
+
+    doc = FakeLab(head_factor=0.9).gate(tmp_path / "g", pairs=8, max_pairs=8).to_dict()
+    doc = {**doc, "schema_version": 1, "kind": "gatecheck-gate",
+           "runs": [{k: v for k, v in r.items() if k not in ("kind", "schema_version")} for r in doc["runs"]]}
+    packed = tmp_path / "old.jsonl.gz"
+    with gzip.open(packed, "wt") as f:
+        f.write(json.dumps({"kind": "aa", "dir": "aa-00", "round": 0, "seconds": 50.0, "pairs": doc}) + "\n")
+    (gate,) = gate_rates._load(packed)["aa"]
+    assert gate["kind"] == "gate" and gate["_wall"] == 50.0 and len(gate["runs"]) == 16
+    res, used, _ = gate_rates.replay(gate, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=8, resamples=200)
+    assert used == 8 and res["failed"] is True
 
 
 def test_experiment_analysis_says_how_quiet_the_server_cpus_were():

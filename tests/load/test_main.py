@@ -80,7 +80,7 @@ def test_report_of_an_unreadable_file_is_a_clear_error(tmp_path, capsys):
     bad = tmp_path / "r.jsonl"
     bad.write_text('{"schema_version": 7, "kind": "run"}\n')
     assert cli.main(["report", str(bad)]) == 1
-    assert "results format version 7 not supported" in capsys.readouterr().err
+    assert "record format version 7 not supported" in capsys.readouterr().err
 
 
 def test_gate_hands_its_options_to_the_gate_command_line(monkeypatch):

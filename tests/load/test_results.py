@@ -12,7 +12,10 @@ from gatecheck.load.results import (
     append_record,
     check_compatible,
     environment,
+    load_document,
     load_records,
+    upgrade,
+    write_document,
 )
 
 
@@ -51,7 +54,7 @@ def test_an_unknown_schema_version_is_refused_with_the_file_and_line(tmp_path):
     append_record(path, run_record())
     with open(path, "a") as fh:
         fh.write(json.dumps({"schema_version": 99, "kind": "run"}) + "\n")
-    with pytest.raises(ResultsError, match=r"results.jsonl:2: results format version 99 not supported"):
+    with pytest.raises(ResultsError, match=r"results.jsonl:2: record format version 99 not supported"):
         load_records([path])
 
 
@@ -85,3 +88,31 @@ def test_environment_names_the_machine():
     env = environment()
     assert env["cpu_count"] >= 1 and env["cpus_available"] >= 1
     assert env["kernel"] and env["cpu_model"] and env["harness_python"].count(".") == 2
+
+
+def test_every_record_load_writes_is_one_versioned_format_read_back_through_one_reader(tmp_path):
+    """The runner's lines, the gate's runs.jsonl and pairs.json, an experiment's (packed) gates.jsonl."""
+    lines = tmp_path / "mixed.jsonl.gz"
+    append_record(lines, run_record())
+    append_record(lines, {"kind": "gate-run", "case": "c", "pair": 0, "side": "base"})
+    assert [r["kind"] for r in load_records([lines])] == ["run", "gate-run"]
+    assert [r["kind"] for r in load_records([lines], kinds=("run",))] == ["run"]
+    doc = write_document(tmp_path / "pairs.json", {"kind": "gate", "pairs": 8, "runs": []})
+    assert load_document(doc)["schema_version"] == SCHEMA_VERSION
+    with pytest.raises(FileExistsError):
+        write_document(doc, {"kind": "gate"})
+
+
+def test_older_forms_of_each_kind_are_read_as_the_current_version():
+    """What gatecheck wrote before version 2 (committed under docs/load and load/experiments/data)."""
+    assert upgrade({"schema_version": 1, "kind": "run", "rps": 1.0}) == {
+        "schema_version": SCHEMA_VERSION, "kind": "run", "rps": 1.0}
+    assert upgrade({"case": "c", "pair": 0, "side": "head"})["kind"] == "gate-run"
+    old_gate = {"schema_version": 1, "kind": "gatecheck-gate", "pairs": 8, "runs": [{"pair": 0, "side": "base"}]}
+    gate = upgrade(old_gate)
+    assert gate["kind"] == "gate" and gate["runs"][0]["kind"] == "gate-run"
+    packed = upgrade({"kind": "10%", "dir": "10pct-00", "round": 0, "seconds": 60.0, "pairs": old_gate})
+    assert (packed["kind"], packed["treatment"], packed["pairs"]) == ("experiment-gate", "10%", 8)
+    assert packed["gate"]["kind"] == "gate" and packed["gate"]["schema_version"] == SCHEMA_VERSION
+    with pytest.raises(ResultsError, match="version None not supported"):
+        upgrade({"what": "is this"})
