@@ -483,6 +483,16 @@ ROWS += [
     Row("interop", "asgi-tls-ws", "ws_bytes_short_by_one", ("test_websockets_wss_round_trip[fragmented]",)),
 ]
 
+# RFC 9112 §9.3's close rule: its control is a server without persistent connections that says "close" (on one
+# that keeps connections open the check is not applicable, never a pass)
+VIAS["wire-closing"] = Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} --break {break}",
+                           control="no_persistent_connections")
+CATALOGUES["wire-closing"] = server.BREAKS
+ROWS += [
+    Row("http1_connection", "wire-closing", "no_persistence_unannounced",
+        ("test_server_that_closes_after_its_response_says_close",)),
+]
+
 
 UNCOVERED = {
     "h2spec": "its cases are h2spec's own verdicts on the server's HTTP/2 framing layer, reported as they come; "
