@@ -142,14 +142,21 @@ def _wait_quiet(server, rss0: int) -> None:
 @spec("RFC 9112 §9.5", "POLICY")
 def test_idle_connections_do_not_stop_service(server, usage):
     """POLICY: with 500 connections open and silent, a new client is still served promptly, and the idle
-    connections' resources are released when they close."""
+    connections' resources are released when they close.
+
+    They vanish with a reset, as the clients of usage.py do. A FIN is not reliably delivered here: 500 silent
+    connects overflow a listen queue of 100 (uWSGI's default), Linux answers with SYN cookies, and where the
+    listener also defers accept until data arrives (TCP_DEFER_ACCEPT, uWSGI's default), some connections
+    become established on the server's side only after their client had closed, the FIN lost: the server
+    holds a live-looking socket it was never told is gone (uWSGI's router: 23 to 47 of them, released at its
+    60 s timeout; a stdlib selector server with TCP_DEFER_ACCEPT: 18 to 20, kept for good). A reset leaves none."""
     socks = open_many(server, 500)
     try:
         usage.sample_peak()
         served_promptly(server)
     finally:
         for sock in socks:
-            sock.close()
+            abort(sock)
     assert_serves(server)
     usage.check()
 

@@ -52,6 +52,7 @@ BREAKS = {
     "garbage_skipped": "an unparseable request-line is skipped and the next request read",
     "expect_ignored": "Expect: 100-continue gets no 100 (the server waits for the body)",
     "no_persistent_connections": "every response closes the connection, HTTP/1.1 included",
+    "no_persistence_unannounced": "every response closes the connection, HTTP/1.1 included, without Connection: close",
     "app_date_duplicated": "Date is added even when the app sent its own",
     "request_line_bare_cr_kept": "a bare CR in the request-target is kept (percent-encoded) and the request served",
     "nul_in_values_kept": "a NUL in a field value reaches the app",
@@ -117,6 +118,8 @@ class Connection(RequestReader):
             return "http10_kept_open" in self.breaks or te_kept
         if "no_persistent_connections" in self.breaks:
             return False
+        if "no_persistence_unannounced" in self.breaks:
+            return False
         return b"close" not in options or "connection_close_ignored" in self.breaks
 
     async def respond(self, req: Request) -> tuple:
@@ -148,7 +151,7 @@ class Connection(RequestReader):
             body = b""
         if req.method == "HEAD" and "head_length_zero" in self.breaks:
             headers = [(n, "0" if n.lower() == "content-length" else v) for n, v in headers]
-        announce = not keep and "close_unannounced" not in self.breaks
+        announce = not keep and not {"close_unannounced", "no_persistence_unannounced"} & self.breaks
         extra = self.standard_headers(names) + ([("Connection", "close")] if announce else [])
         head = "\r\n".join([line] + [f"{n}: {v}" for n, v in headers + extra]) + "\r\n\r\n"
         return head.encode("latin-1") + body, keep

@@ -149,6 +149,8 @@ ROWS = [
          "test_request_pipelined_after_connection_close_is_not_processed")),
     Row("http1_connection", "wire", "no_persistent_connections",
         ("test_two_sequential_requests_share_one_connection",)),
+    Row("http1_connection", "wire-closing", "no_persistence_unannounced",
+        ("test_server_that_closes_after_its_response_says_close",)),
     Row("http1_connection", "wire", "close_unannounced",
         ("test_connection_close_request_gets_connection_close_in_response",)),
     Row("http1_connection", "wire", "http10_kept_open",

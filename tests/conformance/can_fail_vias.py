@@ -36,6 +36,10 @@ VIAS = {
     # the same, asked for {workers} processes (checks that start a private server with two workers)
     "wire-workers": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} --workers {workers} "
                                 "--break {break}", features="workers", control="none"),
+    # the same, its control a server without persistent connections that says "close" (RFC 9112 §9.3's rule; on
+    # a server that keeps connections open that check is not applicable, never a pass)
+    "wire-closing": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} --break {break}",
+                        control="no_persistent_connections"),
     # granian with the suite's test certificate (tls=on's command line), serving a broken WSGI app over TLS
     "wsgi-tls": Via("wsgi", "{python} -m granian --interface wsgi --host {host} --port {port} --http 1 "
                             "--ssl-certificate {tls_cert} --ssl-keyfile {tls_key} tests.broken.wsgi:{break}",
@@ -64,6 +68,7 @@ VIAS = {
 #: where each via's breaks are defined
 CATALOGUES = {"asgi": asgi.BREAKS, "asgi-late": asgi.BREAKS, "asgi-granian": asgi.BREAKS, "asgi-h2": asgi.BREAKS, "rsgi": rsgi.BREAKS,
               "rsgi-h2": rsgi.BREAKS, "wsgi": wsgi.BREAKS, "wsgi-h2": wsgi.BREAKS, "wsgi-stdlib": wsgi.BREAKS, "wire": server.BREAKS, "wire-workers": server.BREAKS,
+              "wire-closing": server.BREAKS,
               "wsgi-tls": wsgi.BREAKS, "asgi-tls": asgi.BREAKS, "rsgi-tls": rsgi.BREAKS,
               "ws-proxy": proxy.BREAKS, "ws-proxy-granian": proxy.BREAKS, "h2-proxy": proxy.BREAKS}
 
