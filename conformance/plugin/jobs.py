@@ -4,15 +4,15 @@ Rules of this module:
 
 1. The parent runs no check. It checks the command line as a serial session would (targets, expectation files,
    output paths: a usage error is one line, exit status 4, before anything starts), then starts one child
-   pytest session per target: the same command line with that target alone, ``--jobs 1``, and its own results
-   JSON, JUnit XML and collection in a scratch directory. Targets run heaviest first (TLS targets, which run
-   only their few TLS checks, last), at most N at a time. Each child starts its own servers on ports the kernel
+   pytest session per target (all TLS targets in one): the same command line with its targets alone,
+   ``--jobs 1``, and its own results JSON, JUnit XML and collection in a scratch directory. Targets run heaviest first (``target_groups``), at
+   most N at a time. Each child starts its own servers on ports the kernel
    gives it (``servers.process.free_port``; a clash at start is retried), so no two share a server or a port.
 2. Each record a child decides is appended to the run's ``<results>.partial.jsonl`` as it appears in the
    child's; a line per finished target shows its counts. At the end the children's files are merged
    (``merge.py``): the results document, the JUnit XML, the stale report judged over all of them, one
    terminal summary with a serial run's counts, and a serial run's exit status.
-3. A child gets ``--session-timeout`` (default 20 minutes per target) for its target; one still running two
+3. A child gets ``--session-timeout`` (default 20 minutes per target) for its targets; one still running two
    minutes past it is killed, and its target is an error (a crash, ``merge.py`` rule 3), as is a child that
    died or ended without its results.
 4. SIGINT and SIGTERM: no child starts; each running one gets SIGTERM to its process group (they are started
@@ -21,6 +21,7 @@ Rules of this module:
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -60,14 +61,15 @@ def child_args(args: list) -> list:
 class Child:
     """One child session: its targets (``SessionTarget``), its command line and files, its process."""
 
-    def __init__(self, index: int, targets: list, argv: list, scratch: Path, cwd: str, timeout: float) -> None:
+    def __init__(self, index: int, targets: list, argv: list, scratch: Path, cwd: str, timeout: float,
+                 junit: bool) -> None:
         self.targets = targets
         self.results = scratch / f"child-{index}.json"
         self.xml = scratch / f"child-{index}.xml"
         self.collected = scratch / f"child-{index}.collected.json"
         self.log = scratch / f"child-{index}.log"
         self.argv = [*argv, "--jobs", "1", "--results-json", str(self.results), "--gatecheck-collected",
-                     str(self.collected), "--junitxml", str(self.xml)]
+                     str(self.collected)] + (["--junitxml", str(self.xml)] if junit else [])
         self.cwd, self.timeout = cwd, timeout
         self.proc: subprocess.Popen | None = None
         self.started = self.ended = 0.0
@@ -136,9 +138,9 @@ class JobRun:
         self.scratch = Path(tempfile.mkdtemp(prefix="gatecheck-jobs-"))
         base = child_args(list(config.invocation_params.args))
         given = config.getoption("--session-timeout")
-        cwd = str(config.invocation_params.dir)
+        cwd, junit = str(config.invocation_params.dir), bool(getattr(config.option, "xmlpath", None))
         self.children = [Child(i, targets, base + args, self.scratch, cwd,
-                               given or SESSION_TIMEOUT_PER_TARGET * len(targets))
+                               given or SESSION_TIMEOUT_PER_TARGET * len(targets), junit)
                          for i, (targets, args) in enumerate(groups)]
         self.env = _child_env(self.scratch / "pycache")
         self.codes: list = []
@@ -176,8 +178,6 @@ class JobRun:
             self._restore()
 
     def _follow(self, child: Child) -> None:
-        import json
-
         for line in child.new_lines():
             try:
                 record = json.loads(line)
@@ -264,25 +264,33 @@ class JobRun:
 
 
 def target_groups(config, targets: list) -> list:
-    """(targets, command-line arguments) per child: one target each, as typed, heaviest first (a TLS target
-    runs only its TLS checks: last)."""
+    """(targets, command-line arguments) per child, heaviest first: one child per target that runs every
+    check, then one per HTTP/2-only target (its HTTP/1.1 checks do not apply), then one child for all the TLS
+    targets together (each runs only its few dozen TLS checks: a child of its own would cost more to start
+    than its checks take)."""
     from .targets import DEFAULT_TARGETS, targets_from_options
 
     opt = config.getoption
     by_target = {st.target: st for st in targets}
-    groups, seen = [], set()
+    groups, tls, seen = [], ([], []), set()
     texts = opt("--server") or ([] if opt("--server-cmd") else list(DEFAULT_TARGETS))
     for text in texts:
         (st,) = targets_from_options([text], None, None, None, None)
-        if st.target not in seen:
-            seen.add(st.target)
+        if st.target in seen:
+            continue
+        seen.add(st.target)
+        if st.capabilities.tls:
+            tls[0].append(by_target[st.target])
+            tls[1].extend(["--server", text])
+        else:
             groups.append(([by_target[st.target]], ["--server", text]))
     if opt("--server-cmd"):
         (st,) = [st for st in targets if st.target not in seen]
         args = ["--server-cmd", opt("--server-cmd"), "--interface", opt("--interface")]
         args += [arg for name in ("--http", "--features") if opt(name) for arg in (name, opt(name))]
         groups.append(([st], args))
-    return sorted(groups, key=lambda group: group[0][0].capabilities.tls)
+    groups.sort(key=lambda group: group[0][0].target.http == "h2")
+    return groups + ([tls] if tls[0] else [])
 
 
 def run_jobs(config, targets: list, expectations, jobs: int) -> int:
