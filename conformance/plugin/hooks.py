@@ -80,7 +80,9 @@ _NOT_A_RUN = ("help", "version", "collectonly", "showfixtures", "show_fixtures_p
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
     """``--jobs N`` with several targets: child sessions check them, this process merges (``jobs.py``)."""
-    if not _wanted(config) or any(getattr(config.option, name, False) for name in _NOT_A_RUN):
+    if not _wanted(config) or config.getoption("--jobs") == "1":
+        return None
+    if any(getattr(config.option, name, False) for name in _NOT_A_RUN):
         return None
     targets, expectations = _targets_and_expectations(config)
     jobs = jobs_wanted(config.getoption("--jobs"), len(targets))
