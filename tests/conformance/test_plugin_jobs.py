@@ -111,41 +111,69 @@ def _gone(procs: list) -> None:
             pass
 
 
-def test_sigint_stops_every_child_and_its_servers(tmp_path):
+def _run_and(tmp_path, act, timeout: float) -> tuple:
+    """Start a --jobs 2 run, wait until both children serve, ``act(children)``, then wait for the run's end:
+    (exit status, output, the children and servers it had)."""
     proc = _start(tmp_path)
     try:
         _wait_for(proc, "--port", 2)
         children = _wait_for(proc, "--gatecheck-collected", 2)
         servers = descendants_running(proc.pid, "--port")
-        time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=90)
+        act(proc, children)
+        out, _ = proc.communicate(timeout=timeout)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 2, out[-3000:]
-    _gone(children + servers)
+    return proc.returncode, out, children + servers
+
+
+def test_sigint_stops_every_child_and_its_servers(tmp_path):
+    def interrupt(proc, children):
+        time.sleep(1.0)  # into the robustness checks (each takes seconds)
+        proc.send_signal(signal.SIGINT)
+
+    status, out, started = _run_and(tmp_path, interrupt, timeout=90)
+    assert status == 2, out[-3000:]
+    _gone(started)
     outcomes = set(_outcomes(tmp_path / "r.json").values())
     assert "interrupted" in outcomes, out[-3000:]
     assert "error" not in outcomes
 
 
 def test_a_child_that_dies_is_an_error_for_its_target_not_a_lost_result(tmp_path):
-    proc = _start(tmp_path)
-    try:
-        _wait_for(proc, "--port", 2)
-        victim = next(c for c in _wait_for(proc, "--gatecheck-collected", 2) if "granian:wsgi" in c.cmdline())
-        victim.send_signal(signal.SIGKILL)
-        out, _ = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 1, out[-3000:]
+    def kill_wsgi(proc, children):
+        next(c for c in children if "granian:wsgi" in c.cmdline()).send_signal(signal.SIGKILL)
+
+    status, out, _ = _run_and(tmp_path, kill_wsgi, timeout=240)
+    assert status == 1, out[-3000:]
     data = json.loads((tmp_path / "r.json").read_text())
     crash = [c for c in data["checks"] if c["check"] == "session"]
     assert [(c["target"], c["outcome"]) for c in crash] == [("granian:wsgi:auto", "error")], out[-3000:]
     assert "signal 9" in crash[0]["message"] and "signal 9" in data["incomplete"]
     assert {c["outcome"] for c in data["checks"] if c["target"] == "granian:asgi:auto"} <= {"passed", "known", "unsupported"}
+
+
+class _Config:
+    """What target_groups reads of a pytest config."""
+
+    def __init__(self, **options) -> None:
+        self.options = options
+
+    def getoption(self, name):
+        return self.options.get(name.lstrip("-").replace("-", "_"))
+
+
+def test_every_tls_target_shares_one_child_and_the_heaviest_go_first():
+    from gatecheck.conformance.plugin.jobs import target_groups
+    from gatecheck.conformance.plugin.targets import targets_from_options
+
+    texts = ["granian:asgi?tls=on", "granian:asgi:h2", "granian:wsgi", "granian:wsgi?tls=on", "granian:asgi"]
+    targets = targets_from_options(texts, None, None, None, None)
+    groups = target_groups(_Config(server=texts), targets)
+    assert [args for _, args in groups] == [
+        ["--server", "granian:wsgi"], ["--server", "granian:asgi"], ["--server", "granian:asgi:h2"],
+        ["--server", "granian:asgi?tls=on", "--server", "granian:wsgi?tls=on"]]
+    assert [len(members) for members, _ in groups] == [1, 1, 1, 2]
 
 
 def test_the_child_command_line_drops_what_the_parent_gives_each_child():
