@@ -18,9 +18,12 @@ Rules of this module:
 4. SIGINT and SIGTERM: no child starts; each running one gets SIGTERM to its process group (they are started
    in sessions of their own), which ends it as Ctrl-C ends a serial session (the running check
    "interrupted", servers stopped, results written); one still running 30 s later is killed. Exit status 2.
+   A parent killed outright (SIGKILL) takes its children with it the same way (each gets SIGTERM from the
+   kernel), and its reaper finishes the run's results from its partial file, as a serial session's does.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -80,10 +83,11 @@ class Child:
         return ", ".join(st.target.name for st in self.targets)
 
     def start(self, env: dict) -> None:
+        parent = os.getpid()
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "pytest", *self.argv], cwd=self.cwd, env=env,
                                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         start_new_session=True, preexec_fn=lambda: _die_with(parent))
         self.started = time.monotonic()
 
     def running(self) -> bool:
@@ -119,6 +123,17 @@ class Child:
         except OSError:
             return ""
         return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _die_with(parent: int) -> None:
+    """Runs in a child before exec: SIGTERM it when the parent dies (PR_SET_PDEATHSIG), which ends it as Ctrl-C
+    does, its servers stopped; the parent's own results are then finished by its reaper (``finish.py``)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
 
 
 def _child_env(pycache: Path) -> dict:

@@ -153,6 +153,25 @@ def test_a_child_that_dies_is_an_error_for_its_target_not_a_lost_result(tmp_path
     assert {c["outcome"] for c in data["checks"] if c["target"] == "granian:asgi:auto"} <= {"passed", "known", "unsupported"}
 
 
+def test_a_parent_killed_outright_takes_its_children_and_servers_with_it(tmp_path):
+    status, out, started = _run_and(tmp_path, lambda proc, children: proc.kill(), timeout=30)
+    assert status == -signal.SIGKILL
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(_alive(p) for p in started):
+        time.sleep(0.2)
+    _gone(started)
+    while time.monotonic() < deadline and not (tmp_path / "r.json").exists():
+        time.sleep(0.2)
+    assert "killed before it finished" in json.loads((tmp_path / "r.json").read_text())["incomplete"]
+
+
+def _alive(proc) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 class _Config:
     """What target_groups reads of a pytest config."""
 
