@@ -13,6 +13,10 @@ gatecheck; ``conformance/conftest.py`` registers it when that did not).
     finish.py        a killed session's results finished from its partial file (run by the server reaper)
     session.py       the session's state in one object
     tools.py         h2spec found or installed before the first check, else the session incomplete
+    reports.py       a check's pytest report shaped by its verdict, with the broken rule and the server's log
+    summary.py       the gatecheck section of the terminal summary
+    jobs.py          --jobs N: the targets checked in child pytest sessions, N at a time
+    merge.py         the children's results, JUnit XML and collections merged into one run's
     hooks.py         the pytest hooks and fixtures that tie these together (inert unless asked for)
     profiles.py      the hypothesis profiles of the property checks
 """

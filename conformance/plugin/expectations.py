@@ -47,7 +47,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 __all__ = ["Deviation", "Applied", "Expectations", "load_expectations", "load_expectation_file",
-           "EXPECTATIONS_DIR", "ExpectationError", "server_version", "CHECK_ID"]
+           "EXPECTATIONS_DIR", "ExpectationError", "server_version", "CHECK_ID", "expectations_of"]
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "expectations"
 ANY_SERVER = "*"
@@ -158,6 +158,19 @@ def read_expectations(servers, files, builtin: bool = True, directory: Path = EX
         result.warnings += warnings
         result.files.append(str(path))
     return result
+
+
+def expectations_of(config, targets) -> Expectations:
+    """A session's deviations from its options: the built-in file of each target's server (unless
+    --no-builtin-expectations), then each --expectations FILE; none with --no-expectations."""
+    files = config.getoption("--expectations")
+    if config.getoption("--no-expectations"):
+        if files or config.getoption("--no-builtin-expectations"):
+            raise ExpectationError("--no-expectations reads no expectation file: leave out --expectations "
+                                   "and --no-builtin-expectations, or --no-expectations")
+        return Expectations()
+    return read_expectations([st.target.server for st in targets], files,
+                             builtin=not config.getoption("--no-builtin-expectations"))
 
 
 def load_expectations(server: str, directory: Path = EXPECTATIONS_DIR) -> list:

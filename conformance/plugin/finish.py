@@ -20,9 +20,10 @@ from pathlib import Path
 
 from .resultsfile import document, write_document
 
-__all__ = ["finish", "read_partial", "junit_of"]
+__all__ = ["finish", "read_partial", "junit_of", "finish_if_killed", "FINISH_JOB"]
 
 INCOMPLETE = "the session was killed before it finished; these are the checks it had decided"
+FINISH_JOB = "finish-results"   # the reaper's name for this command of a session
 _FAILED = ("failed", "timeout", "fixed")
 _ERRORS = ("error", "interrupted")
 _SKIPPED = ("unsupported", "noted", "skipped", "known")
@@ -82,6 +83,21 @@ def finish(partial: Path, results: Path, junit: Path | None = None) -> bool:
         junit_of(checks).write(junit, encoding="utf-8", xml_declaration=True)
     partial.unlink()
     return True
+
+
+def finish_if_killed(config, results) -> None:
+    """Ask the server reaper to finish ``results`` (and the JUnit XML asked for) if this process dies before
+    its session does; ``reaper.cancel(FINISH_JOB)`` once the files are written."""
+    import os
+
+    from gatecheck import IMPORT_ROOT
+    from gatecheck.servers.reaper import after_death
+
+    argv = [sys.executable, "-m", "gatecheck.conformance.plugin.finish", str(results.partial), str(results.path)]
+    junit = getattr(config.option, "xmlpath", None)
+    if junit:
+        argv += ["--junit", os.path.abspath(junit)]
+    after_death(FINISH_JOB, argv, env={"PYTHONPATH": IMPORT_ROOT}, cwd=os.getcwd())
 
 
 def main(argv=None) -> int:

@@ -9,33 +9,33 @@ decided → the results document at the end.
 """
 from __future__ import annotations
 
-import sys
 import weakref
 from pathlib import Path
 
 import pytest
-from _pytest.reports import TestReport
 
-from gatecheck import IMPORT_ROOT
 from gatecheck.servers import ServerError, TargetError, stop_all
-from gatecheck.servers.reaper import after_death, cancel
+from gatecheck.servers.reaper import cancel
 
 from ..markers import MARKERS, applicable_interfaces, row_of, validate_item
-from .expectations import Applied, ExpectationError, Expectations, read_expectations, server_version
+from .expectations import ExpectationError, expectations_of
+from .finish import FINISH_JOB, finish_if_killed
 from .interrupts import Deadlines, Interrupts
-from .options import add_options, check_output_paths, session_timeout
-from .outcomes import SPEC_GROUP, Verdict, decide
+from .options import add_options, check_output_paths, jobs_wanted, session_timeout
+from .outcomes import Verdict, decide
 from .profiles import load_profile
 from .pool import ServerPool, StartFailed
 from .resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
 from .session import GatecheckSession, item_meta
-from .stale import judge_session, write_summary
-from .started import read_log
+from .merge import write_collected
+from .reports import DEVIATION, LOG, attach_log, deviation, report_interrupted, shape
+from .stale import judge_session
+from .summary import write_gatecheck_summary
 from .targets import targets_from_options
 from .tools import ensure_tools
 
 __all__ = [
-    "pytest_addoption", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
+    "pytest_addoption", "pytest_cmdline_main", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
     "pytest_generate_tests", "pytest_collection_modifyitems", "pytest_collection_everything",
     "pytest_runtest_protocol",
     "pytest_runtest_protocol_records",
@@ -44,10 +44,7 @@ __all__ = [
 ]
 
 _SESSION = pytest.StashKey[GatecheckSession]()
-_DEVIATION = pytest.StashKey[object]()
 _CALLED = pytest.StashKey[bool]()
-_FINISH_JOB = "finish-results"
-_LOG = pytest.StashKey[tuple]()
 _ACTIVATED: weakref.WeakSet = weakref.WeakSet()
 _CHECKS_DIR = Path(__file__).resolve().parent.parent
 
@@ -77,6 +74,37 @@ def _session(config) -> GatecheckSession | None:
     return config.stash.get(_SESSION, None)
 
 
+_NOT_A_RUN = ("help", "version", "collectonly", "showfixtures", "show_fixtures_per_test", "markers", "setupplan")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``--jobs N`` with several targets: child sessions check them, this process merges (``jobs.py``)."""
+    if not _wanted(config) or config.getoption("--jobs") == "1":
+        return None
+    if any(getattr(config.option, name, False) for name in _NOT_A_RUN):
+        return None
+    targets, expectations = _targets_and_expectations(config)
+    jobs = jobs_wanted(config.getoption("--jobs"), len(targets))
+    if jobs < 2:
+        return None
+    check_output_paths(config)
+    from .jobs import run_jobs
+
+    return run_jobs(config, targets, expectations, jobs)
+
+
+def _targets_and_expectations(config) -> tuple:
+    """The session's targets and expectation entries from its options; a bad one is a usage error."""
+    opt = config.getoption
+    try:
+        targets = targets_from_options(opt("--server"), opt("--server-cmd"), opt("--interface"),
+                                       opt("--http"), opt("--features"))
+        return targets, expectations_of(config, targets)
+    except (TargetError, ServerError, ExpectationError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 @pytest.hookimpl(tryfirst=True)  # before hypothesis's own plugin, which loads a --hypothesis-profile given
 def pytest_configure(config):
     if not _wanted(config):
@@ -87,16 +115,11 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gatecheck_not_applicable: internal, no target applies")
     config.addinivalue_line("markers", "gatecheck_unsupported: internal, the target lacks a needed feature")
     opt = config.getoption
-    try:
-        targets = targets_from_options(opt("--server"), opt("--server-cmd"), opt("--interface"),
-                                       opt("--http"), opt("--features"))
-        expectations = _expectations(config, targets)
-    except (TargetError, ServerError, ExpectationError) as exc:
-        raise pytest.UsageError(str(exc)) from None
+    targets, expectations = _targets_and_expectations(config)
     check_output_paths(config)
     results = Results(opt("--results-json"))
     results.open()
-    _finish_if_killed(config, results)
+    finish_if_killed(config, results)
     pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"))
     pool.on_start = lambda started: results.add_target(started.session_target, started.versions)
     for st in targets:
@@ -108,28 +131,6 @@ def pytest_configure(config):
     config.stash[_SESSION] = gs
     for warning in expectations.warnings:
         config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
-
-
-def _finish_if_killed(config, results: Results) -> None:
-    """Ask the server reaper to finish the results files if this process dies before sessionfinish."""
-    argv = [sys.executable, "-m", "gatecheck.conformance.plugin.finish", str(results.partial), str(results.path)]
-    junit = getattr(config.option, "xmlpath", None)
-    if junit:
-        argv += ["--junit", str(Path(junit).resolve())]
-    after_death(_FINISH_JOB, argv, env={"PYTHONPATH": IMPORT_ROOT}, cwd=str(Path.cwd()))
-
-
-def _expectations(config, targets) -> Expectations:
-    """The built-in file of each target's server (unless --no-builtin-expectations), then each
-    --expectations FILE; none with --no-expectations."""
-    files = config.getoption("--expectations")
-    if config.getoption("--no-expectations"):
-        if files or config.getoption("--no-builtin-expectations"):
-            raise ExpectationError("--no-expectations reads no expectation file: leave out --expectations "
-                                   "and --no-builtin-expectations, or --no-expectations")
-        return Expectations()
-    return read_expectations([st.target.server for st in targets], files,
-                             builtin=not config.getoption("--no-builtin-expectations"))
 
 
 def pytest_unconfigure(config):
@@ -214,7 +215,7 @@ def pytest_collection_modifyitems(session, config, items):
         if st is not None:  # the version range is decided once the server has started (_deviation)
             candidates = gs.expectations.candidates(meta["check"], st.target.server, meta["target"])
             if candidates:
-                item.stash[_DEVIATION] = candidates
+                item.stash[DEVIATION] = candidates
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
@@ -260,7 +261,7 @@ def _server_watch(request):
         failure = str(exc)
     if failure is not None:
         pytest.fail(failure, pytrace=False)
-    request.node.stash[_LOG] = (started, started.handle, started.log_size())
+    request.node.stash[LOG] = (started, started.handle, started.log_size())
     yield
     if pool.stopping:
         return
@@ -273,13 +274,13 @@ def _server_watch(request):
 
 def _death(item, pool) -> str | None:
     """Once per check: the message when the check's server process exited while the check ran."""
-    watched = item.stash.get(_LOG, None)
+    watched = item.stash.get(LOG, None)
     if watched is None or pool.stopping:
         return None
     started, handle, offset = watched
     if started.handle is not handle or handle.alive():
         return None
-    item.stash[_LOG] = (started, None, offset)  # reported: the call's report or the teardown's, not both
+    item.stash[LOG] = (started, None, offset)  # reported: the call's report or the teardown's, not both
     log = started.log_since(offset)
     code = started.stop()
     return f"the server process exited during this check (exit code {code}); log:\n{log}"
@@ -303,19 +304,11 @@ def pytest_runtest_protocol_records(item, nextitem):
         return (yield)
     except KeyboardInterrupt:
         if gs is not None and not item.stash.get(_CALLED, False):
-            _report_interrupted(item, gs)
+            report_interrupted(item, gs)
         raise
     finally:
         if gs is not None and meta_of(item) is not None:
             gs.results.decided(item)
-
-
-def _report_interrupted(item, gs) -> None:
-    """The check that was running when Ctrl-C or SIGTERM came: its own outcome, in JSON and JUnit alike."""
-    message = f"interrupted by {gs.interrupts.received or 'KeyboardInterrupt'} while this check ran"
-    report = TestReport(item.nodeid, item.location, {}, "failed", message, "call", user_properties=item.user_properties)
-    gs.results.fold(item, Verdict("interrupted", message), 0.0)
-    item.ihook.pytest_runtest_logreport(report=report)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -346,53 +339,19 @@ def pytest_runtest_makereport(item, call):
     if call.when == "call":
         item.stash[_CALLED] = True
     unsupported = item.get_closest_marker("gatecheck_unsupported") is not None
-    verdict = decide(call.when, report, call.excinfo, _deviation(item, gs), unsupported,
+    verdict = decide(call.when, report, call.excinfo, deviation(item, gs), unsupported,
                      meta_of(item).get("level", ""))
     if call.when == "call" and verdict.outcome != "interrupted":
         # A server that died during the call makes the call an error (in the call's report, so JUnit keeps one
         # test case per check, as the results do); the watch fixture restarts it.
         died = _death(item, gs.pool)
         verdict = Verdict("error", died) if died else verdict
-    _shape(report, verdict)
-    _attach_log(item, report)
+    shape(report, verdict)
+    attach_log(item, report)
     gs.results.fold(item, verdict, getattr(report, "duration", 0.0))
     if verdict is not None and verdict.outcome == "timeout" and gs.deadlines.session_over():
         item.session.shouldstop = gs.deadlines.session_message()
     return report
-
-
-def _deviation(item, gs) -> Applied | None:
-    """The item's entry whose version range holds its target's recorded version (the last one read)."""
-    candidates = item.stash.get(_DEVIATION, None)
-    if not candidates:
-        return None
-    meta = meta_of(item)
-    versions = gs.results.targets.get(meta["target"], {}).get("versions", {})
-    chosen = Expectations.chosen(candidates, server_version(versions))
-    return Applied(chosen, meta["clause"]) if chosen is not None else None
-
-
-def _shape(report, verdict) -> None:
-    """Make pytest's own report (terminal, JUnit) say what the verdict says."""
-    if verdict is None:
-        return
-    if verdict.outcome in ("known", "noted"):
-        report.outcome, report.wasxfail = "skipped", verdict.message
-    elif verdict.outcome in ("fixed", "timeout") or (verdict.outcome == "error" and report.when == "call"):
-        report.outcome, report.longrepr = "failed", verdict.message
-
-
-def _attach_log(item, report) -> None:
-    meta = meta_of(item)
-    if report.failed and report.when == "call" and meta and meta.get("sentence"):  # the rule a call broke
-        report.sections.append((f"{meta['clause']} ({meta['level']})",
-                                f"{meta['sentence']}\npasses: {meta['accepts']}"))
-    log = item.stash.get(_LOG, None)
-    if log and report.failed and log[1] is not None:
-        started, handle, offset = log
-        text = read_log(handle.log_path, offset)
-        if text.strip():
-            report.sections.append((f"server log ({started.target})", text))
 
 
 def pytest_keyboard_interrupt(excinfo):
@@ -414,12 +373,14 @@ def pytest_sessionfinish(session, exitstatus):
         stop_all()
     finally:
         gs.results.extra["expectations"] = gs.expectation_report = judge_session(gs)
+        if session.config.getoption("--gatecheck-collected"):  # a --jobs child: its collection for the parent
+            write_collected(Path(session.config.getoption("--gatecheck-collected")), gs.collected)
         try:
             gs.written = gs.results.write()
         except OSError as exc:
             gs.write_error = f"could not write {gs.results.path}: {exc.strerror or exc}"
             session.exitstatus = session.exitstatus or 1
-        cancel(_FINISH_JOB)
+        cancel(FINISH_JOB)
         if gs.results.incomplete:
             session.exitstatus = session.exitstatus or 1
         gs.pool.cleanup()
@@ -429,21 +390,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     gs = config.stash.get(_SESSION, None)
     if gs is None or not gs.results.records:
         return
-    tr = terminalreporter
-    tr.write_sep("=", "gatecheck")
-    counts = gs.results.counts()
-    tr.write_line("checks × targets: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
-    failures = gs.results.failures_by_level()
-    if failures:
-        order = [SPEC_GROUP, "POLICY", "INFO"]
-        parts = [f"{group} {failures.get(group, 0)}" for group in order]
-        tr.write_line("failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
-                      "not spec requirements)")
-    write_summary(tr, gs.expectation_report)
-    for reason in gs.results.incomplete:
-        tr.write_line(f"incomplete: {reason}", red=True)
-    if gs.write_error:
-        tr.write_line(f"results: {gs.write_error}; the records decided are in {gs.results.partial}", red=True)
-    elif gs.written:
-        tr.write_line(f"results: {gs.results.path}")
-
+    write_gatecheck_summary(terminalreporter, gs.results, gs.expectation_report, gs.written, gs.write_error)

@@ -134,6 +134,20 @@ class Results:
         self._written.add(key)
         self._append({"record": "check", **rec})
 
+    def take_target(self, record: dict) -> None:
+        """A target record written by another session (a ``--jobs`` child): kept, and appended when new."""
+        if self.targets.get(record["target"]) != record:
+            self.targets[record["target"]] = dict(record)
+            self._append({"record": "target", **record})
+
+    def take_check(self, record: dict) -> None:
+        """A check record decided by another session (a ``--jobs`` child): kept and appended, once."""
+        key = (record["check"], record["target"])
+        if key not in self._written:
+            self.records[key] = dict(record)
+            self._written.add(key)
+            self._append({"record": "check", **record})
+
     def write(self) -> bool:
         """Write the document (when any check ran) and remove the partial file; whether it was written."""
         if not self.records:

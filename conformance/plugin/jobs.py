@@ -1,0 +1,371 @@
+"""``--jobs N``: the session's targets checked in up to N child pytest sessions at once, merged into one run.
+
+Rules of this module:
+
+1. The parent runs no check. It checks the command line as a serial session would (targets, expectation files,
+   output paths: a usage error is one line, exit status 4, before anything starts), then starts one child
+   pytest session per target (all TLS targets in one): the same command line with its targets alone,
+   ``--jobs 1``, and its own results JSON, JUnit XML and collection in a scratch directory. Targets run heaviest first (``target_groups``), at
+   most N at a time. Each child starts its own servers on ports the kernel
+   gives it (``servers.process.free_port``; a clash at start is retried), so no two share a server or a port.
+2. Each record a child decides is appended to the run's ``<results>.partial.jsonl`` as it appears in the
+   child's; a line per finished target shows its counts. At the end the children's files are merged
+   (``merge.py``): the results document, the JUnit XML, the stale report judged over all of them, one
+   terminal summary with a serial run's counts, and a serial run's exit status.
+3. A child gets ``--session-timeout`` (default 20 minutes per target) for its targets; one still running two
+   minutes past it is killed, and its target is an error (a crash, ``merge.py`` rule 3), as is a child that
+   died or ended without its results.
+4. SIGINT and SIGTERM: no child starts; each running one gets SIGTERM to its process group (they are started
+   in sessions of their own), which ends it as Ctrl-C ends a serial session (the running check
+   "interrupted", servers stopped, results written); one still running 30 s later is killed. Exit status 2.
+   A parent killed outright (SIGKILL) takes its children with it the same way (each gets SIGTERM from the
+   kernel), and its reaper finishes the run's results from its partial file, as a serial session's does.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .merge import crash_record, exit_status, merge_junit, read_child, read_collected
+from .options import SESSION_TIMEOUT_PER_TARGET
+from .resultsfile import partial_path
+
+__all__ = ["Child", "JobRun", "child_args", "target_groups", "run_jobs"]
+
+#: options the parent replaces in a child's command line (each takes one value)
+_REPLACED = ("--server", "--server-cmd", "--interface", "--http", "--features", "--results-json", "--junitxml",
+             "--junit-xml", "--jobs", "--gatecheck-collected")
+_OVERDUE = 120.0     # seconds past its session deadline before a child is killed
+_STOP_GRACE = 30.0   # seconds a child has to finish after SIGTERM
+_POLL = 0.25
+
+
+def child_args(args: list) -> list:
+    """The command line without the options the parent gives each child itself (``_REPLACED``)."""
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _REPLACED:
+            skip = True
+        elif not arg.startswith(tuple(option + "=" for option in _REPLACED)):
+            kept.append(arg)
+    return kept
+
+
+class Child:
+    """One child session: its targets (``SessionTarget``), its command line and files, its process."""
+
+    def __init__(self, index: int, targets: list, argv: list, scratch: Path, cwd: str, timeout: float,
+                 junit: bool) -> None:
+        self.targets = targets
+        self.results = scratch / f"child-{index}.json"
+        self.xml = scratch / f"child-{index}.xml"
+        self.collected = scratch / f"child-{index}.collected.json"
+        self.log = scratch / f"child-{index}.log"
+        self.argv = [*argv, "--jobs", "1", "--results-json", str(self.results), "--gatecheck-collected",
+                     str(self.collected)] + (["--junitxml", str(self.xml)] if junit else [])
+        self.cwd, self.timeout = cwd, timeout
+        self.proc: subprocess.Popen | None = None
+        self.started = self.ended = 0.0
+        self._offset = 0
+
+    @property
+    def names(self) -> str:
+        return ", ".join(st.target.name for st in self.targets)
+
+    def start(self, env: dict) -> None:
+        parent = os.getpid()
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "pytest", *self.argv], cwd=self.cwd, env=env,
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, preexec_fn=lambda: _die_with(parent))
+        self.started = time.monotonic()
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def overdue(self) -> bool:
+        return time.monotonic() > self.started + self.timeout + _OVERDUE
+
+    def signal(self, sig: int) -> None:
+        """``sig`` to the child's process group (its session: started with start_new_session), while the child
+        is not yet reaped (so the group id is still ours)."""
+        if self.running():
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def new_lines(self) -> list:
+        """The complete lines the child appended to its partial file since the last call."""
+        try:
+            with open(partial_path(self.results), "rb") as fh:
+                fh.seek(self._offset)
+                data = fh.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self._offset += end
+        return [line for line in data[:end].decode("utf-8", "replace").splitlines() if line]
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _die_with(parent: int) -> None:
+    """Runs in a child before exec: SIGTERM it when the parent dies (PR_SET_PDEATHSIG), which ends it as Ctrl-C
+    does, its servers stopped; the parent's own results are then finished by its reaper (``finish.py``)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+def _child_env(pycache: Path) -> dict:
+    """This environment, with bytecode written under ``pycache`` only (PYTHONPYCACHEPREFIX): the children
+    share pytest's rewritten check modules (about 5 s of CPU each to rewrite: tox sets PYTHONDONTWRITEBYTECODE),
+    and nothing of the run writes ``__pycache__`` next to the sources. The servers inherit it too."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.setdefault("PYTHONPYCACHEPREFIX", str(pycache))
+    return env
+
+
+class JobRun:
+    """The children of a ``--jobs`` run, started and watched from one loop (rules 1-4)."""
+
+    def __init__(self, config, groups: list, jobs: int, results, tw) -> None:
+        self.results, self.tw, self.jobs = results, tw, jobs
+        self.scratch = Path(tempfile.mkdtemp(prefix="gatecheck-jobs-"))
+        base = child_args(list(config.invocation_params.args))
+        given = config.getoption("--session-timeout")
+        cwd, junit = str(config.invocation_params.dir), bool(getattr(config.option, "xmlpath", None))
+        self.children = [Child(i, targets, base + args, self.scratch, cwd,
+                               given or SESSION_TIMEOUT_PER_TARGET * len(targets), junit)
+                         for i, (targets, args) in enumerate(groups)]
+        self.env = _child_env(self.scratch / "pycache")
+        self.codes: list = []
+        self.interrupted: str | None = None
+        self._previous: dict = {}
+
+    def run(self) -> None:
+        self._install()
+        queue, running, stop_by = list(self.children), [], None
+        try:
+            while queue or running:
+                while queue and len(running) < self.jobs and not self.interrupted:
+                    child = queue.pop(0)
+                    child.start(self.env)
+                    running.append(child)
+                time.sleep(_POLL)
+                for child in list(running):
+                    self._follow(child)
+                    if not child.running():
+                        running.remove(child)
+                        self._finished(child)
+                    elif child.overdue():
+                        child.signal(signal.SIGKILL)
+                if self.interrupted and stop_by is None:
+                    queue.clear()
+                    stop_by = time.monotonic() + _STOP_GRACE
+                    for child in running:
+                        child.signal(signal.SIGTERM)
+                elif stop_by is not None and time.monotonic() > stop_by:
+                    for child in running:
+                        child.signal(signal.SIGKILL)
+        finally:
+            for child in self.children:
+                child.signal(signal.SIGKILL)
+            self._restore()
+
+    def _follow(self, child: Child) -> None:
+        for line in child.new_lines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            kind = record.pop("record", None)
+            if kind == "target":
+                self.results.take_target(record)
+            elif kind == "check":
+                self.results.take_check(record)
+
+    def _finished(self, child: Child) -> None:
+        """A child ended: its records merged (with a crash record per target when it left none), one line."""
+        child.ended = time.monotonic()
+        code = child.proc.returncode
+        self.codes.append(code)
+        targets, checks, incomplete = read_child(child.results)
+        for record in targets:
+            self.results.take_target(record)
+        for record in checks:
+            self.results.take_check(record)
+        crashed = code not in (0, 1, 2, 4, 5) or (incomplete is not None and not self._known_incomplete(incomplete))
+        if crashed and self.interrupted and code in (-signal.SIGTERM, -signal.SIGKILL):
+            pass  # stopped by us before it could write its results (e.g. still collecting): interrupted, as serially
+        elif crashed:
+            why = (f"the child session checking {child.names} ended with "
+                   f"{'signal ' + str(-code) if code < 0 else 'exit status ' + str(code)} without finishing "
+                   f"its results; its output ends:\n{child.log_tail()}")
+            for st in child.targets:
+                self.results.take_check(crash_record(st, why))
+            self.results.incomplete.append(why.splitlines()[0])
+        elif incomplete and incomplete not in self.results.incomplete:
+            self.results.incomplete.append(incomplete)
+        self._progress(child, code)
+
+    @staticmethod
+    def _known_incomplete(reason: str) -> bool:
+        """An ``incomplete`` the child's own session wrote (e.g. h2spec missing), not its reaper's."""
+        return not reason.startswith("its session was killed") and not reason.startswith("the session was killed")
+
+    def _progress(self, child: Child, code: int) -> None:
+        done = len(self.codes)
+        names = {st.target.name for st in child.targets}
+        counts: dict = {}
+        for rec in self.results.records.values():
+            if rec["target"] in names:
+                counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
+        text = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "no checks"
+        self.tw.line(f"gatecheck [{done}/{len(self.children)}] {child.names}: {text} "
+                     f"({child.ended - child.started:.0f} s, exit status {code})")
+        if code == 4:
+            self.tw.line(child.log_tail(3), red=True)
+
+    def collected(self) -> tuple:
+        """The children's collections merged, and the targets they cover: a child stopped before it wrote its
+        own (interrupted, crashed) leaves its targets out of the stale report."""
+        judged = [child for child in self.children if child.collected.exists()]
+        return read_collected([child.collected for child in judged]), [st for child in judged for st in child.targets]
+
+    def junit(self, out: Path) -> None:
+        merge_junit(out, [(child.xml, [r for r in self.results.records.values()
+                                       if r["target"] in {st.target.name for st in child.targets}])
+                          for child in self.children if child.proc is not None])
+
+    def status(self) -> int:
+        return exit_status(self.codes, self.interrupted is not None, bool(self.results.incomplete))
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def _install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def _restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    def _handle(self, signum, frame) -> None:
+        if self.interrupted is None:
+            self.interrupted = signal.Signals(signum).name
+            self.tw.line(f"gatecheck: {self.interrupted}: stopping every child session", red=True)
+
+
+def target_groups(config, targets: list) -> list:
+    """(targets, command-line arguments) per child, heaviest first: one child per target that runs every
+    check, then one per HTTP/2-only target (its HTTP/1.1 checks do not apply), then one child for all the TLS
+    targets together (each runs only its few dozen TLS checks: a child of its own would cost more to start
+    than its checks take)."""
+    from .targets import DEFAULT_TARGETS, targets_from_options
+
+    opt = config.getoption
+    by_target = {st.target: st for st in targets}
+    groups, tls, seen = [], ([], []), set()
+    texts = opt("--server") or ([] if opt("--server-cmd") else list(DEFAULT_TARGETS))
+    for text in texts:
+        (st,) = targets_from_options([text], None, None, None, None)
+        if st.target in seen:
+            continue
+        seen.add(st.target)
+        if st.capabilities.tls:
+            tls[0].append(by_target[st.target])
+            tls[1].extend(["--server", text])
+        else:
+            groups.append(([by_target[st.target]], ["--server", text]))
+    if opt("--server-cmd"):
+        (st,) = [st for st in targets if st.target not in seen]
+        args = ["--server-cmd", opt("--server-cmd"), "--interface", opt("--interface")]
+        args += [arg for name in ("--http", "--features") if opt(name) for arg in (name, opt(name))]
+        groups.append(([st], args))
+    groups.sort(key=lambda group: group[0][0].target.http == "h2")
+    return groups + ([tls] if tls[0] else [])
+
+
+def run_jobs(config, targets: list, expectations, jobs: int) -> int:
+    """The whole ``--jobs`` run (rules 1-4); its exit status."""
+    from _pytest.config import create_terminal_writer
+    from gatecheck.servers.reaper import cancel
+
+    from .expectations import server_version
+    from .finish import FINISH_JOB, finish_if_killed
+    from .resultsfile import Results
+    from .stale import judge
+    from .summary import LineWriter, write_gatecheck_summary
+
+    began = time.monotonic()
+    tw = create_terminal_writer(config)
+    results = Results(config.getoption("--results-json"))
+    results.open()
+    finish_if_killed(config, results)
+    for st in targets:
+        results.add_target(st)
+    run = JobRun(config, target_groups(config, targets), jobs, results, tw)
+    tw.line(f"gatecheck: {len(targets)} targets, {run.jobs} child sessions at a time (--jobs)")
+    try:
+        run.run()
+        versions = {name: server_version(t.get("versions", {})) for name, t in results.targets.items()}
+        collected, judged = run.collected()
+        report = judge(expectations, [(st.target.server, st.target.name) for st in judged], versions,
+                       set(results.records), collected)
+        results.extra["expectations"] = report
+        written, write_error = _write(results)
+        junit = getattr(config.option, "xmlpath", None)
+        if junit:
+            run.junit(Path(os.path.abspath(junit)))
+        cancel(FINISH_JOB)
+        _failures(tw, results)
+        write_gatecheck_summary(LineWriter(tw), results, report, written, write_error)
+        status = 1 if write_error and run.status() == 0 else run.status()
+        counts = ", ".join(f"{n} {k}" for k, n in results.counts().items() if n) or "no checks"
+        tw.sep("=", f"{counts} in {time.monotonic() - began:.1f}s", red=status != 0, green=status == 0)
+        return status
+    finally:
+        run.cleanup()
+
+
+def _write(results) -> tuple:
+    try:
+        return results.write(), ""
+    except OSError as exc:
+        return False, f"could not write {results.path}: {exc.strerror or exc}"
+
+
+def _failures(tw, results) -> None:
+    """One line per check × target that makes the run fail, as pytest's short summary has them."""
+    from .outcomes import FAILING
+
+    failing = [rec for rec in results.records.values() if rec["outcome"] in FAILING]
+    if not failing:
+        return
+    tw.sep("=", "short test summary info")
+    for rec in sorted(failing, key=lambda r: (r["target"], r["check"])):
+        first = (rec.get("message") or "").strip().splitlines()[:1]
+        tw.line(f"{rec['outcome'].upper()} {rec['check']} @ {rec['target']}" + (f" - {first[0]}" if first else ""),
+                red=True)

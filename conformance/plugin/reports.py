@@ -1,0 +1,59 @@
+"""How a check's phases become its report and record: the deviation that applies to it, pytest's report
+shaped to say what the verdict says, the broken rule and the server's log attached, and the report of a check
+that Ctrl-C or SIGTERM interrupted (``hooks.py`` calls these)."""
+from __future__ import annotations
+
+import pytest
+from _pytest.reports import TestReport
+
+from .expectations import Applied, Expectations, server_version
+from .outcomes import Verdict
+from .resultsfile import meta_of
+from .started import read_log
+
+__all__ = ["DEVIATION", "LOG", "report_interrupted", "deviation", "shape", "attach_log"]
+
+DEVIATION = pytest.StashKey[object]()   # an item's candidate expectation entries
+LOG = pytest.StashKey[tuple]()          # (started server, its handle, log offset) while a check runs
+
+
+def report_interrupted(item, gs) -> None:
+    """The check that was running when Ctrl-C or SIGTERM came: its own outcome, in JSON and JUnit alike."""
+    message = f"interrupted by {gs.interrupts.received or 'KeyboardInterrupt'} while this check ran"
+    report = TestReport(item.nodeid, item.location, {}, "failed", message, "call", user_properties=item.user_properties)
+    gs.results.fold(item, Verdict("interrupted", message), 0.0)
+    item.ihook.pytest_runtest_logreport(report=report)
+
+
+def deviation(item, gs) -> Applied | None:
+    """The item's entry whose version range holds its target's recorded version (the last one read)."""
+    candidates = item.stash.get(DEVIATION, None)
+    if not candidates:
+        return None
+    meta = meta_of(item)
+    versions = gs.results.targets.get(meta["target"], {}).get("versions", {})
+    chosen = Expectations.chosen(candidates, server_version(versions))
+    return Applied(chosen, meta["clause"]) if chosen is not None else None
+
+
+def shape(report, verdict) -> None:
+    """Make pytest's own report (terminal, JUnit) say what the verdict says."""
+    if verdict is None:
+        return
+    if verdict.outcome in ("known", "noted"):
+        report.outcome, report.wasxfail = "skipped", verdict.message
+    elif verdict.outcome in ("fixed", "timeout") or (verdict.outcome == "error" and report.when == "call"):
+        report.outcome, report.longrepr = "failed", verdict.message
+
+
+def attach_log(item, report) -> None:
+    meta = meta_of(item)
+    if report.failed and report.when == "call" and meta and meta.get("sentence"):  # the rule a call broke
+        report.sections.append((f"{meta['clause']} ({meta['level']})",
+                                f"{meta['sentence']}\npasses: {meta['accepts']}"))
+    log = item.stash.get(LOG, None)
+    if log and report.failed and log[1] is not None:
+        started, handle, offset = log
+        text = read_log(handle.log_path, offset)
+        if text.strip():
+            report.sections.append((f"server log ({started.target})", text))

@@ -1,0 +1,43 @@
+"""The ``gatecheck`` section of the terminal summary: outcome counts, failures by level, stale expectation
+entries, what the session could not run, where the results went. A serial session writes it from its own
+records; a ``--jobs`` run from the merged records of its child sessions (``jobs.py``), so both read alike."""
+from __future__ import annotations
+
+from .outcomes import SPEC_GROUP
+from .stale import write_summary
+
+__all__ = ["write_gatecheck_summary", "LineWriter"]
+
+
+def write_gatecheck_summary(tr, results, report: dict, written: bool, write_error: str) -> None:
+    """``tr``: pytest's terminal reporter or a :class:`LineWriter`; ``results``: a ``resultsfile.Results``."""
+    tr.write_sep("=", "gatecheck")
+    counts = results.counts()
+    tr.write_line("checks × targets: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+    failures = results.failures_by_level()
+    if failures:
+        order = [SPEC_GROUP, "POLICY", "INFO"]
+        parts = [f"{group} {failures.get(group, 0)}" for group in order]
+        tr.write_line("failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
+                      "not spec requirements)")
+    write_summary(tr, report)
+    for reason in results.incomplete:
+        tr.write_line(f"incomplete: {reason}", red=True)
+    if write_error:
+        tr.write_line(f"results: {write_error}; the records decided are in {results.partial}", red=True)
+    elif written:
+        tr.write_line(f"results: {results.path}")
+
+
+class LineWriter:
+    """The two calls of pytest's terminal reporter the summary uses, on a plain ``TerminalWriter`` (a ``--jobs``
+    parent has no terminal reporter: it runs no pytest session of its own)."""
+
+    def __init__(self, tw) -> None:
+        self.tw = tw
+
+    def write_line(self, line: str, **markup) -> None:
+        self.tw.line(line, **markup)
+
+    def write_sep(self, sep: str, title: str, **markup) -> None:
+        self.tw.sep(sep, title, **markup)
