@@ -20,63 +20,13 @@ import os
 import pytest
 
 from gatecheck.conformance.markers import interfaces, needs, spec
-from gatecheck.conformance.client.ws import (EOF, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT, TIMEOUT,
-                                             accept_for,
-                 close_payload, connect, encode_frame)
+from gatecheck.conformance.client.ws import OP_BINARY, OP_CONT, OP_PING, OP_PONG, OP_TEXT, accept_for, encode_frame
+from gatecheck.conformance.ws_wire import (PROTOCOL_ERRORS, Echo, after_violation, frame_bytes, live_echo,
+                                           refused_handshake, round_trip, send_fragments)
 
 pytestmark = [interfaces("asgi", "rsgi"), needs("websockets")]
 
 _HS = "RFC 6455 §4.2.1"
-
-
-def _open(server, path="/ws_echo", **kw):
-    return connect(server.address, path, server.authority, **kw)
-
-
-class _Echo:
-    """An accepted /ws_echo connection (the check fails at once if the handshake did not give a 101)."""
-
-    def __init__(self, server, **kw):
-        self.conn = _open(server, **kw)
-        hs = self.conn.handshake
-        if hs.status != 101:
-            self.conn.close()
-            raise AssertionError(f"handshake to /ws_echo answered {hs.status}: {hs.raw[:300]!r}")
-
-    def __enter__(self):
-        return self.conn
-
-    def __exit__(self, *exc):
-        self.conn.close()
-
-
-def _assert_server_frames(conn, frames):
-    for frame in frames:
-        assert not frame.masked, f"server frame is masked: {frame!r} [6455 §5.1]"
-        assert frame.rsv == 0, f"server frame has RSV bits {frame.rsv} without an extension: {frame!r}"
-        assert frame.minimal_length(), f"server frame does not use the minimal length encoding: {frame!r}"
-
-
-def _live_echo(server):
-    """An accepted /ws_echo connection whose echo has been seen working (one text round trip)."""
-    echo = _Echo(server)
-    try:
-        got = _echo(echo.conn, OP_TEXT, b"alive")
-        assert got == (OP_TEXT, b"alive"), f"/ws_echo answered {got!r} to 'alive'"
-    except BaseException:
-        echo.conn.close()
-        raise
-    echo.conn.data_frames.clear()
-    return echo
-
-
-def _echo(conn, opcode: int, payload: bytes, timeout: float = 10.0):
-    assert conn.send_frame(opcode, payload), "the server closed the connection before the message was sent"
-    got = conn.read_message(timeout)
-    assert got not in (EOF, TIMEOUT), f"no echo of a {len(payload)} B message: {got}"
-    assert not hasattr(got, "opcode"), f"server closed instead of echoing: {got!r}"
-    _assert_server_frames(conn, conn.data_frames)
-    return got
 
 
 # -- opening handshake ------------------------------------------------------------------------------
@@ -84,7 +34,7 @@ def _echo(conn, opcode: int, payload: bytes, timeout: float = 10.0):
 @spec("RFC 6455 §4.2.2", "MUST")
 def test_valid_handshake_is_answered_with_101_and_upgrade_headers(server):
     """A valid opening handshake is answered 101 with Upgrade: websocket and Connection: Upgrade."""
-    with _Echo(server) as conn:
+    with Echo(server) as conn:
         hs = conn.handshake
         assert (hs.header("upgrade") or "").lower() == "websocket", hs.raw
         assert "upgrade" in [t.strip().lower() for t in (hs.header("connection") or "").split(",")], hs.raw
@@ -95,24 +45,11 @@ def test_valid_handshake_is_answered_with_101_and_upgrade_headers(server):
 @spec("RFC 6455 §4.2.2", "MUST")
 def test_accept_is_base64_sha1_of_the_key_as_sent(server, key):
     """Sec-WebSocket-Accept is base64(SHA-1(key + GUID)) over the key as sent, and appears exactly once."""
-    with _Echo(server, key=key) as conn:
+    with Echo(server, key=key) as conn:
         values = conn.handshake.header_all("sec-websocket-accept")
         assert values == [accept_for(key)], conn.handshake.raw
     if key.startswith("dGhl"):
         assert accept_for(key) == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
-
-
-def _refused(server, **kw):
-    """The handshake's answer, which must be a well-formed HTTP response: silence, a close without a
-    response, or bytes that are not HTTP never show that a handshake was refused (or not switched)."""
-    conn = _open(server, **kw)
-    try:
-        hs = conn.handshake
-    finally:
-        conn.close()
-    assert hs.response is not None, (f"no HTTP response to the handshake "
-                                     f"({'connection closed' if hs.closed else 'silence'}): {hs.raw[:200]!r}")
-    return hs
 
 
 @pytest.mark.parametrize("key", [None, "abc", "dGhlIHNhbXBsZSBub25jZQ", "AAAAAAAAAAAAAAAAAAAAAAA=",
@@ -121,14 +58,14 @@ def _refused(server, **kw):
 @spec(_HS, "MUST")
 def test_key_not_decoding_to_16_bytes_is_refused(server, key):
     """A missing Sec-WebSocket-Key, or one that does not base64-decode to 16 bytes, gets an HTTP error, not 101."""
-    hs = _refused(server, key=key)
+    hs = refused_handshake(server, key=key)
     assert 400 <= hs.status < 500, f"key {key!r} answered {hs.status}: {hs.raw[:300]!r}"
 
 
 @spec(_HS, "MUST")
 def test_duplicate_key_is_refused(server):
     """Sec-WebSocket-Key MUST NOT appear more than once: two keys get an HTTP error, not 101."""
-    hs = _refused(server, headers=[("Sec-WebSocket-Key", "AAAAAAAAAAAAAAAAAAAAAA==")])
+    hs = refused_handshake(server, headers=[("Sec-WebSocket-Key", "AAAAAAAAAAAAAAAAAAAAAA==")])
     assert hs.status is not None and 400 <= hs.status < 500, f"answered {hs.status}: {hs.raw[:300]!r}"
 
 
@@ -137,7 +74,7 @@ def test_duplicate_key_is_refused(server):
 def test_unsupported_version_is_refused_listing_version_13(server, version):
     """A Sec-WebSocket-Version the server does not speak gets an HTTP error (such as 426) carrying
     Sec-WebSocket-Version: 13."""
-    hs = _refused(server, version=version)
+    hs = refused_handshake(server, version=version)
     assert hs.status is not None and 400 <= hs.status < 500, f"answered {hs.status}: {hs.raw[:300]!r}"
     offered = [v.strip() for value in hs.header_all("sec-websocket-version") for v in value.split(",")]
     assert "13" in offered, f"{hs.status} without Sec-WebSocket-Version: 13: {hs.raw[:300]!r}"
@@ -146,7 +83,7 @@ def test_unsupported_version_is_refused_listing_version_13(server, version):
 @spec(_HS, "MUST")
 def test_missing_version_is_refused(server):
     """A handshake without Sec-WebSocket-Version gets an HTTP error, not 101."""
-    hs = _refused(server, version=None)
+    hs = refused_handshake(server, version=None)
     assert hs.status is not None and 400 <= hs.status < 500, f"answered {hs.status}: {hs.raw[:300]!r}"
 
 
@@ -158,7 +95,7 @@ def test_request_without_websocket_upgrade_is_not_switched(server, kw):
     """Without Upgrade: websocket and Connection: Upgrade the request is not switched to WebSocket (no 101
     with Upgrade: websocket, no Sec-WebSocket-Accept). Evidence: a well-formed HTTP response that is not
     that 101; no response at all is not one."""
-    hs = _refused(server, **kw)
+    hs = refused_handshake(server, **kw)
     upgraded_to = (hs.header("upgrade") or "").lower()
     assert not (hs.status == 101 and "websocket" in upgraded_to), f"switched to WebSocket: {hs.raw[:300]!r}"
     assert not hs.header_all("sec-websocket-accept"), hs.raw[:300]
@@ -169,7 +106,7 @@ def test_request_without_websocket_upgrade_is_not_switched(server, kw):
 def test_non_get_upgrade_is_not_switched(server, method):
     """The opening handshake MUST be a GET: another method with upgrade headers gets no 101 (evidence: a
     well-formed HTTP response other than 101)."""
-    hs = _refused(server, method=method)
+    hs = refused_handshake(server, method=method)
     assert hs.status != 101, f"{method} upgrade switched protocols: {hs.raw[:300]!r}"
 
 
@@ -177,7 +114,7 @@ def test_non_get_upgrade_is_not_switched(server, method):
 def test_http10_upgrade_is_not_switched(server):
     """The opening handshake needs HTTP/1.1 or later (and Upgrade is ignored in HTTP/1.0, RFC 9110 §7.8):
     a well-formed HTTP response other than 101 shows it."""
-    hs = _refused(server, http_version="HTTP/1.0")
+    hs = refused_handshake(server, http_version="HTTP/1.0")
     assert hs.status != 101, f"HTTP/1.0 upgrade switched protocols: {hs.raw[:300]!r}"
 
 
@@ -187,14 +124,14 @@ def test_http10_upgrade_is_not_switched(server):
 @spec(_HS, "DEFINED")
 def test_upgrade_tokens_are_case_insensitive_and_listed(server, kw):
     """Connection is a token list and both tokens compare case-insensitively: these handshakes are valid."""
-    hs = _refused(server, **kw)
+    hs = refused_handshake(server, **kw)
     assert hs.status == 101, f"valid handshake answered {hs.status}: {hs.raw[:300]!r}"
 
 
 @spec("RFC 6455 §4.2.2", "MUST NOT")
 def test_no_subprotocol_header_when_none_was_chosen(server):
     """When the application chose no subprotocol the 101 carries no Sec-WebSocket-Protocol (not even empty)."""
-    with _Echo(server, protocols=["gatecheck.a", "gatecheck.b"]) as conn:
+    with Echo(server, protocols=["gatecheck.a", "gatecheck.b"]) as conn:
         assert conn.handshake.header_all("sec-websocket-protocol") == [], conn.handshake.raw
 
 
@@ -204,14 +141,14 @@ def test_no_subprotocol_header_when_none_was_chosen(server):
 def test_no_extension_the_client_did_not_offer(server, offer):
     """The 101 lists only extensions the client offered (here: none it can know), in at most one header."""
     headers = [("Sec-WebSocket-Extensions", offer)] if offer else []
-    with _Echo(server, headers=headers) as conn:
+    with Echo(server, headers=headers) as conn:
         assert conn.handshake.header_all("sec-websocket-extensions") == [], conn.handshake.raw
 
 
 @spec("RFC 7692 §7.1.2.2", "MUST NOT")
 def test_permessage_deflate_answer_obeys_the_offer(server):
     """A server accepting a bare permessage-deflate offer answers one header, without client_max_window_bits."""
-    with _Echo(server, headers=[("Sec-WebSocket-Extensions", "permessage-deflate")]) as conn:
+    with Echo(server, headers=[("Sec-WebSocket-Extensions", "permessage-deflate")]) as conn:
         values = conn.handshake.header_all("sec-websocket-extensions")
         assert len(values) <= 1, values
         for value in values:
@@ -231,8 +168,8 @@ _LENGTHS = [0, 1, 125, 126, 127, 65535, 65536]
 def test_binary_message_round_trips_with_minimal_length(server, size):
     """A binary message of any length comes back byte-exact in unmasked frames with minimal length encoding."""
     payload = os.urandom(size)
-    with _Echo(server) as conn:
-        assert _echo(conn, OP_BINARY, payload) == (OP_BINARY, payload)
+    with Echo(server) as conn:
+        assert round_trip(conn, OP_BINARY, payload) == (OP_BINARY, payload)
 
 
 @pytest.mark.parametrize("size", _LENGTHS, ids=lambda n: f"{n}B")
@@ -240,8 +177,8 @@ def test_binary_message_round_trips_with_minimal_length(server, size):
 def test_text_message_round_trips_as_text(server, size):
     """A text message comes back as a text message with the same UTF-8 bytes."""
     payload = ("é" * (size // 2) + "a" * (size % 2)).encode("utf-8")
-    with _Echo(server) as conn:
-        assert _echo(conn, OP_TEXT, payload) == (OP_TEXT, payload)
+    with Echo(server) as conn:
+        assert round_trip(conn, OP_TEXT, payload) == (OP_TEXT, payload)
 
 
 @pytest.mark.parametrize("text", ["\U0001F600", "\uFFFF", "\U0010FFFF", "\uFEFFbom", "\u0000nul", "κόσμε"],
@@ -250,8 +187,8 @@ def test_text_message_round_trips_as_text(server, size):
 def test_valid_utf8_edge_cases_are_accepted(server, text):
     """Text messages holding valid UTF-8 edge cases (4-byte sequences, noncharacters, U+10FFFF) are accepted."""
     payload = text.encode("utf-8")
-    with _Echo(server) as conn:
-        assert _echo(conn, OP_TEXT, payload) == (OP_TEXT, payload)
+    with Echo(server) as conn:
+        assert round_trip(conn, OP_TEXT, payload) == (OP_TEXT, payload)
 
 
 @pytest.mark.parametrize("opcode", [OP_BINARY, OP_TEXT], ids=["binary", "text"])
@@ -259,25 +196,17 @@ def test_valid_utf8_edge_cases_are_accepted(server, text):
 def test_one_mebibyte_message_round_trips_byte_exact(server, opcode):
     """A 1 MiB message comes back byte-exact."""
     payload = os.urandom(1 << 20) if opcode == OP_BINARY else ("gatecheck-é" * 100_000).encode()[: 1 << 20]
-    with _Echo(server, timeout=20.0) as conn:
-        got = _echo(conn, opcode, payload, timeout=20.0)
+    with Echo(server, timeout=20.0) as conn:
+        got = round_trip(conn, opcode, payload, timeout=20.0)
         assert got[0] == opcode and len(got[1]) == len(payload) and got[1] == payload
-
-
-def _fragments(conn, opcode, parts, between=None):
-    for n, part in enumerate(parts):
-        first, last = n == 0, n == len(parts) - 1
-        assert conn.send_frame(opcode if first else OP_CONT, part, fin=last), "connection closed mid-message"
-        if between is not None and not last:
-            conn.send_frame(*between)
 
 
 @spec("RFC 6455 §5.4", "MUST")
 def test_text_fragmented_inside_code_points_is_reassembled(server):
     """A text message sent in 1-byte fragments (splitting multi-byte code points) arrives as one message."""
     payload = "hé€𝄞!".encode("utf-8")
-    with _Echo(server) as conn:
-        _fragments(conn, OP_TEXT, [payload[i:i + 1] for i in range(len(payload))])
+    with Echo(server) as conn:
+        send_fragments(conn, OP_TEXT, [payload[i:i + 1] for i in range(len(payload))])
         assert conn.read_message() == (OP_TEXT, payload)
 
 
@@ -285,16 +214,16 @@ def test_text_fragmented_inside_code_points_is_reassembled(server):
 def test_binary_fragments_of_varied_sizes_are_reassembled(server):
     """A binary message in fragments of 0, 1, 125, 126 and 70 000 bytes arrives whole and in order."""
     parts = [os.urandom(n) for n in (0, 1, 125, 126, 70_000, 3)]
-    with _Echo(server, timeout=10.0) as conn:
-        _fragments(conn, OP_BINARY, parts)
+    with Echo(server, timeout=10.0) as conn:
+        send_fragments(conn, OP_BINARY, parts)
         assert conn.read_message() == (OP_BINARY, b"".join(parts))
 
 
 @spec("RFC 6455 §5.4", "MUST")
 def test_ping_between_fragments_is_answered_and_message_kept(server):
     """A ping interleaved between fragments is answered with its pong, and the message still arrives whole."""
-    with _Echo(server) as conn:
-        _fragments(conn, OP_TEXT, [b"frag", b"ment", b"ed"], between=(OP_PING, b"mid"))
+    with Echo(server) as conn:
+        send_fragments(conn, OP_TEXT, [b"frag", b"ment", b"ed"], between=(OP_PING, b"mid"))
         got = conn.read_message()
         assert got == (OP_TEXT, b"fragmented"), got
         pongs = [f for f in conn.controls if f.opcode == OP_PONG]
@@ -311,7 +240,7 @@ def test_ping_between_fragments_is_answered_and_message_kept(server):
 def test_ping_is_answered_with_identical_pong(server, size):
     """A ping is answered with a pong carrying the identical application data."""
     payload = os.urandom(size)
-    with _Echo(server) as conn:
+    with Echo(server) as conn:
         conn.send_frame(OP_PING, payload)
         frame = conn.read_frame()
         assert getattr(frame, "opcode", None) == OP_PONG, f"expected a pong, got {frame!r}"
@@ -321,44 +250,13 @@ def test_ping_is_answered_with_identical_pong(server, size):
 @spec("RFC 6455 §5.5.3", "DEFINED")
 def test_unsolicited_pong_is_ignored(server):
     """An unsolicited pong needs no answer and does not end the connection."""
-    with _Echo(server) as conn:
+    with Echo(server) as conn:
         conn.send_frame(OP_PONG, b"heartbeat")
-        assert _echo(conn, OP_TEXT, b"still open") == (OP_TEXT, b"still open")
+        assert round_trip(conn, OP_TEXT, b"still open") == (OP_TEXT, b"still open")
         assert conn.controls == [], f"answered a pong with {conn.controls}"
 
 
 # -- protocol errors: Fail the WebSocket Connection --------------------------------------------------
-
-def _frames(*specs) -> bytes:
-    return b"".join(encode_frame(*s[:2], **(s[2] if len(s) > 2 else {})) for s in specs)
-
-
-PROTOCOL_ERRORS = {
-    "rsv1": _frames((OP_TEXT, b"x", {"rsv": 4})),
-    "rsv2": _frames((OP_TEXT, b"x", {"rsv": 2})),
-    "rsv3": _frames((OP_BINARY, b"x", {"rsv": 1})),
-    "rsv-on-ping": _frames((OP_PING, b"x", {"rsv": 4})),
-    "opcode-0x3": _frames((0x3, b"x")),
-    "opcode-0x7": _frames((0x7, b"x")),
-    "opcode-0xB": _frames((0xB, b"x")),
-    "opcode-0xF": _frames((0xF, b"x")),
-    "ping-126B": _frames((OP_PING, b"p" * 126)),
-    "close-126B": _frames((OP_CLOSE, close_payload(1000, "r" * 124))),
-    "fragmented-ping": _frames((OP_PING, b"pi", {"fin": False}), (OP_CONT, b"ng")),
-    "continuation-without-start": _frames((OP_CONT, b"orphan")),
-    "new-message-inside-fragmented": _frames((OP_TEXT, b"first", {"fin": False}), (OP_TEXT, b"second")),
-    "close-1-byte": _frames((OP_CLOSE, b"\x03")),
-}
-
-
-def _after_violation(conn, data: bytes, timeout: float = 5.0):
-    """Send ``data`` on a connection shown alive (:func:`_live_echo`); return (data frames echoed, close
-    frame or None, TCP closed?)."""
-    conn.try_send(data)
-    frames, close, _ = conn.read_frames_until_close(timeout)
-    closed = conn.wait_closed(timeout)
-    return [f for f in frames if f.opcode in (OP_TEXT, OP_BINARY)], close, closed
-
 
 @pytest.mark.parametrize("case", list(PROTOCOL_ERRORS), ids=list(PROTOCOL_ERRORS))
 @spec("RFC 6455 §7.1.7", "MUST")
@@ -366,8 +264,8 @@ def test_protocol_error_fails_the_connection(server, case):
     """A frame that breaks the framing rules fails the connection: nothing is echoed and the server closes
     the TCP connection without waiting for the client. Evidence: the close comes right after an echo
     round trip on the same connection."""
-    with _live_echo(server) as conn:
-        data, close, closed = _after_violation(conn, PROTOCOL_ERRORS[case])
+    with live_echo(server) as conn:
+        data, close, closed = after_violation(conn, PROTOCOL_ERRORS[case])
         assert not data, f"server processed the bad frame(s): {data}"
         assert closed, f"the server kept the connection open after a protocol error (Close frame: {close!r})"
 
@@ -376,8 +274,8 @@ def test_protocol_error_fails_the_connection(server, case):
 @spec("RFC 6455 §7.1.7", "SHOULD")
 def test_protocol_error_is_signalled_with_close_1002(server, case):
     """Before closing on a protocol error the server sends a Close frame with code 1002."""
-    with _live_echo(server) as conn:
-        _, close, _ = _after_violation(conn, PROTOCOL_ERRORS[case])
+    with live_echo(server) as conn:
+        _, close, _ = after_violation(conn, PROTOCOL_ERRORS[case])
         assert close is not None and close.close_code == 1002, f"got {close!r} instead of Close 1002"
 
 
@@ -385,8 +283,8 @@ def test_protocol_error_is_signalled_with_close_1002(server, case):
 def test_unmasked_client_frame_closes_the_connection(server):
     """The server closes the connection on an unmasked client frame (it MAY send Close 1002 first).
     Evidence: the close comes right after an echo round trip on the same connection."""
-    with _live_echo(server) as conn:
-        data, close, closed = _after_violation(conn, encode_frame(OP_TEXT, b"unmasked", mask=False))
+    with live_echo(server) as conn:
+        data, close, closed = after_violation(conn, encode_frame(OP_TEXT, b"unmasked", mask=False))
         assert not data, f"server echoed an unmasked frame: {data}"
         assert closed, f"the server kept the connection open after an unmasked frame (Close frame: {close!r})"
 
@@ -404,7 +302,7 @@ _BAD_UTF8 = {
 
 def _bad_text(case: str) -> bytes:
     if case == "fragmented":
-        return _frames((OP_TEXT, "κό".encode(), {"fin": False}), (OP_CONT, b"\xce", {"fin": False}),
+        return frame_bytes((OP_TEXT, "κό".encode(), {"fin": False}), (OP_CONT, b"\xce", {"fin": False}),
                        (OP_CONT, b"\xff"))
     return encode_frame(OP_TEXT, _BAD_UTF8[case])
 
@@ -417,8 +315,8 @@ _UTF8_CASES = list(_BAD_UTF8) + ["fragmented"]
 def test_invalid_utf8_text_fails_the_connection(server, case):
     """A text message that is not valid UTF-8 fails the connection: nothing echoed, TCP closed. Evidence: the
     close comes right after an echo round trip on the same connection."""
-    with _live_echo(server) as conn:
-        data, close, closed = _after_violation(conn, _bad_text(case))
+    with live_echo(server) as conn:
+        data, close, closed = after_violation(conn, _bad_text(case))
         assert not data, f"server echoed invalid UTF-8: {data}"
         assert closed, f"the server kept the connection open after invalid UTF-8 (Close frame: {close!r})"
 
@@ -427,6 +325,6 @@ def test_invalid_utf8_text_fails_the_connection(server, case):
 @spec("RFC 6455 §7.1.7", "SHOULD")
 def test_invalid_utf8_text_is_signalled_with_close_1007(server, case):
     """The Close frame that fails a connection on invalid UTF-8 carries 1007 (inconsistent data)."""
-    with _live_echo(server) as conn:
-        _, close, _ = _after_violation(conn, _bad_text(case))
+    with live_echo(server) as conn:
+        _, close, _ = after_violation(conn, _bad_text(case))
         assert close is not None and close.close_code == 1007, f"got {close!r} instead of Close 1007"
