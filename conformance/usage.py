@@ -110,7 +110,7 @@ def open_many(server, count: int, first: bytes | list = b"", within: float = 30.
                 sock.sendall(fragment)
     except BaseException:
         for sock in socks:
-            sock.close()
+            abort(sock)   # a reset, as every client here vanishes: a FIN can be lost (test_robustness.py)
         raise
     return socks
 
