@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .resultsfile import document, write_document
 
-__all__ = ["finish", "read_partial", "junit_of", "finish_if_killed", "FINISH_JOB"]
+__all__ = ["finish", "partial_record", "read_partial", "junit_of", "finish_if_killed", "FINISH_JOB"]
 
 INCOMPLETE = "the session was killed before it finished; these are the checks it had decided"
 FINISH_JOB = "finish-results"   # the reaper's name for this command of a session
@@ -29,17 +29,22 @@ _ERRORS = ("error", "interrupted")
 _SKIPPED = ("unsupported", "noted", "skipped", "known")
 
 
+def partial_record(line: str) -> tuple:
+    """(kind, record) of one partial-file line: kind "target", "check", or None for a torn or foreign line."""
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return None, None
+    return rec.pop("record", None), rec
+
+
 def read_partial(path: Path) -> tuple:
     """(targets, checks) from a partial file; the last line of a (check, target) wins; a torn last line
     (the process died mid-write) is ignored."""
     targets: dict = {}
     checks: dict = {}
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        kind = rec.pop("record", None)
+        kind, rec = partial_record(line)
         if kind == "target":
             targets[rec["target"]] = rec
         elif kind == "check":

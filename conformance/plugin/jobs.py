@@ -24,7 +24,6 @@ Rules of this module:
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import shutil
 import signal
@@ -34,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .finish import partial_record
 from .merge import crash_record, exit_status, merge_junit, read_child, read_collected
 from .options import SESSION_TIMEOUT_PER_TARGET
 from .resultsfile import partial_path
@@ -194,11 +194,7 @@ class JobRun:
 
     def _follow(self, child: Child) -> None:
         for line in child.new_lines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            kind = record.pop("record", None)
+            kind, record = partial_record(line)
             if kind == "target":
                 self.results.take_target(record)
             elif kind == "check":

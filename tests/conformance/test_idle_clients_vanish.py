@@ -60,10 +60,21 @@ class _Recorder:
         sel.unregister(conn)
         conn.close()
 
+    def wait_ends(self, count: int, within: float = 10.0) -> None:
+        """Wait (at most ``within`` s) until ``count`` silent connections have ended."""
+        deadline = time.monotonic() + within
+        while len(self.ends) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def close(self) -> None:
         self.stop.set()
         self.thread.join(5.0)
         self.listener.close()
+
+
+def _assert_all_reset(rec: _Recorder, count: int) -> None:
+    assert len(rec.ends) == count, f"{len(rec.ends)} of the {count} silent connections ended within 10 s"
+    assert set(rec.ends) == {"rst"}, f"ended by a FIN: {rec.ends.count('fin')} of {count} (expected a reset each)"
 
 
 def test_idle_clients_vanish_with_a_reset(request):
@@ -78,13 +89,10 @@ def test_idle_clients_vanish_with_a_reset(request):
     robustness = importlib.import_module("gatecheck.conformance.test_robustness")
     try:
         robustness.test_idle_connections_do_not_stop_service(server, usage)
-        deadline = time.monotonic() + 10.0
-        while len(rec.ends) < 500 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        rec.wait_ends(500)
     finally:
         rec.close()
-    assert len(rec.ends) == 500, f"{len(rec.ends)} of the 500 silent connections ended within 10 s"
-    assert set(rec.ends) == {"rst"}, f"ended by a FIN: {rec.ends.count('fin')} of 500 (expected a reset each)"
+    _assert_all_reset(rec, 500)
 
 
 def test_connections_opened_before_a_failure_vanish_with_a_reset():
@@ -101,10 +109,7 @@ def test_connections_opened_before_a_failure_vanish_with_a_reset():
         # the 21st connection's first bytes cannot be sent (not bytes): open_many fails with 20 open, all silent
         with pytest.raises(TypeError):
             open_many(server, 40, first=[b""] * 20 + [object()])
-        deadline = time.monotonic() + 10.0
-        while len(rec.ends) < 21 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        rec.wait_ends(21)
     finally:
         rec.close()
-    assert len(rec.ends) == 21, f"{len(rec.ends)} of the 21 opened connections ended within 10 s"
-    assert set(rec.ends) == {"rst"}, f"ended by a FIN: {rec.ends.count('fin')} of 21 (expected a reset each)"
+    _assert_all_reset(rec, 21)
