@@ -15,6 +15,8 @@ import threading
 import time
 from types import SimpleNamespace
 
+import pytest
+
 _OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
 
 
@@ -99,8 +101,6 @@ def test_connections_opened_before_a_failure_vanish_with_a_reset():
     """open_many failing part-way (uWSGI's one http-socket worker: connect() times out once its backlog is full)
     resets the connections it had opened: with a FIN they became the same lost-FIN sockets, which held that
     worker into the next check (test_idle_kept_alive_connections_do_not_stop_service failed 3 of 4 times)."""
-    import pytest
-
     from gatecheck.conformance.usage import open_many
 
     rec = _Recorder()
