@@ -193,7 +193,8 @@ def sentence_of(record: dict) -> tuple:
 
 def evidence_of(record: dict) -> str:
     """The evidence shown for a listed record: a known deviation's expectation entry (the record's message is
-    "known deviation [clause]: evidence (link)"), else the failure message (its assertion lines)."""
+    "known deviation [clause]: evidence (link)", an intermittent one's "known intermittent deviation [clause]:
+    evidence; intermittent: how often", after "held this run; " when it did), else the failure message."""
     message = (record.get("message") or "").strip()
     message = re.sub(r"(?m)^E {0,7}", "", message)   # pytest's "E       " before each assertion line
-    return re.sub(r"^known deviation \[[^\]]*\]:\s*", "", message)
+    return re.sub(r"^(held this run; )?known (intermittent )?deviation \[[^\]]*\]:\s*", "", message)

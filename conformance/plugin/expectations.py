@@ -9,6 +9,7 @@
     versions = ">=2.8,<2.9"              # optional PEP 440 specifiers on the server's version; default: all
     evidence = "sent CL:6 + TE:chunked with body '0\\r\\n\\r\\nX'; got 200 and the connection stayed open"
     link = "https://github.com/..."      # optional
+    intermittent = "failed 3 of 40 runs with the CPU saturated, 0 of 12 idle"   # optional, see below
 
 The key is the **check id** the results file records: ``<file>.py::<function>[<parameters>]``, the
 parameters being the check's own parameter id without the target's part (``resultsfile.check_id_of``; the
@@ -31,6 +32,13 @@ Each entry must have been confirmed by hand (a raw request and what came back) b
 evidence line says what was sent and what came back. A listed check that fails its assertion is *known*;
 one that passes is *fixed*, which fails the run so the file is kept honest; an error is never known
 (``outcomes.py`` decides). Entries that matched no check of a run are reported as stale (``stale.py``).
+
+``intermittent`` is for a race in the server: a deviation confirmed by hand that shows in some runs and
+not others (the evidence is a failing run's bytes; the value says how often it was seen, and where). Such
+a check is *known* whichever way its call went, so the verdict does not flip from run to run and a run
+that happened to miss the race does not call it fixed; the message says whether it held this time. An
+error is still never known. Remove the entry when the server's fix is released (no run can prove a race
+gone).
 """
 from __future__ import annotations
 
@@ -52,7 +60,7 @@ __all__ = ["Deviation", "Applied", "Expectations", "load_expectations", "load_ex
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "expectations"
 ANY_SERVER = "*"
 _REQUIRED = ("check", "evidence")
-_KEYS = {"check", "evidence", "targets", "versions", "link"}
+_KEYS = {"check", "evidence", "targets", "versions", "link", "intermittent"}
 _IGNORED = {"clause"}   # the check's own clause is used
 #: a check id: ``file.py::function`` with optional ``[parameters]`` (``*`` allowed anywhere)
 CHECK_ID = re.compile(r"[\w*.-]+\.py::[\w*]+(\[.*\])?")
@@ -73,6 +81,7 @@ class Deviation:
     versions: str = ""
     source: str = ""                  # the file it was read from
     line: int | None = None           # the line of its [[deviation]] header
+    intermittent: str = ""            # a race: how often it was seen failing, and where (see the module text)
 
     def names(self, check_id: str) -> bool:
         """Whether its check pattern matches ``check_id``."""
@@ -102,8 +111,10 @@ class Deviation:
         return f"{self.source} ({self.check})" if self.source else self.check
 
     def reason(self, clause: str = "") -> str:
-        text = f"known deviation [{clause}]: {self.evidence}" if clause else f"known deviation: {self.evidence}"
-        return f"{text} ({self.link})" if self.link else text
+        kind = "known intermittent deviation" if self.intermittent else "known deviation"
+        text = f"{kind} [{clause}]: {self.evidence}" if clause else f"{kind}: {self.evidence}"
+        text = f"{text} ({self.link})" if self.link else text
+        return f"{text}; intermittent: {self.intermittent}" if self.intermittent else text
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,7 @@ class Applied:
 
     check = property(lambda self: self.deviation.check)
     where = property(lambda self: self.deviation.where)
+    intermittent = property(lambda self: self.deviation.intermittent)
 
     def reason(self) -> str:
         return self.deviation.reason(self.clause)
@@ -227,11 +239,15 @@ def _entry(entry: dict, where: str, owner: str, source: str, line: int | None) -
             _specifiers(versions)
         except ValueError as exc:
             raise ExpectationError(f"{where}: versions {versions!r}: {exc}") from None
+    intermittent = entry.get("intermittent", "")
+    if not isinstance(intermittent, str) or ("intermittent" in entry and not intermittent.strip()):
+        raise ExpectationError(f"{where}: intermittent must say how often the deviation was seen, e.g. "
+                               "\"failed 3 of 40 runs with the CPU saturated, 0 of 12 idle\"")
     targets = entry.get("targets", ())
     if isinstance(targets, str) or not all(isinstance(t, str) for t in targets):
         raise ExpectationError(f"{where}: targets must be a list of patterns, e.g. [\"granian:asgi*\"]")
     return Deviation(owner, check, str(entry["evidence"]), tuple(targets), str(entry.get("link", "")),
-                     versions, source, line)
+                     versions, source, line, intermittent.strip())
 
 
 @lru_cache(maxsize=None)

@@ -4,7 +4,8 @@
     failed       the call ran to an assertion and it failed (or raised)
     noted        an INFO check (the letter of the text, no MUST/SHOULD broken) whose call failed: shown apart,
                  never failing a run
-    known        a listed deviation (expectations file) whose call ran and failed: only this is known
+    known        a listed deviation (expectations file) whose call ran and failed: only this is known, except
+                 a deviation listed as intermittent (a race), which is known whichever way its call went
     fixed        a listed deviation whose call passed: the run fails until the entry is removed
     error        the check could not run or finish: setup/teardown failed, the server did not start,
                  died during the check or could not be restarted. Never "known".
@@ -62,6 +63,8 @@ def decide(when: str, report, excinfo, deviation, unsupported: bool, level: str 
     if report.passed:
         if when != "call":
             return None
+        if deviation and getattr(deviation, "intermittent", ""):  # a race missed this time is not a fix
+            return Verdict("known", f"held this run; {deviation.reason()}")
         return Verdict("fixed", _fixed_message(deviation)) if deviation else Verdict("passed")
     if report.skipped:
         reason = _skip_reason(report)

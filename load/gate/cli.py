@@ -102,8 +102,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop after this many pairs even if an interval is still wide (default 24; --budget "
                              "usually stops the gate first; more pairs narrow the intervals as 1/sqrt(n))")
     parser.add_argument("--budget", type=positive_float, default=90.0,
-                        help="seconds from the gate's start after which no new pair starts (default 90; the first "
-                             "--pairs pairs always run)")
+                        help="seconds the whole gate may take: a pair starts only if it and the analysis after it "
+                             "still end inside (default 90; the first --pairs pairs always run)")
     parser.add_argument("--duration", type=positive_float, default=1.5,
                         help="seconds per measured run at the case's concurrency (default 1.5)")
     parser.add_argument("--warmup", type=non_negative_float, default=0.5,

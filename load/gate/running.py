@@ -177,6 +177,7 @@ class _Session:
     cost_us: float = 0.0
     delay: Tuple[float, int] = (0.0, 1)
     servers: Dict[Tuple[str, str], Any] = field(default_factory=dict)
+    analysed: Tuple[int, Any] = (-1, None)  # (how many runs, their verdicts): the last analysis, reused at the end
 
     @property
     def server_cpus(self) -> Optional[List[int]]:
@@ -281,8 +282,18 @@ class _Session:
             rec["steal_seconds"] = round(used.steal, 3)
         return rec
 
+    def analyse(self) -> List[Any]:
+        """The verdicts of every run so far (the last analysis again when no run came since)."""
+        if self.analysed[0] != len(self.result.runs):
+            self.analysed = (len(self.result.runs), analyse(self.result.runs, self.opts))
+        return self.analysed[1]
+
     def pairs(self, rng: random.Random) -> None:
-        """Rule 3: at least ``pairs`` pairs, then stop once precise, at the budget or at ``max_pairs``."""
+        """Rule 3: at least ``pairs`` pairs, then stop once precise, at the budget or at ``max_pairs``.
+
+        The budget holds the gate's verdict too: another pair starts only when it and the analysis after
+        it (timed on the analysis just made) still end inside it; the analysis made after the last pair is
+        the verdict's, not repeated. A pair longer than every earlier one can still pass it by the excess."""
         opts, result = self.opts, self.result
         pair_seconds: List[float] = []
         for pair in range(opts.max_pairs):
@@ -293,14 +304,16 @@ class _Session:
                 self.measure_case(case, pair, order)
             result.pairs = pair + 1
             pair_seconds.append(self.clock() - p0)
-            elapsed = self.clock() - self.t0
             self.log(f"pair {pair + 1}: " + ", ".join(
-                f"{r['side']} {r['rps']:,.0f}" for r in result.runs if r["pair"] == pair) + f" RPS ({elapsed:.0f} s)")
+                f"{r['side']} {r['rps']:,.0f}" for r in result.runs if r["pair"] == pair)
+                + f" RPS ({self.clock() - self.t0:.0f} s)")
             if result.pairs >= opts.pairs:
-                if _decisive(analyse(result.runs, opts), opts.fail_on):
+                a0 = self.clock()
+                if _decisive(self.analyse(), opts.fail_on):
                     result.stopped_because = "every gated interval is narrower than the threshold"
                     return
-                if elapsed + max(pair_seconds) > opts.budget:
+                analysis_seconds = self.clock() - a0
+                if self.clock() - self.t0 + max(pair_seconds) + analysis_seconds > opts.budget:
                     result.stopped_because = f"time budget of {opts.budget:.0f} s reached"
                     return
         result.stopped_because = f"--max-pairs {opts.max_pairs} reached"
@@ -362,6 +375,6 @@ def run_gate(
         result.stopped_because = f"interrupted during pair {result.pairs + 1}"
     finally:
         _stop_all(list(session.servers.values()))
-    result.results = analyse(result.runs, opts)
+    result.results = session.analyse()
     result.seconds = clock() - t0
     return result

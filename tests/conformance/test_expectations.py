@@ -59,6 +59,8 @@ def test_a_deviation_matches_its_check_and_target_patterns(tmp_path):
     ('[[deviation]]\ncheck = "x"\nevidence = "e"\n', "not a check id"),
     ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nversions = "2.8"\n', "not PEP 440"),
     ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\ntargets = "srv:asgi"\n', "must be a list"),
+    ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nintermittent = " "\n', "how often"),
+    ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nintermittent = true\n', "how often"),
 ])
 def test_malformed_files_are_refused(tmp_path, text, fragment):
     with pytest.raises(ExpectationError) as info:

@@ -23,3 +23,22 @@ def test_a_failed_check_of_any_other_level_is_failed():
 def test_a_listed_info_check_that_fails_stays_known():
     deviation = SimpleNamespace(reason=lambda: "known deviation [RFC 9110 §6.2]: 400 for HTTP/9.9")
     assert decide("call", _failed_call(), None, deviation, False, "INFO").outcome == "known"
+
+
+def _passed_call():
+    return SimpleNamespace(passed=True, skipped=False, failed=False, longrepr=None, longreprtext="")
+
+
+def test_a_listed_check_that_passes_is_fixed_unless_its_entry_is_intermittent():
+    plain = SimpleNamespace(intermittent="", check="t.py::x", where="f.toml:3", reason=lambda: "known deviation: e")
+    race = SimpleNamespace(intermittent="failed 2 of 14 loaded runs", check="t.py::x", where="f.toml:3",
+                           reason=lambda: "known intermittent deviation: e; intermittent: failed 2 of 14 loaded runs")
+    assert decide("call", _passed_call(), None, plain, False, "SHOULD").outcome == "fixed"
+    held = decide("call", _passed_call(), None, race, False, "SHOULD")
+    assert held.outcome == "known" and held.message.startswith("held this run; known intermittent deviation")
+    assert decide("call", _failed_call(), None, race, False, "SHOULD").outcome == "known"
+
+
+def test_an_intermittent_entry_never_makes_an_error_known():
+    race = SimpleNamespace(intermittent="failed 2 of 14 loaded runs", reason=lambda: "known intermittent deviation: e")
+    assert decide("setup", _failed_call(), None, race, False, "SHOULD").outcome == "error"

@@ -48,9 +48,9 @@ def outcomes(tmp_path):
     return sorted(c["outcome"] for c in checks(tmp_path))
 
 
-def expectations(tmp_path, check):
+def expectations(tmp_path, check, extra=""):
     path = tmp_path / "expect.toml"
-    path.write_text(f'[[deviation]]\ncheck = "{check}"\nevidence = "sent a, got b"\n')
+    path.write_text(f'[[deviation]]\ncheck = "{check}"\nevidence = "sent a, got b"\n{extra}')
     return ["--expectations", str(path)]
 
 
@@ -88,6 +88,15 @@ def test_a_listed_check_that_passes_is_fixed_and_fails_the_run(tmp_path):
     assert "remove the entry" in checks(tmp_path)[0]["message"]
     (case,) = ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
     assert case.find("failure") is not None
+
+
+def test_a_listed_intermittent_check_that_passes_is_known_and_says_it_held(tmp_path):
+    check = "test_slow_header_trickle_does_not_delay_other_clients"   # passes on a server that answers "ok"
+    listed = expectations(tmp_path, f"test_http1_limits.py::{check}", 'intermittent = "failed 1 of 9 runs"\n')
+    out = run(tmp_path, "conformance/test_http1_limits.py", *hostile("ok"), "-k", check, *listed)
+    assert outcomes(tmp_path) == ["known"] and out.returncode == 0, out.stdout[-2000:]
+    assert checks(tmp_path)[0]["message"].startswith("held this run; known intermittent deviation")
+    assert "stale" not in out.stdout.split("expectations:")[-1].split("\n")[0].replace(" 0 stale", "")
 
 
 # -- item 3: restarts ----------------------------------------------------------------------------------

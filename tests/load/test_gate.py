@@ -244,3 +244,36 @@ def test_a_low_concurrency_run_with_errors_leaves_its_pair_out():
             "low_latency": {"ok": 50, "errors": {}, "non_2xx": {}, "avg_ms": 0.2, "p50_ms": 0.2}}
     head = dict(base, side="head", low_latency=dict(base["low_latency"], errors={"reset": 1}))
     assert gate_analysis._clean(base) and not gate_analysis._clean(head)
+
+
+def test_the_budget_holds_the_last_pair_and_the_verdicts_analysis(tmp_path, monkeypatch):
+    """A simulated clock: each measured run takes 2 s, each analysis 3 s. No pair starts unless it and the
+    analysis after it end inside the budget; the last analysis is the verdict's, not made twice."""
+    from gatecheck.load.gate import running
+
+    now = [0.0]
+    analyses = []
+    real = running.analyse
+
+    def slow_analysis(runs, opts, **kw):
+        analyses.append(len(runs))
+        now[0] += 3.0
+        return real(runs, opts, **kw)
+
+    lab = FakeLab(noise=0.2)   # wide intervals: only the budget stops it
+    measure = lab.measure
+
+    def timed(*a, **kw):
+        now[0] += 2.0
+        return measure(*a, **kw)
+
+    monkeypatch.setattr(running, "analyse", slow_analysis)
+    monkeypatch.setattr(lab, "measure", timed)
+    o = dict(cases=(CASE,), seed=1, resamples=200, pairs=8, max_pairs=24, budget=110.0)
+    result = running.run_gate(GateOptions(**o), base_python="/base/python", head_python="/head/python",
+                              out_dir=tmp_path, start=lab.start, measure_fn=lab.measure, route_fn=lambda n: n,
+                              check_fn=lambda *a, **k: None, latency_fn=lab.latency, log=lambda s: None,
+                              clock=lambda: now[0])
+    assert result.stopped_because == "time budget of 110 s reached"
+    assert result.seconds <= 110.0, result.seconds
+    assert len(analyses) == len(set(analyses)) == result.pairs - 7   # one per pair from the 8th, none repeated
