@@ -53,3 +53,20 @@ def test_versions_of_the_packages_a_case_needs_are_recorded():
     case = Case(label="x", target="uvicorn:asgi", route="json", concurrency=(100,), needs=("pytest", "no_such_dist_gatecheck"))
     found = _needed_versions(case, sys.executable)
     assert set(found) == {"pytest"} and found["pytest"] == pytest.__version__
+
+
+def test_the_warm_up_runs_at_the_cases_own_highest_concurrency():
+    """As the seed's benchmark() does (max of that test's concurrencies), not the profile's highest: in
+    ``vs`` the c64 WSGI rows must not be warmed at the Long I/O rows' c512."""
+    from gatecheck.load.runner import Method, _ProfileRun
+
+    calls = []
+
+    class FakePipeline:
+        def measure(self, srv, spec, concurrency, duration, **kw):
+            calls.append(concurrency)
+
+    run = object.__new__(_ProfileRun)
+    run.method, run.pipeline = Method(), FakePipeline()
+    run.warm(None, None, False, 1, (64,))
+    assert calls == [8, 64]
