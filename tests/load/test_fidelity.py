@@ -181,3 +181,19 @@ def test_cli_results_of_no_seeded_profile_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no runs of a profile the seeds cover (found: smoke;" in err
     assert not (tmp_path / "f.md").exists()
+
+
+def test_every_reproduced_seed_row_has_its_profile_case_at_the_seed_concurrency():
+    """The profiles are aligned with the seed: each seed row names a case of its profile and group, and the case
+    runs the seed's concurrency (among others where the profile picks the best per row)."""
+    from gatecheck.load.profile import load_profile
+
+    for doc in load_seeds():
+        for table in doc.tables:
+            cases = {(c.group, c.label): c for c in load_profile(table.profile).cases}
+            for row in table.rows:
+                if row.reason:
+                    continue
+                case = cases.get((table.group, row.case_label))
+                assert case is not None, f"{doc.name}: {table.title}: no case {row.case_label!r}"
+                assert row.concurrency in case.concurrency, f"{row.case_label}: c{row.concurrency} not in {case.concurrency}"

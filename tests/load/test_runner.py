@@ -44,7 +44,8 @@ def test_the_servers_interpreter_decides_version_limits_and_needs():
 def test_a_full_target_customises_every_case():
     opts = RunOptions(profile=load_profile("interfaces"), target=Target.parse("granian:asgi:h1?loop=uvloop"))
     targets = {str(p.target) for p in opts.planned(host_cores=2)}
-    assert targets == {"granian:asgi:h1?blocking-threads=1&loop=uvloop"}
+    # the 1KB rows keep their one runtime blocking thread, the 100KB iterated echo Granian's default (as the seed)
+    assert targets == {"granian:asgi:h1?loop=uvloop&runtime-blocking-threads=1&ws=off", "granian:asgi:h1?loop=uvloop&ws=off"}
 
 
 def test_versions_of_the_packages_a_case_needs_are_recorded():
