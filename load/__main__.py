@@ -136,6 +136,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fidelity(args: argparse.Namespace) -> int:
+    from .fidelity import FidelityError, write_fidelity
+    from .results import ResultsError
+    from .seedtables import SeedError
+
+    try:
+        path = write_fidelity(args.paths, args.out)
+    except (FidelityError, ResultsError, SeedError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: --out {args.out}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
 def cmd_list_profiles(args: argparse.Namespace) -> int:
     from .profile import list_profiles, load_profile
 
@@ -158,6 +175,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "report": cmd_report,
+    "fidelity": cmd_fidelity,
     "list-profiles": cmd_list_profiles,
     "gate": cmd_gate,
 }
@@ -202,6 +220,12 @@ def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
     report.add_argument("--no-plots", action="store_true", help="skip the SVG plots")
     report.add_argument("--force", action="store_true", help="render results from different machines together")
     report.add_argument("--print", action="store_true", help="print the Markdown instead of its path")
+
+    fid = sub.add_parser("fidelity", help="compare results with the seed tables: ranks, Spearman, CV (docs/load/fidelity.md)")
+    fid.add_argument("paths", nargs="+", type=Path, metavar="RESULTS_DIR",
+                     help="results directories (or .jsonl files) of seeded profiles, e.g. results/interfaces")
+    fid.add_argument("--out", type=Path, default=Path("docs/load/fidelity.md"),
+                     help="the Markdown document to write (default: docs/load/fidelity.md)")
 
     lp = sub.add_parser("list-profiles", help="list the load profiles")
     lp.add_argument("--verbose", "-v", action="store_true", help="also list every case")

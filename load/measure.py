@@ -294,13 +294,17 @@ def measure(
 
 
 def check_route(srv: ServerHandle, route: RouteSpec, *, http2: bool = False, oha: Path | str | None = None, workdir: Path | None = None, count: int = 3) -> None:
-    """Send ``count`` requests one by one; raise RouteCheckError unless all got the expected status and size."""
+    """Send ``count`` requests one by one; raise RouteCheckError unless all got the expected status and size.
+
+    Over HTTP/1 each request has its own connection: the check asks whether the route is served, not
+    whether the server keeps connections (uWSGI's HTTP router closes each one after its response without
+    saying "close", and oha's next request on it fails as "connection closed before message completed")."""
     route = route.resolve()
     binary = Path(oha) if oha else find_oha()
     body_dir = workdir or Path(tempfile.gettempdir()) / "gatecheck-bodies"
     argv = build_argv(
         binary, _url(srv, route.path), concurrency=1, requests=count, http2=http2, method=route.method,
-        body_file=route.body_file(body_dir), worker_threads=1, request_timeout=10.0,
+        body_file=route.body_file(body_dir), worker_threads=1, request_timeout=10.0, keepalive=False,
     )
     stdout, stderr, code, _wall, _cpu = _run_oha(argv, None, time.monotonic() + 60.0)
     if code != 0 or not stdout.strip():

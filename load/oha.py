@@ -178,8 +178,10 @@ def build_argv(
     worker_threads: int = 1,
     request_timeout: float = 10.0,
     wait_ongoing: bool = True,
+    keepalive: bool = True,
 ) -> list[str]:
-    """The oha command line for one run: exactly one of ``duration`` (seconds) or ``requests``."""
+    """The oha command line for one run: exactly one of ``duration`` (seconds) or ``requests``;
+    ``keepalive=False`` opens a connection per request (HTTP/1 only: oha has no such mode for HTTP/2)."""
     if (duration is None) == (requests is None):
         raise ValueError("give exactly one of duration or requests")
     if concurrency < 1 or worker_threads < 1 or h2_parallel < 1:
@@ -194,6 +196,8 @@ def build_argv(
         argv += ["-n", str(requests)]
     if http2:
         argv += ["--http2", "-p", str(h2_parallel)]
+    elif not keepalive:
+        argv.append("--disable-keepalive")
     if method.upper() != "GET":
         argv += ["-m", method.upper()]
     if body_file is not None:

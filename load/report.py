@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from .results import RUNNER_KINDS, check_compatible, load_records
 from .rows import Row, env_value, latest_per_key, oha_ceiling, select_rows, version_key
 
-__all__ = ["render", "render_vs", "write_report", "METHOD_TEXT", "Row", "select_rows", "oha_ceiling"]
+__all__ = ["render", "render_vs", "write_report", "version_lines", "METHOD_TEXT", "Row", "select_rows", "oha_ceiling"]
 
 METRIC_COLUMNS = ("Total requests", "RPS", "avg latency", "max latency", "p99 latency", "errors", "peak RSS")
 
@@ -86,7 +86,7 @@ def _table(rows: Sequence[Row], columns: Sequence[str], env_columns: Sequence[st
     return lines
 
 
-def _version_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def version_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     seen: "OrderedDict[str, list]" = OrderedDict()
     for record in records:
         for name, version in sorted(record.get("versions", {}).items()):
@@ -154,7 +154,7 @@ def render(records: Sequence[Mapping[str, Any]], *, profile=None, plots: Mapping
         f"Run at: {_run_at(latest)}",
         f"Environment: {env.get('cpu_model', '?')} @ {env.get('os', '?')}, Linux {env.get('kernel', '?')} "
         f"(CPUs: {env.get('cpu_count', '?')})",
-    ] + _version_lines(runs or records)
+    ] + version_lines(runs or records)
     out += [line + "    " for line in meta[:-1]] + [meta[-1], ""]
     out += [_method_text(head), ""]
     if profile and profile.description:

@@ -1,7 +1,7 @@
 """Running a profile: start each target once, check its routes, prime, warm up, measure, record.
 
 Rules of this module:
-- The method is the seed benchmarks': a primer at c8 for 4 s, a warm-up at the profile's highest
+- The method is the seed benchmarks': a primer at c8 for 4 s, a warm-up at the case's highest
   concurrency for 3 s, then 10 s per concurrency with short pauses between; ``quick`` scales every duration
   (and a fixed request count becomes the case's ``quick_requests``).
 - Before any load, each route is checked (status and body size): a benchmark of a broken route is worthless.
@@ -310,7 +310,7 @@ class _ProfileRun:
             self.done += len(concs)
             return
         try:
-            self.warm(srv, spec, http2, case.h2_parallel)
+            self.warm(srv, spec, http2, case.h2_parallel, concs)
         except OhaError as exc:
             self.log(f"FAIL  {case.label}: primer/warm-up failed: {exc}")
             self.fail(item, f"primer/warm-up failed: {exc}", route=case.route, **common)
@@ -323,14 +323,15 @@ class _ProfileRun:
             if not srv.alive():
                 break
 
-    def warm(self, srv, spec, http2: bool, h2_parallel: int) -> None:
-        """The unrecorded primer (low concurrency) and warm-up (the highest concurrency)."""
-        method, opts = self.method, self.opts
+    def warm(self, srv, spec, http2: bool, h2_parallel: int, concurrencies) -> None:
+        """The unrecorded primer (low concurrency) and warm-up (the case's highest concurrency, as the seed's
+        benchmark() warms each test at its own max(concurrencies))."""
+        method = self.method
         if method.primer > 0:
             self.pipeline.measure(srv, spec, method.primer_concurrency, method.primer, http2=http2,
                                   h2_parallel=h2_parallel)
         if method.warmup > 0:
-            highest = max(opts.concurrency) if opts.concurrency else opts.profile.max_concurrency
+            highest = max(concurrencies)
             self.pipeline.measure(srv, spec, highest, method.warmup, http2=http2, h2_parallel=h2_parallel)
 
     def measure(self, item: PlannedCase, srv, spec, concurrency: int, http2: bool, common: dict) -> None:

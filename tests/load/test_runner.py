@@ -44,7 +44,8 @@ def test_the_servers_interpreter_decides_version_limits_and_needs():
 def test_a_full_target_customises_every_case():
     opts = RunOptions(profile=load_profile("interfaces"), target=Target.parse("granian:asgi:h1?loop=uvloop"))
     targets = {str(p.target) for p in opts.planned(host_cores=2)}
-    assert targets == {"granian:asgi:h1?blocking-threads=1&loop=uvloop"}
+    # the 1KB rows keep their one runtime blocking thread, the 100KB iterated echo Granian's default (as the seed)
+    assert targets == {"granian:asgi:h1?loop=uvloop&runtime-blocking-threads=1&ws=off", "granian:asgi:h1?loop=uvloop&ws=off"}
 
 
 def test_versions_of_the_packages_a_case_needs_are_recorded():
@@ -53,3 +54,20 @@ def test_versions_of_the_packages_a_case_needs_are_recorded():
     case = Case(label="x", target="uvicorn:asgi", route="json", concurrency=(100,), needs=("pytest", "no_such_dist_gatecheck"))
     found = _needed_versions(case, sys.executable)
     assert set(found) == {"pytest"} and found["pytest"] == pytest.__version__
+
+
+def test_the_warm_up_runs_at_the_cases_own_highest_concurrency():
+    """As the seed's benchmark() does (max of that test's concurrencies), not the profile's highest: in
+    ``vs`` the c64 WSGI rows must not be warmed at the Long I/O rows' c512."""
+    from gatecheck.load.runner import Method, _ProfileRun
+
+    calls = []
+
+    class FakePipeline:
+        def measure(self, srv, spec, concurrency, duration, **kw):
+            calls.append(concurrency)
+
+    run = object.__new__(_ProfileRun)
+    run.method, run.pipeline = Method(), FakePipeline()
+    run.warm(None, None, False, 1, (64,))
+    assert calls == [8, 64]

@@ -1,0 +1,340 @@
+"""Fidelity: how well our load profiles reproduce the seed tables (``docs/load/fidelity.md``).
+
+Rules of this module:
+- ``compare`` and ``render`` are pure functions of the records and the seed data (``load.seedtables``):
+  no files, no clock, so golden-text tests can pin them down. ``write_fidelity`` is the only function that
+  touches files.
+- Which run stands for a row is ``load.rows``' business: the latest session, the median repeat at the
+  concurrency with the highest RPS; ``Row.cv`` is the run-to-run spread at that concurrency.
+- A seed row is matched to the profile case it names (and, in tables with a Python column, to the runs on
+  that Python version). Seed rows no profile reproduces are listed with their reason; our rows the seed
+  lacks are shown as extras, never ranked. Spearman's rho and the inversions cover the rows both have.
+- Explanations of inversions are data (``[table.explanations]`` in ``load/seeds/*.toml``), printed beside
+  each inversion; an inversion without one says where to add it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .ranking import Inversion, average_ranks, inversions, spearman
+from .report import version_lines
+from .results import check_compatible, load_records
+from .rows import Row, env_value, latest_per_key, select_rows
+from .seedtables import SeedDocument, SeedRow, SeedTable, load_seeds
+
+__all__ = ["CV_TARGET", "Line", "Comparison", "compare", "render", "write_fidelity", "FidelityError", "seed_profiles"]
+
+CV_TARGET = 0.03  # issue 15: run-to-run CV of RPS at most 3% per row
+
+
+class FidelityError(ValueError):
+    """The results cannot be compared with the seeds (nothing of a seeded profile in them)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One seed row beside ours: ``ours`` is None when it was not measured (``missing`` says why, if known)."""
+
+    seed: SeedRow
+    ours: Row | None = None
+    missing: str = ""
+
+    @property
+    def compared(self) -> bool:
+        return self.ours is not None and not self.seed.reason
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One seed table against the runs of its profile."""
+
+    document: SeedDocument
+    table: SeedTable
+    lines: tuple[Line, ...]
+    extras: tuple[Row, ...]
+    runs: tuple[Mapping[str, Any], ...]  # every run behind the table's rows (load average, versions)
+
+    @property
+    def compared(self) -> list[Line]:
+        return [line for line in self.lines if line.compared]
+
+    @property
+    def rho(self) -> float | None:
+        both = self.compared
+        return spearman([line.seed.rps for line in both], [float(line.ours.record["rps"]) for line in both])
+
+    @property
+    def inversions(self) -> list[Inversion]:
+        both = self.compared
+        return inversions([line.seed.rps for line in both], [float(line.ours.record["rps"]) for line in both])
+
+    @property
+    def cvs(self) -> list[float]:
+        rows = [line.ours for line in self.lines if line.ours] + list(self.extras)
+        return [row.cv for row in rows if row.cv is not None]
+
+    @property
+    def load_range(self) -> tuple[float, float] | None:
+        loads = [r["host_load"]["loadavg1"] for r in self.runs if r.get("host_load", {}).get("loadavg1") is not None]
+        return (min(loads), max(loads)) if loads else None
+
+
+def seed_profiles(seeds: Sequence[SeedDocument]) -> list[str]:
+    """The profiles some seed table covers, in seed order."""
+    names: list[str] = []
+    for doc in seeds:
+        for table in doc.tables:
+            if table.profile not in names:
+                names.append(table.profile)
+    return names
+
+
+def _env_columns(seeds: Sequence[SeedDocument], profile: str) -> tuple[str, ...]:
+    """Rows of tables with a Python column are kept apart per Python and Granian version, as the profiles do."""
+    has_env = any(t.env for d in seeds for t in d.tables if t.profile == profile)
+    return ("python", "granian") if has_env else ()
+
+
+def _match(table: SeedTable, seed: SeedRow, rows: Sequence[Row]) -> Row | None:
+    found = [r for r in rows if r.label == seed.case_label and r.group == table.group
+             and (not table.env or env_value(r.record, "python") == seed.python)]
+    return max(found, key=lambda r: str(r.record.get("session", ""))) if found else None
+
+
+def _skip_reasons(records: Sequence[Mapping[str, Any]]) -> dict:
+    """(profile, group, case, python) -> why the runner skipped it (latest skip wins)."""
+    reasons = {}
+    for record in sorted((r for r in records if r.get("kind") in ("skip", "failure")), key=lambda r: str(r.get("session", ""))):
+        python = env_value(record, "python") if record.get("versions", {}).get("python") else ""
+        reasons[(record.get("profile"), record.get("group", ""), record.get("case"), python)] = str(record.get("reason", ""))
+    return reasons
+
+
+def _missing(table: SeedTable, seed: SeedRow, skips: Mapping) -> str:
+    if seed.reason:
+        return ""
+    for python in ((seed.python,) if table.env else ("",)) + ("",):
+        for (profile, group, case, skip_python), reason in skips.items():
+            if (profile, group, case) == (table.profile, table.group, seed.case_label) and (not python or skip_python == python):
+                return reason
+    return ""
+
+
+def _runs_of(rows: Sequence[Row], by_key: Mapping[tuple, list]) -> tuple:
+    return tuple(run for row in rows for run in by_key.get(row.key, []))
+
+
+def _profile_comparisons(profile: str, records: Sequence[Mapping[str, Any]], seeds: Sequence[SeedDocument]) -> list[Comparison]:
+    """The comparisons of one profile's seed tables; rows of groups no seed table covers are the last one's extras."""
+    env_columns = _env_columns(seeds, profile)
+    runs = [r for r in records if r.get("kind") == "run" and r.get("profile") == profile]
+    rows = select_rows(runs, env_columns)
+    by_key = latest_per_key(runs, env_columns)
+    skips = _skip_reasons([r for r in records if r.get("profile") == profile])
+    out, used = [], set()
+    pairs = [(doc, table) for doc in seeds for table in doc.tables if table.profile == profile]
+    for doc, table in pairs:
+        lines = []
+        for seed in table.rows:
+            ours = None if seed.reason else _match(table, seed, rows)
+            lines.append(Line(seed, ours, "" if ours else _missing(table, seed, skips)))
+            if ours:
+                used.add(ours.key)
+        extras = tuple(r for r in rows if r.group == table.group and r.key not in used)
+        used.update(r.key for r in extras)
+        mine = [line.ours for line in lines if line.ours] + list(extras)
+        out.append(Comparison(doc, table, tuple(lines), extras, _runs_of(mine, by_key)))
+    leftover = tuple(r for r in rows if r.key not in used)
+    if leftover and out:
+        last = out[-1]
+        out[-1] = Comparison(last.document, last.table, last.lines, last.extras + leftover,
+                             last.runs + _runs_of(leftover, by_key))
+    return [c for c in out if any(line.ours for line in c.lines) or c.extras]
+
+
+def compare(records: Sequence[Mapping[str, Any]], seeds: Sequence[SeedDocument]) -> list[Comparison]:
+    """Every seed table whose profile has runs in ``records``, in seed order."""
+    present = {r.get("profile") for r in records if r.get("kind") == "run"}
+    out: list[Comparison] = []
+    for profile in seed_profiles(seeds):
+        if profile in present:
+            out += _profile_comparisons(profile, records, seeds)
+    return out
+
+
+# ---- rendering -------------------------------------------------------------------------------------
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _cv_cell(row: Row | None) -> str:
+    if row is None or row.cv is None:
+        return "-"
+    return _pct(row.cv) + (" ⚠" if row.cv > CV_TARGET else "")
+
+
+def _rho(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _load(span: tuple[float, float] | None) -> str:
+    if span is None:
+        return "-"
+    return f"{span[0]:g}" if span[0] == span[1] else f"{span[0]:g} to {span[1]:g}"
+
+
+def _concurrency_cell(row: Row) -> str:
+    """The concurrency that stands for the row; where several ran, which won out of which."""
+    if len(row.by_concurrency) < 2:
+        return str(row.concurrency)
+    return f"**{row.concurrency}** of {'/'.join(str(c) for c in row.by_concurrency)}"
+
+
+def _title(c: Comparison) -> str:
+    return f"{c.table.profile}: {c.table.title}" if c.table.title.lower() != c.table.profile.replace("_", " ") else c.table.title
+
+
+def _summary(comparisons: Sequence[Comparison]) -> list[str]:
+    out = ["| table | rows compared | Spearman | max CV | rows over 3% | load average (1-min) |", "| --- | --- | --- | --- | --- | --- |"]
+    for c in comparisons:
+        cvs = c.cvs
+        over = sum(1 for v in cvs if v > CV_TARGET)
+        rho = "no seed order" if not c.table.rows else _rho(c.rho)
+        out.append(f"| {_title(c)} | {len(c.compared)} | {rho} | {_pct(max(cvs)) if cvs else '-'} | {over} | {_load(c.load_range)} |")
+    return out
+
+
+def _line_cells(c: Comparison, line: Line, seed_ranks: Mapping[str, float], our_ranks: Mapping[str, float]) -> list[str]:
+    seed, ours = line.seed, line.ours
+    cells = [seed.python] if c.table.env else []
+    cells += [seed.label, str(seed.concurrency), f"{seed.rps:,.0f}"]
+    if ours is None:
+        status = "not reproduced" if seed.reason else "not measured"
+        return cells + [status, "-", "-", "-", "-", "-"]
+    index = seed.row_id
+    cells += [f"{float(ours.record['rps']):,.0f}", _concurrency_cell(ours), str(len(ours.samples) or ours.repeats),
+              _cv_cell(ours)]
+    ranked = index in seed_ranks
+    cells += [f"{seed_ranks[index]:g}" if ranked else "-", f"{our_ranks[index]:g}" if ranked else "-"]
+    return cells
+
+
+def _rows_table(c: Comparison) -> list[str]:
+    head = (["Python"] if c.table.env else []) + ["Row", "seed c", "seed RPS", "our RPS", "our c", "repeats", "CV",
+                                                 "seed rank", "our rank"]
+    both = c.compared
+    ids = [line.seed.row_id for line in both]
+    seed_ranks = dict(zip(ids, average_ranks([line.seed.rps for line in both])))
+    our_ranks = dict(zip(ids, average_ranks([float(line.ours.record["rps"]) for line in both])))
+    out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for line in c.lines:
+        out.append("| " + " | ".join(_line_cells(c, line, seed_ranks, our_ranks)) + " |")
+    return out
+
+
+def _inversion_lines(c: Comparison) -> list[str]:
+    both = c.compared
+    found = c.inversions
+    if not found:
+        return [f"Inversions: none over the {len(both)} rows compared."] if both else []
+    where = f"`load/seeds/{c.table.document}.toml`, table {c.table.title!r}"
+    out = [f"Inversions ({len(found)}; seed gap: how much faster the seed's faster row was; ours: how much faster "
+           "the other row was here):", ""]
+    for inv in found:
+        hi, lo = both[inv.first].seed.row_id, both[inv.second].seed.row_id
+        text = c.table.explanation(hi, lo) or f"*unexplained: add `\"{hi} | {lo}\" = \"...\"` under `[table.explanations]` in {where}*"
+        out.append(f"- {hi} above {lo} in the seed (+{_pct(inv.reference_gap)}), below it here "
+                   f"(+{_pct(inv.other_gap)}): {text}")
+    return out
+
+
+def _extras_table(c: Comparison) -> list[str]:
+    out = ["Extra rows (our profile has them, the seed does not; not ranked):", "",
+           "| Row | our RPS | our c | repeats | CV |", "| --- | --- | --- | --- | --- |"]
+    for row in c.extras:
+        label = " ".join(v for v in row.env_values[:1] if v) + (" " if row.env_values[:1] else "") + row.label
+        if row.group and row.group != c.table.group:
+            label = f"{row.group}: {label}"
+        out.append(f"| {label} | {float(row.record['rps']):,.0f} | {_concurrency_cell(row)} | "
+                   f"{len(row.samples) or row.repeats} | {_cv_cell(row)} |")
+    return out
+
+
+def _ours_line(c: Comparison) -> str:
+    env = (c.runs[0].get("environment", {}) if c.runs else {})
+    versions = "; ".join(version_lines(c.runs)) if c.runs else "no runs"
+    return (f"Ours: {env.get('cpu_model', '?')} (CPUs: {env.get('cpu_count', '?')}), {versions}; "
+            f"load average (1-min) {_load(c.load_range)} over {len(c.runs)} runs.")
+
+
+def _section(c: Comparison) -> list[str]:
+    out = [f"## {_title(c)}", "", c.document.source_line()]
+    if c.table.note:
+        out += ["", f"Seed settings: {c.table.note}"]
+    out += ["", _ours_line(c), ""]
+    if c.table.reason:
+        out += [f"No ranking: {c.table.reason}.", ""]
+    if c.table.rows:
+        out += _rows_table(c) + [""]
+        n = len(c.compared)
+        out += [f"Spearman's rho: {_rho(c.rho)} (n = {n} rows both tables have; ranks: 1 = fastest, ties averaged).", ""]
+        out += _inversion_lines(c) + [""]
+    gone = [line for line in c.lines if line.ours is None]
+    if gone:
+        out += ["Seed rows without a number here:", ""]
+        out += [f"- {line.seed.row_id}: " + (f"not reproduced: {line.seed.reason}" if line.seed.reason else
+                                              f"not measured{': ' + line.missing if line.missing else ''}") for line in gone]
+        out.append("")
+    if c.extras:
+        out += _extras_table(c) + [""]
+    return out
+
+
+INTRO = (
+    "Each table below puts the seed's rows, in the seed's order, beside ours. *our RPS* is the median over the "
+    "repeats (2xx responses per second) at the concurrency that won (*our c*: where several were run, the "
+    "winner in bold out of those run); *CV* is the sample standard deviation of RPS over its mean across those "
+    "repeats (target at most 3%, ⚠ above). Ranks: 1 = fastest, ties share their average rank; Spearman's rho "
+    "is computed over the rows both tables have. An inversion is a pair of rows the two tables order the other "
+    "way round; its explanation comes from `[table.explanations]` in `load/seeds/*.toml`."
+)
+
+
+def render(comparisons: Sequence[Comparison], seeds: Sequence[SeedDocument] = ()) -> str:
+    """The fidelity document for ``comparisons``; ``seeds`` lists the seed tables that had no results."""
+    out = ["# Load fidelity: gatecheck's profiles against Granian's published tables", "",
+           "Generated by `python -m gatecheck.load fidelity RESULTS_DIR... --out docs/load/fidelity.md`; do not "
+           "edit by hand (explanations are data in `load/seeds/*.toml`).", "", INTRO, ""]
+    if not comparisons:
+        return "\n".join(out + ["No results of a seeded profile."]) + "\n"
+    out += ["## Summary", ""] + _summary(comparisons) + [""]
+    shown = {(c.table.document, c.table.title) for c in comparisons}
+    absent = [f"{t.profile}: {t.title}" if t.title.lower() != t.profile.replace("_", " ") else t.title
+              for d in seeds for t in d.tables if (d.name, t.title) not in shown]
+    if absent:
+        out += [f"Seed tables with no results here: {', '.join(absent)}.", ""]
+    for c in comparisons:
+        out += _section(c)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def write_fidelity(paths: Sequence[Path | str], out: Path | str, *, seeds: Sequence[SeedDocument] | None = None) -> Path:
+    """Render the results under ``paths`` against the seeds into ``out``; FidelityError or ResultsError (one line)."""
+    seeds = load_seeds() if seeds is None else seeds
+    known = seed_profiles(seeds)
+    records = []
+    for path in paths:
+        found = load_records([path], kinds=("run", "skip", "failure"))
+        profiles = sorted({str(r.get("profile")) for r in found if r.get("kind") == "run"})
+        if not any(p in known for p in profiles):
+            raise FidelityError(f"{path}: no runs of a profile the seeds cover (found: {', '.join(profiles) or 'no runs'}; "
+                                f"seeded: {', '.join(known)})")
+        records += found
+    check_compatible([r for r in records if r.get("kind") == "run"])
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(compare(records, seeds), seeds), encoding="utf-8")
+    return out
