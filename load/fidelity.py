@@ -247,8 +247,19 @@ def _inversion_lines(c: Comparison) -> list[str]:
         hi, lo = both[inv.first].seed.row_id, both[inv.second].seed.row_id
         text = c.table.explanation(hi, lo) or f"*unexplained: add `\"{hi} | {lo}\" = \"...\"` under `[table.explanations]` in {where}*"
         out.append(f"- {hi} above {lo} in the seed (+{_pct(inv.reference_gap)}), below it here "
-                   f"(+{_pct(inv.other_gap)}): {text}")
+                   f"(+{_pct(inv.other_gap)}){_overlap(both[inv.first].ours, both[inv.second].ours)}: {text}")
     return out
+
+
+def _overlap(a: Row | None, b: Row | None) -> str:
+    """When our repeats of the two rows overlap (each row's lowest to highest RPS), the inversion is inside
+    our own run-to-run spread: said beside it, with both ranges."""
+    if a is None or b is None or len(a.samples) < 2 or len(b.samples) < 2:
+        return ""
+    if max(a.samples) < min(b.samples) or max(b.samples) < min(a.samples):
+        return ""
+    span = lambda r: f"{min(r.samples):,.0f}-{max(r.samples):,.0f}"  # noqa: E731
+    return f" (our repeats overlap: {span(a)} and {span(b)} RPS)"
 
 
 def _extras_table(c: Comparison) -> list[str]:

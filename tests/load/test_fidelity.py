@@ -144,6 +144,14 @@ def test_render_shows_ranks_cv_flags_explanations_and_extras(records, seeds):
     assert "Seed: granian benchmarks/T.md at 9a20b17 (run Wed 05 Aug 2026; Box (CPUs: 16); Python 3.13; Granian 2.8.1)." in text
 
 
+def test_an_inversion_inside_our_own_spread_says_so_with_both_ranges(records, seeds):
+    records = [r for r in records if r["case"] != "B"]
+    records += [run("fake", "B", v, repeat=i) for i, v in enumerate((95, 104, 110, 101, 97))]  # median 101 > A's 100
+    text = render(compare(records, seeds), seeds)
+    assert ("- A above B in the seed (+50.0%), below it here (+1.0%) (our repeats overlap: 99-102 and 95-110 RPS): "
+            "B has a faster parser here.") in text
+
+
 def test_an_unexplained_inversion_says_where_to_explain_it(records, seeds):
     records = [r for r in records if r["case"] != "B"] + [run("fake", "B", 130)]
     text = render(compare(records, seeds), seeds)
