@@ -28,7 +28,7 @@ from .pool import ServerPool, StartFailed
 from .resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
 from .session import GatecheckSession, item_meta
 from .merge import write_collected
-from .reports import DEVIATION, LOG, attach_log, deviation, report_interrupted, shape
+from .reports import DEVIATION, LOG, attach_log, brief_if_known, deviation, report_interrupted, shape
 from .stale import judge_session
 from .summary import write_gatecheck_summary
 from .targets import targets_from_options
@@ -332,14 +332,16 @@ def _drop_hypothesis_patch(item) -> None:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
-    report = yield
     gs = item.config.stash.get(_SESSION, None)
     if gs is None or meta_of(item) is None:
-        return report
+        return (yield)
+    known = deviation(item, gs)
+    brief_if_known(item, call, known)
+    report = yield
     if call.when == "call":
         item.stash[_CALLED] = True
     unsupported = item.get_closest_marker("gatecheck_unsupported") is not None
-    verdict = decide(call.when, report, call.excinfo, deviation(item, gs), unsupported,
+    verdict = decide(call.when, report, call.excinfo, known, unsupported,
                      meta_of(item).get("level", ""))
     if call.when == "call" and verdict.outcome != "interrupted":
         # A server that died during the call makes the call an error (in the call's report, so JUnit keeps one

@@ -7,11 +7,11 @@ import pytest
 from _pytest.reports import TestReport
 
 from .expectations import Applied, Expectations, server_version
-from .outcomes import Verdict
+from .outcomes import CheckTimeout, Verdict
 from .resultsfile import meta_of
 from .started import read_log
 
-__all__ = ["DEVIATION", "LOG", "report_interrupted", "deviation", "shape", "attach_log"]
+__all__ = ["DEVIATION", "LOG", "report_interrupted", "deviation", "brief_if_known", "shape", "attach_log"]
 
 DEVIATION = pytest.StashKey[object]()   # an item's candidate expectation entries
 LOG = pytest.StashKey[tuple]()          # (started server, its handle, log offset) while a check runs
@@ -36,6 +36,19 @@ def deviation(item, gs) -> Applied | None:
     return Applied(chosen, meta["clause"]) if chosen is not None else None
 
 
+def brief_if_known(item, call, known) -> None:
+    """A call that failed on a check listed as a known deviation becomes "known", whose message is the entry's
+    evidence (``outcomes.decide``): pytest's long traceback of it would be built (about 30 ms of CPU each: the
+    check's module parsed again per frame) and never shown. Such a call gets a one-line failure text instead,
+    the innermost frame and the exception; every other failure keeps pytest's own."""
+    exc = call.excinfo
+    if call.when != "call" or known is None or exc is None or isinstance(exc.value, _NOT_A_FAILURE):
+        return
+    tail = exc.traceback[-1] if exc.traceback else None
+    where = f"{tail.path}:{tail.lineno + 1}: " if tail is not None else ""
+    item.repr_failure = lambda excinfo, _text=f"{where}{exc.exconly()}": _text  # shadows the method, this item only
+
+
 def shape(report, verdict) -> None:
     """Make pytest's own report (terminal, JUnit) say what the verdict says."""
     if verdict is None:
@@ -44,6 +57,10 @@ def shape(report, verdict) -> None:
         report.outcome, report.wasxfail = "skipped", verdict.message
     elif verdict.outcome in ("fixed", "timeout") or (verdict.outcome == "error" and report.when == "call"):
         report.outcome, report.longrepr = "failed", verdict.message
+
+
+#: exceptions of a call that are not a check's failure (skips, the call deadline, Ctrl-C): never made brief
+_NOT_A_FAILURE = (pytest.skip.Exception, CheckTimeout, KeyboardInterrupt)
 
 
 def attach_log(item, report) -> None:

@@ -1,7 +1,10 @@
 """conformance/plugin/outcomes.py: the verdict of a phase, from recorded report fields."""
 from types import SimpleNamespace
 
-from gatecheck.conformance.plugin.outcomes import FAILING, decide
+import pytest
+
+from gatecheck.conformance.plugin.outcomes import FAILING, CheckTimeout, decide
+from gatecheck.conformance.plugin.reports import brief_if_known
 
 
 def _failed_call():
@@ -42,3 +45,34 @@ def test_a_listed_check_that_passes_is_fixed_unless_its_entry_is_intermittent():
 def test_an_intermittent_entry_never_makes_an_error_known():
     race = SimpleNamespace(intermittent="failed 2 of 14 loaded runs", reason=lambda: "known intermittent deviation: e")
     assert decide("setup", _failed_call(), None, race, False, "SHOULD").outcome == "error"
+
+
+def _call(fn):
+    return pytest.CallInfo.from_call(fn, when="call")
+
+
+def _failing():
+    assert 400 in (505, 200), "status 400"
+
+
+def test_a_known_failure_gets_a_one_line_text_instead_of_pytest_traceback():
+    """brief_if_known: the long traceback of a call that will be "known" is never shown; its text is one line."""
+    item, call = SimpleNamespace(), _call(_failing)
+    brief_if_known(item, call, SimpleNamespace(reason=lambda: "known deviation: e"))
+    text = item.repr_failure(call.excinfo)
+    assert text.startswith(f"{__file__}:") and text.endswith("AssertionError: status 400\nassert 400 in (505, 200)")
+
+
+def test_every_other_call_keeps_pytest_own_failure_text():
+    def skipped():
+        pytest.skip("unsupported")
+
+    def timed_out():
+        raise CheckTimeout("over its deadline")
+
+    listed = SimpleNamespace(reason=lambda: "known deviation: e")
+    for call, known in ((_call(_failing), None), (_call(skipped), listed), (_call(timed_out), listed),
+                        (_call(lambda: None), listed)):
+        item = SimpleNamespace()
+        brief_if_known(item, call, known)
+        assert "repr_failure" not in vars(item)
