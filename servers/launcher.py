@@ -115,6 +115,9 @@ class ServerHandle:
     def alive(self) -> bool:
         return self.process.alive()
 
+    def exited_within(self, seconds: float) -> bool:
+        return self.process.exited_within(seconds)
+
     def stop(self, grace: float = 5.0) -> int | None:
         return self.process.stop(grace)
 

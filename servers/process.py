@@ -174,6 +174,14 @@ class ServerProcess:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
+    def exited_within(self, seconds: float) -> bool:
+        """Whether the process has exited, waiting up to ``seconds`` for it (0: just look)."""
+        try:
+            self.popen.wait(timeout=seconds) if seconds > 0 else None
+        except subprocess.TimeoutExpired:
+            pass
+        return not self.alive()
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             self._log.flush()

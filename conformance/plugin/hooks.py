@@ -47,6 +47,7 @@ _SESSION = pytest.StashKey[GatecheckSession]()
 _CALLED = pytest.StashKey[bool]()
 _ACTIVATED: weakref.WeakSet = weakref.WeakSet()
 _CHECKS_DIR = Path(__file__).resolve().parent.parent
+_EXIT_GRACE = 0.05  # seconds: waited only when a call failed and its server still runs
 
 
 def pytest_addoption(parser):
@@ -272,13 +273,14 @@ def _server_watch(request):
         pytest.fail(died, pytrace=False)
 
 
-def _death(item, pool) -> str | None:
-    """Once per check: the message when the check's server process exited while the check ran."""
+def _death(item, pool, failed: bool = False) -> str | None:
+    """Once per check: the message when the check's server process exited while the check ran. After a failed
+    call the process gets _EXIT_GRACE to finish exiting (a server dying under a check closes its sockets first)."""
     watched = item.stash.get(LOG, None)
     if watched is None or pool.stopping:
         return None
     started, handle, offset = watched
-    if started.handle is not handle or handle.alive():
+    if started.handle is not handle or not handle.exited_within(_EXIT_GRACE if failed else 0):
         return None
     item.stash[LOG] = (started, None, offset)  # reported: the call's report or the teardown's, not both
     log = started.log_since(offset)
@@ -346,7 +348,7 @@ def pytest_runtest_makereport(item, call):
     if call.when == "call" and verdict.outcome != "interrupted":
         # A server that died during the call makes the call an error (in the call's report, so JUnit keeps one
         # test case per check, as the results do); the watch fixture restarts it.
-        died = _death(item, gs.pool)
+        died = _death(item, gs.pool, failed=report.failed)
         verdict = Verdict("error", died) if died else verdict
     shape(report, verdict)
     attach_log(item, report)
