@@ -59,7 +59,10 @@ def test_a_server_with_another_python_imports_its_own_packages_not_the_harness_i
     root = _import_root_with_shadows(tmp_path, marker)
     other = tmp_path / "other" / "python3"
     other.parent.mkdir()
-    other.symlink_to(os.path.realpath(sys.executable))  # the same interpreter, another path: an "other" python
+    # The same interpreter and environment reached through another path: an "other" python. A script, not a
+    # symlink: a symlink to a venv's python resolves to the base interpreter, which need not have granian.
+    other.write_text(f"#!/bin/sh\nexec '{sys.executable}' \"$@\"\n")
+    other.chmod(0o755)
     logs = tmp_path / "logs"
     logs.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
