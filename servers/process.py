@@ -24,6 +24,7 @@ Rules of this module:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import os
 import signal
@@ -176,10 +177,9 @@ class ServerProcess:
 
     def exited_within(self, seconds: float) -> bool:
         """Whether the process has exited, waiting up to ``seconds`` for it (0: just look)."""
-        try:
-            self.popen.wait(timeout=seconds) if seconds > 0 else None
-        except subprocess.TimeoutExpired:
-            pass
+        if seconds > 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout=seconds)
         return not self.alive()
 
     def log_tail(self, lines: int = 40) -> str:

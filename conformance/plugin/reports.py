@@ -36,6 +36,10 @@ def deviation(item, gs) -> Applied | None:
     return Applied(chosen, meta["clause"]) if chosen is not None else None
 
 
+#: exceptions of a call that are not a check's failure (skips, the call deadline, Ctrl-C): never made brief
+_NOT_A_FAILURE = (pytest.skip.Exception, CheckTimeout, KeyboardInterrupt)
+
+
 def brief_if_known(item, call, known) -> None:
     """A call that failed on a check listed as a known deviation becomes "known", whose message is the entry's
     evidence (``outcomes.decide``): pytest's long traceback of it would be built (about 30 ms of CPU each: the
@@ -57,10 +61,6 @@ def shape(report, verdict) -> None:
         report.outcome, report.wasxfail = "skipped", verdict.message
     elif verdict.outcome in ("fixed", "timeout") or (verdict.outcome == "error" and report.when == "call"):
         report.outcome, report.longrepr = "failed", verdict.message
-
-
-#: exceptions of a call that are not a check's failure (skips, the call deadline, Ctrl-C): never made brief
-_NOT_A_FAILURE = (pytest.skip.Exception, CheckTimeout, KeyboardInterrupt)
 
 
 def attach_log(item, report) -> None:
