@@ -17,6 +17,11 @@ Rules of this module:
    :func:`events_until` return what is there at the deadline (a check reports what is missing).
 3. Step events are matched by their ``index`` (the step's position after ``repeat`` expansion) or by a
    ``label`` option, never by counting lines, so extra log lines (watchers, disconnects) cannot shift them.
+4. "The app never saw it" is read after a barrier, not after a fixed wait: a later request, sent once the
+   server had refused (or answered) the one in question, served on a new connection and logged; only then,
+   and ``NEVER_GRACE`` later, is the token's log read (:func:`h2_never_logged`; ``wire.assert_never_parsed``
+   for HTTP/1.1). A server that hands a refused request to its app does so as it refuses it, before it reads
+   the later one; the barrier also proves the log works, so an empty log is evidence.
 """
 from __future__ import annotations
 
@@ -38,7 +43,7 @@ __all__ = ["TOKEN_HEADER", "new_token", "script_target", "script_request", "chun
            "ScriptRun", "ws_open", "ws_script", "ws_accepted", "ws_steps", "response_script", "events_of",
            "steps_of", "step", "named", "step_value", "wait_event", "wait_step", "wait_steps", "events_until",
            "probe", "h2_get", "h2_probe", "decode_probe", "value_of", "asgi_scope", "wsgi_environ", "rsgi_attrs",
-           "rsgi_headers", "app_view", "random_bytes"]
+           "rsgi_headers", "app_view", "random_bytes", "NEVER_GRACE", "h2_never_logged"]
 
 #: the header that carries a request's event-log token (lower-case: HTTP/2 needs it so)
 TOKEN_HEADER = fixtures.TOKEN_HEADER
@@ -46,6 +51,11 @@ TOKEN_HEADER = fixtures.TOKEN_HEADER
 #: how long a scripted exchange waits for its replies, and for its steps, by default
 _REPLY_TIMEOUT = 3.0
 _STEPS_TIMEOUT = 5.0
+
+#: rule 4: once the barrier request was served and logged, how much longer an earlier request has to show up
+NEVER_GRACE = 0.05
+#: rule 4: how long the barrier request's own event may take to appear in the log
+_BARRIER_LOG_TIMEOUT = 2.0
 
 
 def new_token() -> str:
@@ -301,6 +311,19 @@ def h2_probe(server, path: str = "/probe", headers=(), *, method: str = "GET", b
     resp = h2_get(server, path, headers, method=method, body=body, raw_headers=raw_headers)
     assert resp.status == 200, f"h2 probe {method} {path}: {resp.describe()} {resp.body[:300]!r}"
     return decode_probe(resp.body)
+
+
+def h2_never_logged(server, token: str) -> list:
+    """What the app logged under ``token``, read after an HTTP/2 barrier (rule 4): a ``GET /ping`` on a new
+    connection, answered 200 and logged, then ``NEVER_GRACE``. An empty list is the evidence that a request
+    the server refused never reached the app."""
+    later = new_token()
+    resp = h2_get(server, "/ping", [(TOKEN_HEADER, later)])
+    assert (resp.status, resp.body) == (200, b"ok"), (
+        f"after the refused request, a plain HTTP/2 GET /ping on a new connection: {resp.describe()}")
+    assert server.events(later, timeout=_BARRIER_LOG_TIMEOUT), (
+        "the app's event log shows nothing for a served request, so its silence on the refused one is no evidence")
+    return server.events(token, timeout=NEVER_GRACE)
 
 
 def decode_probe(body: bytes) -> dict:

@@ -8,7 +8,8 @@ Rules of this module:
    keeps a connection open when it must close costs ``CLOSE_WAIT`` seconds, not a hang.
 3. "Rejected" means what RFC 9112 §2.2 and §6.3 ask for: a 4xx response *and* the connection closed.
    "Never parsed" is proven by the fixture event log: the smuggled request carries its own token, and
-   any app that sees it writes ``request.start`` under that token.
+   any app that sees it writes ``request.start`` under that token; the log is read after a later request was
+   served and logged (the barrier of ``app.py`` rule 4), not after a fixed wait.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 
 from gatecheck.fixtures import TOKEN_HEADER
 
-from .app import new_token
+from .app import NEVER_GRACE, new_token
 from .client.http1 import Connection, Exchange, build_request
 from .results import UNSUPPORTED_PREFIX
 
@@ -160,9 +161,11 @@ def smuggled_request(server, token: str) -> bytes:
     return request(server, "GET", "/ping", [(TOKEN_HEADER, token)])
 
 
-def assert_never_parsed(server, token: str, wait: float = 0.1) -> None:
-    """The app never saw a request carrying ``token``."""
-    events = server.events(token, timeout=wait)
+def assert_never_parsed(server, token: str) -> None:
+    """The app never saw a request carrying ``token``: its log is read after a barrier (``app.py`` rule 4), a
+    later request on a new connection served and logged (``assert_serves``), and ``NEVER_GRACE`` more."""
+    assert_serves(server)
+    events = server.events(token, timeout=NEVER_GRACE)
     seen = [(e.get("event"), e.get("path")) for e in events][:5]
     assert not events, f"the smuggled request reached the app as a request of its own: {seen}"
 
