@@ -27,6 +27,7 @@ from .profiles import load_profile
 from .pool import ServerPool, StartFailed
 from .resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
 from .session import GatecheckSession, item_meta
+from .shards import Claims
 from .merge import write_collected
 from .reports import DEVIATION, LOG, attach_log, brief_if_known, deviation, report_interrupted, shape
 from .stale import judge_session
@@ -45,6 +46,7 @@ __all__ = [
 
 _SESSION = pytest.StashKey[GatecheckSession]()
 _CALLED = pytest.StashKey[bool]()
+_ELSEWHERE = pytest.StashKey[bool]()  # a shard: the check's module is run by another shard
 _ACTIVATED: weakref.WeakSet = weakref.WeakSet()
 _CHECKS_DIR = Path(__file__).resolve().parent.parent
 _EXIT_GRACE = 0.05  # seconds: waited only when a call failed and its server still runs
@@ -80,13 +82,14 @@ _NOT_A_RUN = ("help", "version", "collectonly", "showfixtures", "show_fixtures_p
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """``--jobs N`` with several targets: child sessions check them, this process merges (``jobs.py``)."""
+    """``--jobs N`` (N > 1): child sessions check the targets (a target's checks split over the sessions left
+    free, ``shards.py``), this process merges (``jobs.py``)."""
     if not _wanted(config) or config.getoption("--jobs") == "1":
         return None
     if any(getattr(config.option, name, False) for name in _NOT_A_RUN):
         return None
     targets, expectations = _targets_and_expectations(config)
-    jobs = jobs_wanted(config.getoption("--jobs"), len(targets))
+    jobs = jobs_wanted(config.getoption("--jobs"))
     if jobs < 2:
         return None
     check_output_paths(config)
@@ -128,6 +131,8 @@ def pytest_configure(config):
     gs = GatecheckSession(targets, expectations, results, pool,
                           Deadlines(opt("--check-timeout"), session_timeout(config, len(targets))),
                           Interrupts(on_first=lambda: setattr(pool, "stopping", True)))
+    if opt("--gatecheck-shard"):
+        gs.claims = Claims(opt("--gatecheck-shard"))
     gs.interrupts.install()
     config.stash[_SESSION] = gs
     for warning in expectations.warnings:
@@ -290,10 +295,14 @@ def _death(item, pool, failed: bool = False) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Past the session deadline, no check starts: the session stops (exit status 2)."""
+    """Past the session deadline, no check starts: the session stops (exit status 2). A shard passes over the
+    checks of a module another shard claimed."""
     gs = item.config.stash.get(_SESSION, None)
     if gs is not None and gs.deadlines.session_over():
         item.session.shouldstop = gs.deadlines.session_message()
+        return True
+    if gs is not None and gs.claims is not None and not gs.claims.mine(item.nodeid.split("::")[0]):
+        item.stash[_ELSEWHERE] = True  # another shard runs this module (shards.py rule 2): no record here
         return True
     return None
 
@@ -309,7 +318,7 @@ def pytest_runtest_protocol_records(item, nextitem):
             report_interrupted(item, gs)
         raise
     finally:
-        if gs is not None and meta_of(item) is not None:
+        if gs is not None and meta_of(item) is not None and not item.stash.get(_ELSEWHERE, False):
             gs.results.decided(item)
 
 

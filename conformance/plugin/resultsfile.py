@@ -135,8 +135,12 @@ class Results:
         self._append({"record": "check", **rec})
 
     def take_target(self, record: dict) -> None:
-        """A target record written by another session (a ``--jobs`` child): kept, and appended when new."""
-        if self.targets.get(record["target"]) != record:
+        """A target record written by another session (a ``--jobs`` child): kept, and appended when new. One
+        without versions never replaces one with them (a shard whose server never started knows less)."""
+        current = self.targets.get(record["target"])
+        if current is not None and current.get("versions") and not record.get("versions"):
+            return
+        if current != record:
             self.targets[record["target"]] = dict(record)
             self._append({"record": "target", **record})
 

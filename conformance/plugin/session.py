@@ -8,6 +8,7 @@ from .interrupts import Deadlines, Interrupts
 from .pool import ServerPool
 from .expectations import Expectations
 from .resultsfile import Results
+from .shards import Claims
 from .stale import Collected
 
 __all__ = ["GatecheckSession", "item_meta"]
@@ -25,6 +26,7 @@ class GatecheckSession:
     write_error: str = ""
     collected: Collected = field(default_factory=Collected)   # before deselection, for the stale report
     expectation_report: dict = field(default_factory=dict)    # stale.judge's, at the end
+    claims: Claims | None = None  # a shard of a --jobs run: the modules it runs (shards.py)
 
 
 def item_meta(item, st, check: str, row: tuple) -> dict:
