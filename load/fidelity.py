@@ -67,8 +67,24 @@ class Comparison:
 
     @property
     def inversions(self) -> list[Inversion]:
+        """The pairs the two tables order differently; in a table with a Python column only pairs of one
+        version (the rows' order on it) or of one row (its order across versions): a pair that differs in both
+        compares two things at once and says nothing of either."""
         both = self.compared
-        return inversions([line.seed.rps for line in both], [float(line.ours.record["rps"]) for line in both])
+        found = inversions([line.seed.rps for line in both], [float(line.ours.record["rps"]) for line in both])
+        if not self.table.env:
+            return found
+        return [inv for inv in found if both[inv.first].seed.python == both[inv.second].seed.python
+                or both[inv.first].seed.label == both[inv.second].seed.label]
+
+    @property
+    def rho_by_env(self) -> dict:
+        """In a table with a Python column: Spearman's rho over each version's rows (version -> rho)."""
+        by: dict = {}
+        for line in self.compared:
+            by.setdefault(line.seed.python, []).append(line)
+        return {env: spearman([line.seed.rps for line in lines], [float(line.ours.record["rps"]) for line in lines])
+                for env, lines in by.items()} if self.table.env else {}
 
     @property
     def cvs(self) -> list[float]:
@@ -292,6 +308,9 @@ def _section(c: Comparison) -> list[str]:
         out += _rows_table(c) + [""]
         n = len(c.compared)
         out += [f"Spearman's rho: {_rho(c.rho)} (n = {n} rows both tables have; ranks: 1 = fastest, ties averaged).", ""]
+        if c.rho_by_env:
+            out += ["Spearman's rho over each Python version's rows: " + ", ".join(
+                f"{env} {_rho(rho)}" for env, rho in c.rho_by_env.items()) + ".", ""]
         out += _inversion_lines(c) + [""]
     gone = [line for line in c.lines if line.ours is None]
     if gone:
@@ -310,7 +329,8 @@ INTRO = (
     "winner in bold out of those run); *CV* is the sample standard deviation of RPS over its mean across those "
     "repeats (target at most 3%, ⚠ above). Ranks: 1 = fastest, ties share their average rank; Spearman's rho "
     "is computed over the rows both tables have. An inversion is a pair of rows the two tables order the other "
-    "way round; its explanation comes from `[table.explanations]` in `load/seeds/*.toml`."
+    "way round (in a table with a Python column, a pair of one version or of one row across versions); its "
+    "explanation comes from `[table.explanations]` in `load/seeds/*.toml`."
 )
 
 

@@ -205,3 +205,26 @@ def test_every_reproduced_seed_row_has_its_profile_case_at_the_seed_concurrency(
                 case = cases.get((table.group, row.case_label))
                 assert case is not None, f"{doc.name}: {table.title}: no case {row.case_label!r}"
                 assert row.concurrency in case.concurrency, f"{row.case_label}: c{row.concurrency} not in {case.concurrency}"
+
+
+def test_a_python_column_table_inverts_only_pairs_of_one_version_or_one_row(tmp_path):
+    path = tmp_path / "V.toml"
+    path.write_text(SEED.split("[[table]]\nprofile = \"fakepy\"")[0] + '''[[table]]
+profile = "fakepy"
+title = "Fake versions"
+env = "python"
+rows = [
+  { python = "3.10", label = "A", concurrency = 128, total = 10, rps = 300, avg_ms = 1, max_ms = 2 },
+  { python = "3.10", label = "B", concurrency = 128, total = 10, rps = 100, avg_ms = 1, max_ms = 2 },
+  { python = "3.11", label = "A", concurrency = 128, total = 10, rps = 400, avg_ms = 1, max_ms = 2 },
+  { python = "3.11", label = "B", concurrency = 128, total = 10, rps = 200, avg_ms = 1, max_ms = 2 },
+]
+''')
+    # ours: each version keeps A above B and 3.11 above 3.10 per row; only 3.10 A against 3.11 B (a pair that
+    # differs in version and row) comes out the other way round, and it is not an inversion
+    records = [run("fakepy", "A", 300, python="3.10.13"), run("fakepy", "B", 100, python="3.10.13"),
+               run("fakepy", "A", 500, python="3.11.7"), run("fakepy", "B", 350, python="3.11.7")]
+    (fakepy,) = compare(records, [load_seed_file(path)])
+    assert fakepy.inversions == [] and fakepy.rho < 1.0
+    assert fakepy.rho_by_env == {"3.10": pytest.approx(1.0), "3.11": pytest.approx(1.0)}
+    assert "Spearman's rho over each Python version's rows: 3.10 1.000, 3.11 1.000." in render([fakepy])
