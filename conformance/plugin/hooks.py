@@ -295,14 +295,17 @@ def _death(item, pool, failed: bool = False) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Past the session deadline, no check starts: the session stops (exit status 2). A shard passes over the
-    checks of a module another shard claimed."""
+    """Past the session deadline, no check starts: the session stops (exit status 2). With a claims directory
+    (``shards.py``): the modules to run are listed for the parent before the first check, and the checks of a
+    module another child claimed are passed over."""
     gs = item.config.stash.get(_SESSION, None)
     if gs is not None and gs.deadlines.session_over():
         item.session.shouldstop = gs.deadlines.session_message()
         return True
+    if gs is not None and gs.claims is not None and not gs.claims.listed:
+        gs.claims.list_modules(list(dict.fromkeys(i.nodeid.split("::")[0] for i in item.session.items)))
     if gs is not None and gs.claims is not None and not gs.claims.mine(item.nodeid.split("::")[0]):
-        item.stash[_ELSEWHERE] = True  # another shard runs this module (shards.py rule 2): no record here
+        item.stash[_ELSEWHERE] = True  # another child runs this module (shards.py rule 3): no record here
         return True
     return None
 

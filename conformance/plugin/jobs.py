@@ -24,8 +24,8 @@ Rules of this module:
    collection fills the shared bytecode cache (``_child_env``: imports compiled, check modules rewritten), which
    the others then read instead of each compiling the same modules at once (a cold child: 7.5 s of CPU to
    collect one target here, a warm one 2.4 s).
-6. When there are fewer children than ``--jobs``, targets are split into shards to fill the free slots
-   (``shards.py``): one target's checks over several children, a test module at a time.
+6. Once no child waits to start, a free slot starts another child, a shard, for the running target with the
+   most test modules left (``shards.py``): one target's checks over several children, a module at a time.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from .finish import partial_record
 from .merge import crash_record, exit_status, merge_junit, read_child, read_collected
 from .options import SESSION_TIMEOUT_PER_TARGET
 from .resultsfile import partial_path
-from .shards import SHARD_OPTION, with_shards
+from .shards import MAX_SHARDS, MIN_LEFT, SHARD_OPTION, claims_args, modules_left
 
 __all__ = ["Child", "JobRun", "child_args", "target_groups", "run_jobs"]
 
@@ -84,11 +84,14 @@ class Child:
         self.proc: subprocess.Popen | None = None
         self.started = self.ended = 0.0
         self._offset = 0
+        self.group_args: list = []      # the group's own arguments (a shard of it gets the same)
+        self.claims: str | None = None  # its target's claims directory (shards.py)
+        self.shard = False              # started to help a running target (rule 6)
 
     @property
     def names(self) -> str:
         names = ", ".join(st.target.name for st in self.targets)
-        return f"{names} (a shard)" if SHARD_OPTION in self.argv else names
+        return f"{names} (a shard)" if self.shard else names
 
     def start(self, env: dict) -> None:
         parent = os.getpid()
@@ -155,7 +158,7 @@ def _child_env(pycache: Path) -> dict:
 
 class JobRun:
     """The children of a ``--jobs`` run (shards added for free slots, rule 6), started and watched from one loop
-    (rules 1-4)."""
+    (rules 1-4, 6)."""
 
     def __init__(self, config, groups: list, jobs: int, results, tw) -> None:
         self.results, self.tw, self.jobs = results, tw, jobs
@@ -163,9 +166,9 @@ class JobRun:
         base = child_args(list(config.invocation_params.args))
         given = config.getoption("--session-timeout")
         cwd, junit = str(config.invocation_params.dir), bool(getattr(config.option, "xmlpath", None))
-        self.children = [Child(i, targets, base + args, self.scratch, cwd,
-                               given or SESSION_TIMEOUT_PER_TARGET * len(targets), junit)
-                         for i, (targets, args) in enumerate(with_shards(groups, jobs, self.scratch))]
+        self._base, self._cwd, self._given, self._junit = base, cwd, given, junit
+        self.children = [self._new(i, targets, args)
+                         for i, (targets, args) in enumerate(claims_args(groups, self.scratch))]
         self.env = _child_env(self.scratch / "pycache")
         self.codes: list = []
         self._warm = False  # rule 5: the first child has collected (its first record came, or it ended)
@@ -181,6 +184,12 @@ class JobRun:
                     child = queue.pop(0)
                     child.start(self.env)
                     running.append(child)
+                while not queue and self._warm and len(running) < self.jobs and not self.interrupted:
+                    helper = self._shard(running)  # rule 6: a free slot helps the target with most work left
+                    if helper is None:
+                        break
+                    helper.start(self.env)
+                    running.append(helper)
                 time.sleep(_POLL)
                 for child in list(running):
                     self._follow(child)
@@ -201,6 +210,29 @@ class JobRun:
             for child in self.children:
                 child.signal(signal.SIGKILL)
             self._restore()
+
+    def _new(self, index: int, targets: list, args: list, shard: bool = False) -> Child:
+        child = Child(index, targets, self._base + args, self.scratch, self._cwd,
+                      self._given or SESSION_TIMEOUT_PER_TARGET * len(targets), self._junit)
+        child.group_args, child.shard = args, shard
+        child.claims = args[args.index(SHARD_OPTION) + 1] if SHARD_OPTION in args else None
+        return child
+
+    def _shard(self, running: list) -> Child | None:
+        """Another child for the running target with the most unclaimed modules (``shards.py`` rule 2), or None."""
+        best, left = None, MIN_LEFT - 1
+        for child in running:
+            claims = child.claims
+            if claims is None or sum(1 for c in self.children if c.claims == claims) >= MAX_SHARDS:
+                continue
+            n = modules_left(claims)
+            if n > left:
+                best, left = child, n
+        if best is None:
+            return None
+        child = self._new(len(self.children), best.targets, best.group_args, shard=True)
+        self.children.append(child)
+        return child
 
     def _follow(self, child: Child) -> None:
         for line in child.new_lines():
@@ -335,8 +367,10 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
     for st in targets:
         results.add_target(st)
     run = JobRun(config, target_groups(config, targets), jobs, results, tw)
-    tw.line(f"gatecheck: {len(targets)} target{'' if len(targets) == 1 else 's'} in {len(run.children)} child "
-            f"sessions, {run.jobs} at a time (--jobs)")
+    n = len(run.children)
+    tw.line(f"gatecheck: {len(targets)} target{'' if len(targets) == 1 else 's'} in {n} child session"
+            f"{'' if n == 1 else 's'}, {run.jobs} at a time; a free slot starts a shard of the target with most "
+            "checks left (--jobs)")
     try:
         run.run()
         versions = {name: server_version(t.get("versions", {})) for name, t in results.targets.items()}

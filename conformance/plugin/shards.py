@@ -2,67 +2,84 @@
 
 Rules of this module:
 
-1. Only idle slots are filled. When a run has fewer child sessions than ``--jobs`` (one target, as in
-   ``tox -e daphne``), the heaviest groups of one target each (cleartext first, as ``jobs.target_groups``
-   orders them; never a TLS target, which runs only its few dozen TLS checks) get more children, the target's shards, round by round until the run has ``--jobs`` children
-   (at most ``MAX_SHARDS`` per target). A run with as many groups as slots is not sharded: a shard costs a
-   child's start-up and collection and a server of its own.
-2. The shards of a target share a claims directory. Each collects every check of the target (so each
-   collection, and the stale report judged over them, is a serial run's) and runs a test module only if it
-   claims the module first: an exclusive create of a file named after it (``O_CREAT | O_EXCL``, atomic).
-   A module another shard claimed is passed over without a record. So every check runs once, in one shard,
-   with its module's fixtures (a private server, h2spec's run) set up there only, and the shards take the
-   modules from the one ordered list as each gets free: their ends differ by about one module's time.
-3. Each shard runs its own server for the target, as every child does, so no check sees another shard's
-   clients; their records are merged by (check, target) as any children's are (``merge.py``).
+1. Every child of a single cleartext target (not the TLS group: its few dozen TLS checks are not worth it) gets a
+   claims directory of its target (``claims_args``). A child runs a test module only if it claims it first: an
+   exclusive create of a file named after it (``O_CREAT | O_EXCL``, atomic). Alone, it claims every module as it
+   reaches it. Once collected it writes the modules it would run to ``MODULES`` in that directory.
+2. Free slots help the target with the most work left. When no child is waiting to start and fewer than ``--jobs``
+   run, the parent starts one more child, a shard, for the running target with the most unclaimed modules (at
+   least ``MIN_LEFT``; at most ``MAX_SHARDS`` children per target): the same command line, so it collects the
+   same checks and claims modules from the one ordered list as it gets free. So a run of one target (``tox -e
+   daphne``) fills every slot, and a run of many ends with its last targets shared out instead of each running
+   alone while slots idle.
+3. A module another shard claimed is passed over without a record: every check runs once, in one child, with
+   its module's fixtures (a private server, h2spec's run) set up there only. Each shard runs its own server for
+   the target, as every child does, so no check sees another shard's clients; the records are merged by
+   (check, target) as any children's are (``merge.py``), and each child's collection is a serial run's.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-__all__ = ["MAX_SHARDS", "SHARD_OPTION", "Claims", "with_shards"]
+__all__ = ["MAX_SHARDS", "MIN_LEFT", "MODULES", "SHARD_OPTION", "Claims", "claims_args", "modules_left"]
 
-MAX_SHARDS = 8              # per target: beyond this a shard's start-up outweighs what it takes over
+MAX_SHARDS = 8              # children per target: beyond this a shard's start-up outweighs what it takes over
+MIN_LEFT = 3                # unclaimed modules a target needs before another shard joins it
+MODULES = "modules.json"   # in a claims directory: the modules its children would run
 SHARD_OPTION = "--gatecheck-shard"
 
 
-def with_shards(groups: list, jobs: int, scratch: Path) -> list:
-    """``groups`` ((targets, args) per child, heaviest first) with shards added for idle slots (rule 1): a
-    sharded group becomes one entry per shard, each with ``--gatecheck-shard <its claims directory>``."""
-    shardable = [i for i, (members, _) in enumerate(groups) if len(members) == 1 and not members[0].capabilities.tls]
-    counts = [1] * len(groups)
-    free = jobs - len(groups)
-    while free > 0 and any(counts[i] < MAX_SHARDS for i in shardable):
-        for i in shardable:
-            if free > 0 and counts[i] < MAX_SHARDS:
-                counts[i] += 1
-                free -= 1
+def claims_args(groups: list, scratch: Path) -> list:
+    """``groups`` ((targets, args) per child) with ``--gatecheck-shard <claims directory>`` added to each group of
+    one cleartext target (rule 1)."""
     out = []
     for i, (members, args) in enumerate(groups):
-        if counts[i] == 1:
-            out.append((members, args))
-            continue
-        claims = scratch / f"claims-{i}"
-        claims.mkdir(parents=True, exist_ok=True)
-        out.extend((members, [*args, SHARD_OPTION, str(claims)]) for _ in range(counts[i]))
+        if len(members) == 1 and not members[0].capabilities.tls:
+            claims = scratch / f"claims-{i}"
+            claims.mkdir(parents=True, exist_ok=True)
+            args = [*args, SHARD_OPTION, str(claims)]
+        out.append((members, args))
     return out
 
 
+def modules_left(directory: str | Path) -> int:
+    """How many of the modules listed in a claims directory no child has claimed yet (0 before the list is
+    written)."""
+    directory = Path(directory)
+    try:
+        modules = json.loads((directory / MODULES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    return sum(1 for module in modules if not (directory / _file_name(module)).exists())
+
+
+def _file_name(module: str) -> str:
+    return module.replace("/", "%")
+
+
 class Claims:
-    """One shard's view of its target's claims directory (rule 2): which modules it runs."""
+    """One child's view of its target's claims directory (rule 1): which modules it runs."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self._mine: dict = {}
+        self.listed = False
+
+    def list_modules(self, modules: list) -> None:
+        """Write the modules this child would run (its collection's, in order) for the parent (rule 2)."""
+        tmp = self.directory / f".{MODULES}.{os.getpid()}"
+        tmp.write_text(json.dumps(modules), encoding="utf-8")
+        os.replace(tmp, self.directory / MODULES)
+        self.listed = True
 
     def mine(self, module: str) -> bool:
-        """Whether this shard runs ``module`` (a check file's node id, e.g. ``conformance/test_x.py``): claimed
-        now if no shard has it yet."""
+        """Whether this child runs ``module`` (a check file's node id, e.g. ``conformance/test_x.py``): claimed
+        now if no child has it yet."""
         if module not in self._mine:
-            path = self.directory / module.replace("/", "%")
             try:
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                os.close(os.open(self.directory / _file_name(module), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
                 self._mine[module] = True
             except FileExistsError:
                 self._mine[module] = False
