@@ -203,6 +203,9 @@ def _child_env(adapter_name: str, env: dict | None) -> tuple[dict, str]:
     if adapter_name == "command" and os.environ.get("PYTHONPATH"):
         child_env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
     child_env["PYTHONUNBUFFERED"] = "1"
+    # stdio as tox and a UTF-8 locale other than C.UTF-8 give it (strict errors), so that a server whose
+    # wsgi.errors is sys.stdout meets the same stream in and outside tox (C.UTF-8 alone gives surrogateescape)
+    child_env.setdefault("PYTHONIOENCODING", "utf-8")
     cwd = os.getcwd() if adapter_name == "command" else child_root()
     child_env.update(env or {})
     return child_env, cwd
