@@ -43,7 +43,7 @@ __all__ = ["TOKEN_HEADER", "new_token", "script_target", "script_request", "chun
            "ScriptRun", "ws_open", "ws_script", "ws_accepted", "ws_steps", "response_script", "events_of",
            "steps_of", "step", "named", "step_value", "wait_event", "wait_step", "wait_steps", "events_until",
            "probe", "h2_get", "h2_probe", "decode_probe", "value_of", "asgi_scope", "wsgi_environ", "rsgi_attrs",
-           "rsgi_headers", "app_view", "random_bytes", "NEVER_GRACE", "h2_never_logged"]
+           "rsgi_headers", "app_view", "random_bytes", "NEVER_GRACE", "BARRIER_LOG_TIMEOUT", "h2_never_logged"]
 
 #: the header that carries a request's event-log token (lower-case: HTTP/2 needs it so)
 TOKEN_HEADER = fixtures.TOKEN_HEADER
@@ -55,7 +55,7 @@ _STEPS_TIMEOUT = 5.0
 #: rule 4: once the barrier request was served and logged, how much longer an earlier request has to show up
 NEVER_GRACE = 0.05
 #: rule 4: how long the barrier request's own event may take to appear in the log
-_BARRIER_LOG_TIMEOUT = 2.0
+BARRIER_LOG_TIMEOUT = 2.0
 
 
 def new_token() -> str:
@@ -321,7 +321,7 @@ def h2_never_logged(server, token: str) -> list:
     resp = h2_get(server, "/ping", [(TOKEN_HEADER, later)])
     assert (resp.status, resp.body) == (200, b"ok"), (
         f"after the refused request, a plain HTTP/2 GET /ping on a new connection: {resp.describe()}")
-    assert server.events(later, timeout=_BARRIER_LOG_TIMEOUT), (
+    assert server.events(later, timeout=BARRIER_LOG_TIMEOUT), (
         "the app's event log shows nothing for a served request, so its silence on the refused one is no evidence")
     return server.events(token, timeout=NEVER_GRACE)
 

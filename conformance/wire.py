@@ -20,7 +20,7 @@ import pytest
 
 from gatecheck.fixtures import TOKEN_HEADER
 
-from .app import NEVER_GRACE, new_token
+from .app import BARRIER_LOG_TIMEOUT, NEVER_GRACE, new_token
 from .client.http1 import Connection, Exchange, build_request
 from .results import UNSUPPORTED_PREFIX
 
@@ -153,7 +153,7 @@ def assert_serves(server) -> None:
     ex = deliver(server, smuggled_request(server, token))
     assert ex.final and ex.final[0].status == 200 and ex.final[0].body == b"ok", (
         f"after the previous input, a plain GET /ping on a new connection {describe(ex)}")
-    assert server.events(token, timeout=2.0), "the app's event log shows nothing for a served request"
+    assert server.events(token, timeout=BARRIER_LOG_TIMEOUT), "the app's event log shows nothing for a served request"
 
 
 def smuggled_request(server, token: str) -> bytes:

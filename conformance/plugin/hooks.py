@@ -46,7 +46,7 @@ __all__ = [
 
 _SESSION = pytest.StashKey[GatecheckSession]()
 _CALLED = pytest.StashKey[bool]()
-_ELSEWHERE = pytest.StashKey[bool]()  # a shard: the check's module is run by another shard
+_ELSEWHERE = pytest.StashKey[bool]()  # the check's module is run by another child of its target (shards.py)
 _ACTIVATED: weakref.WeakSet = weakref.WeakSet()
 _CHECKS_DIR = Path(__file__).resolve().parent.parent
 _EXIT_GRACE = 0.05  # seconds: waited only when a call failed and its server still runs
@@ -302,12 +302,19 @@ def pytest_runtest_protocol(item, nextitem):
     if gs is not None and gs.deadlines.session_over():
         item.session.shouldstop = gs.deadlines.session_message()
         return True
-    if gs is not None and gs.claims is not None and not gs.claims.listed:
-        gs.claims.list_modules(list(dict.fromkeys(i.nodeid.split("::")[0] for i in item.session.items)))
-    if gs is not None and gs.claims is not None and not gs.claims.mine(item.nodeid.split("::")[0]):
-        item.stash[_ELSEWHERE] = True  # another child runs this module (shards.py rule 3): no record here
-        return True
+    claims = gs.claims if gs is not None else None
+    if claims is not None:
+        if not claims.listed:
+            claims.list_modules(list(dict.fromkeys(_module_of(i) for i in item.session.items)))
+        if not claims.mine(_module_of(item)):
+            item.stash[_ELSEWHERE] = True  # another child runs this module (shards.py rule 3): no record here
+            return True
     return None
+
+
+def _module_of(item) -> str:
+    """The node id of the check's file (``conformance/test_x.py``): what children claim (``shards.py``)."""
+    return item.nodeid.split("::")[0]
 
 
 @pytest.hookimpl(wrapper=True, specname="pytest_runtest_protocol")

@@ -85,8 +85,13 @@ class Child:
         self.started = self.ended = 0.0
         self._offset = 0
         self.group_args: list = []      # the group's own arguments (a shard of it gets the same)
-        self.claims: str | None = None  # its target's claims directory (shards.py)
         self.shard = False              # started to help a running target (rule 6)
+
+    @property
+    def claims(self) -> str | None:
+        """Its target's claims directory (``shards.py``), from its group's arguments; None for the TLS group."""
+        args = self.group_args
+        return args[args.index(SHARD_OPTION) + 1] if SHARD_OPTION in args else None
 
     @property
     def names(self) -> str:
@@ -215,7 +220,6 @@ class JobRun:
         child = Child(index, targets, self._base + args, self.scratch, self._cwd,
                       self._given or SESSION_TIMEOUT_PER_TARGET * len(targets), self._junit)
         child.group_args, child.shard = args, shard
-        child.claims = args[args.index(SHARD_OPTION) + 1] if SHARD_OPTION in args else None
         return child
 
     def _shard(self, running: list) -> Child | None:

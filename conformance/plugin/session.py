@@ -26,7 +26,7 @@ class GatecheckSession:
     write_error: str = ""
     collected: Collected = field(default_factory=Collected)   # before deselection, for the stale report
     expectation_report: dict = field(default_factory=dict)    # stale.judge's, at the end
-    claims: Claims | None = None  # a shard of a --jobs run: the modules it runs (shards.py)
+    claims: Claims | None = None  # a --jobs child of one cleartext target: the modules it runs (shards.py)
 
 
 def item_meta(item, st, check: str, row: tuple) -> dict:
