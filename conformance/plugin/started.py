@@ -49,9 +49,10 @@ class StartedServer:
         self._launch = dict(app=app, env=dict(env or {}), ready_timeout=ready_timeout, port=port)
         self._start()
 
-    def restart(self) -> None:
-        """Stop what is left of the process and start it again the way it was first started."""
-        self.stop()
+    def restart(self, grace: float = 5.0) -> None:
+        """Stop what is left of the process (``grace`` as in ``stop``) and start it again the way it was first
+        started."""
+        self.stop(grace)
         self._start()
 
     def _start(self) -> None:
