@@ -25,7 +25,7 @@ Rules of this module:
    the others then read instead of each compiling the same modules at once (a cold child: 7.5 s of CPU to
    collect one target here, a warm one 2.4 s).
 6. Once no child waits to start, a free slot starts another child, a shard, for the running target with the
-   most test modules left (``shards.py``): one target's checks over several children, a module at a time.
+   most test modules left per child running it (``shards.py``): one target's checks over several children, a module at a time.
 """
 from __future__ import annotations
 
@@ -223,15 +223,19 @@ class JobRun:
         return child
 
     def _shard(self, running: list) -> Child | None:
-        """Another child for the running target with the most unclaimed modules (``shards.py`` rule 2), or None."""
-        best, left = None, MIN_LEFT - 1
+        """Another child for the running target with the most unclaimed modules per child running it
+        (``shards.py`` rule 2), or None."""
+        best, most = None, 0.0
         for child in running:
             claims = child.claims
             if claims is None or sum(1 for c in self.children if c.claims == claims) >= MAX_SHARDS:
                 continue
             n = modules_left(claims)
-            if n > left:
-                best, left = child, n
+            if n < MIN_LEFT:
+                continue
+            per_child = n / sum(1 for c in running if c.claims == claims)
+            if per_child > most:
+                best, most = child, per_child
         if best is None:
             return None
         child = self._new(len(self.children), best.targets, best.group_args, shard=True)
@@ -374,7 +378,7 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
     n = len(run.children)
     tw.line(f"gatecheck: {len(targets)} target{'' if len(targets) == 1 else 's'} in {n} child session"
             f"{'' if n == 1 else 's'}, {run.jobs} at a time; a free slot starts a shard of the target with most "
-            "checks left (--jobs)")
+            "checks left per child (--jobs)")
     try:
         run.run()
         versions = {name: server_version(t.get("versions", {})) for name, t in results.targets.items()}

@@ -7,8 +7,9 @@ Rules of this module:
    exclusive create of a file named after it (``O_CREAT | O_EXCL``, atomic). Alone, it claims every module as it
    reaches it. Once collected it writes the modules it would run to ``MODULES`` in that directory.
 2. Free slots help the target with the most work left. When no child is waiting to start and fewer than ``--jobs``
-   run, the parent starts one more child, a shard, for the running target with the most unclaimed modules (at
-   least ``MIN_LEFT``; at most ``MAX_SHARDS`` children per target): the same command line, so it collects the
+   run, the parent starts one more child, a shard, for the running target with the most unclaimed modules per child
+   already running it (at least ``MIN_LEFT`` modules; at most ``MAX_SHARDS`` children per target): the target
+   likely to end last, not the one that merely has the most modules while three children work on it: the same command line, so it collects the
    same checks and claims modules from the one ordered list as it gets free. So a run of one target (``tox -e
    daphne``) fills every slot, and a run of many ends with its last targets shared out instead of each running
    alone while slots idle.

@@ -219,6 +219,33 @@ def test_each_module_is_claimed_by_one_shard_the_first_to_ask(tmp_path):
     assert first.listed and modules_left(tmp_path) == 1
 
 
+def test_a_free_slot_helps_the_target_with_most_modules_left_per_child_running_it(tmp_path):
+    from gatecheck.conformance.plugin.jobs import JobRun
+
+    run = object.__new__(JobRun)  # only what _shard and _new read
+    run.scratch, run._base, run._cwd, run._given, run._junit, run.children = tmp_path, [], str(tmp_path), 60.0, False, []
+
+    def target(name: str, listed: int, claimed: int, children: int) -> list:
+        claims = tmp_path / name
+        claims.mkdir()
+        modules = [f"conformance/test_{name}_{i}.py" for i in range(listed)]
+        lister = Claims(claims)
+        lister.list_modules(modules)
+        for module in modules[:claimed]:
+            assert lister.mine(module)
+        made = [run._new(len(run.children) + i, [name], ["--server", name, SHARD_OPTION, str(claims)])
+                for i in range(children)]
+        run.children += made
+        return made
+
+    busy = target("busy", listed=12, claimed=3, children=3)     # 9 left over 3 children: 3 each
+    alone = target("alone", listed=6, claimed=1, children=1)    # 5 left, 1 child
+    nearly = target("nearly", listed=4, claimed=2, children=1)  # 2 left: under MIN_LEFT, never helped
+    helper = run._shard(busy + alone + nearly)
+    assert helper is not None and helper.shard and helper.claims == str(tmp_path / "alone")
+    assert run._shard(nearly) is None
+
+
 def test_one_target_split_over_free_sessions_writes_what_a_serial_run_writes(tmp_path):
     common = ["conformance/test_asgi_scope.py", "conformance/test_http1_connection.py", "conformance/test_echo.py",
               "conformance/test_http1_fields.py", "conformance/test_asgi_messages.py", "--server", "granian:asgi"]
