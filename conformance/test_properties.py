@@ -8,7 +8,11 @@ Rules of this module:
    Connection Scope]; WSGI ``PATH_INFO`` the decoded bytes as latin-1 [PEP 3333 §Unicode Issues, CGI
    §4.1.5]; RSGI ``path``/``query_string`` str (whether ``path`` is decoded is UNSPEC: either form passes).
 2. A failing example prints the raw request that reproduces it (``note`` and the assertion message).
-3. Budgets come from the hypothesis profile (``conformance/conftest.py``): the default is derandomized and
+3. The inputs a verdict rests on are explicit examples (``strategies.py``: an encoded slash, truncated UTF-8,
+   an empty value, a body past 64 KiB, UTF-8 split across WebSocket fragments, ...), run first in every
+   profile; the drawn examples come after them and do not depend on which modules the session imported
+   (``plugin/profiles.py``).
+4. Budgets come from the hypothesis profile (``plugin/profiles.py``): the default is derandomized and
    database-less (reproducible in CI, a few seconds per target); ``--hypothesis-profile thorough`` explores.
    The body and WebSocket round trips never shrink (``ROUND_TRIP``): their failing examples are slow.
 """
@@ -27,8 +31,10 @@ from gatecheck.conformance.app import app_view, decode_probe
 from gatecheck.conformance.client.http1 import Connection, build_request
 from gatecheck.conformance.markers import interfaces, needs, spec
 from gatecheck.conformance.wire import describe
-from gatecheck.conformance.strategies import (METHOD, NAME, OBS, ROUND_TRIP, SETTINGS, SIZE, VALUE, byte_path, queries,
-                                              split_at_random, utf8_path)
+from gatecheck.conformance.strategies import (BODIES, BYTE_PATHS, FIELDS, METHOD, METHODS, NAME, OBS, OBS_VALUES,
+                                              QUERIES, REPEATED, ROUND_TRIP, SETTINGS, SIZE, SPLITS, UTF8_PATHS,
+                                              VALUE, WS_MESSAGES, byte_path, examples, queries, split_at_random,
+                                              utf8_path)
 from gatecheck.conformance.client.ws import OP_BINARY, OP_CONT, OP_TEXT, connect
 
 pytestmark = needs("http1")
@@ -60,6 +66,7 @@ def _utf8_view(server, target: str):
 
 
 @given(path=utf8_path())
+@examples(*UTF8_PATHS)
 @SETTINGS
 @interfaces("asgi")
 @spec("ASGI WWW §HTTP Connection Scope", "DEFINED")
@@ -72,6 +79,7 @@ def test_utf8_path_reaches_the_app_decoded(server, path):
 
 
 @given(path=utf8_path())
+@examples(*UTF8_PATHS)
 @SETTINGS
 @interfaces("wsgi")
 @spec("RFC 3875 §4.1.5", "DEFINED")
@@ -84,6 +92,7 @@ def test_utf8_path_reaches_wsgi_as_latin1(server, path):
 
 
 @given(path=utf8_path())
+@examples(*UTF8_PATHS)
 @SETTINGS
 @interfaces("rsgi")
 @spec("RSGI §HTTP connection scope", "DEFINED")
@@ -104,6 +113,7 @@ def _served_or_refused(server, target: str):
 
 
 @given(path=byte_path())
+@examples(*BYTE_PATHS)
 @SETTINGS
 @interfaces("wsgi")
 @spec("PEP 3333 §Unicode Issues", "MUST")
@@ -117,6 +127,7 @@ def test_path_with_invalid_utf8_is_served_or_refused_never_mangled(server, path)
 
 
 @given(path=byte_path())
+@examples(*BYTE_PATHS)
 @SETTINGS
 @interfaces("asgi")
 @spec("ASGI WWW §HTTP Connection Scope", "DEFINED")
@@ -136,6 +147,7 @@ def _query_seen(server, query: str) -> None:
 
 
 @given(query=queries())
+@examples(*QUERIES)
 @SETTINGS
 @interfaces("asgi")
 @spec("ASGI WWW §HTTP Connection Scope", "DEFINED")
@@ -145,6 +157,7 @@ def test_query_string_reaches_the_app_as_sent(server, query):
 
 
 @given(query=queries())
+@examples(*QUERIES)
 @SETTINGS
 @interfaces("wsgi")
 @spec("RFC 3875 §4.1.7", "DEFINED")
@@ -154,6 +167,7 @@ def test_query_string_reaches_wsgi_as_sent(server, query):
 
 
 @given(query=queries())
+@examples(*QUERIES)
 @SETTINGS
 @interfaces("rsgi")
 @spec("RSGI §HTTP connection scope", "DEFINED")
@@ -163,6 +177,7 @@ def test_query_string_reaches_rsgi_as_sent(server, query):
 
 
 @given(fields=st.lists(st.tuples(NAME, VALUE), min_size=1, max_size=8, unique_by=lambda f: f[0].lower()))
+@examples(*FIELDS)
 @SETTINGS
 @spec("RFC 9110 §5.5", "MUST")
 def test_header_fields_reach_the_app_intact(server, fields):
@@ -182,6 +197,7 @@ def _repeated_values_seen(server, values) -> None:
 
 
 @given(values=st.lists(VALUE, min_size=2, max_size=5))
+@examples(*REPEATED)
 @SETTINGS
 @interfaces("asgi")
 @spec("ASGI WWW §HTTP Connection Scope", "MUST")
@@ -191,6 +207,7 @@ def test_repeated_header_keeps_every_value_in_order(server, values):
 
 
 @given(values=st.lists(VALUE, min_size=2, max_size=5))
+@examples(*REPEATED)
 @SETTINGS
 @interfaces("rsgi")
 @spec("RSGI §HTTP connection scope", "DEFINED")
@@ -206,6 +223,7 @@ def _obs_value_seen(server, value: bytes) -> tuple:
 
 
 @given(value=OBS)
+@examples(*OBS_VALUES)
 @SETTINGS
 @interfaces("asgi")
 @spec("RFC 9110 §5.5", "SHOULD")
@@ -216,6 +234,7 @@ def test_obs_text_header_value_reaches_asgi_as_opaque_bytes(server, value):
 
 
 @given(value=OBS)
+@examples(*OBS_VALUES)
 @SETTINGS
 @interfaces("wsgi")
 @spec("PEP 3333 §Unicode Issues", "MUST")
@@ -230,6 +249,7 @@ def test_obs_text_header_value_reaches_wsgi_as_latin1(server, value):
 
 @given(size=SIZE, seed=st.integers(0, 2**32 - 1), chunked=st.booleans(), writes=st.integers(1, 12),
        route=st.sampled_from(["/echo", "/echo_iter"]))
+@examples(*BODIES)
 @ROUND_TRIP
 @spec("RFC 9112 §6.3", "DEFINED")
 def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, seed, chunked, writes, route):
@@ -262,6 +282,7 @@ def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, s
 
 @given(query=queries(), fields=st.lists(st.tuples(NAME, VALUE), max_size=4, unique_by=lambda f: f[0].lower()),
        cuts=st.lists(st.integers(1, 400), max_size=6))
+@examples(*SPLITS)
 @SETTINGS
 @spec("RFC 9112 §2.2", "DEFINED")
 def test_how_the_request_is_split_into_writes_never_changes_what_the_app_sees(server, query, fields, cuts):
@@ -284,6 +305,7 @@ def test_how_the_request_is_split_into_writes_never_changes_what_the_app_sees(se
 
 
 @given(method=METHOD)
+@examples(*METHODS)
 @SETTINGS
 @spec("RFC 9110 §9.1", "SHOULD")
 def test_any_method_token_reaches_the_app_or_is_501(server, method):
@@ -306,6 +328,7 @@ def test_any_method_token_reaches_the_app_or_is_501(server, method):
 
 @given(text=st.booleans(), size=st.integers(0, 70_000), seed=st.integers(0, 2**32 - 1),
        fragments=st.integers(1, 8))
+@examples(*WS_MESSAGES)
 @ROUND_TRIP
 @interfaces("asgi", "rsgi")
 @needs("websockets")

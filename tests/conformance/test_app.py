@@ -2,7 +2,8 @@
 
 One Granian ASGI server on TLS (``tls=on``, the suite's test certificate) carries every exchange here, so the one
 ``connect(..., tls=True)`` is exercised by each client: HTTP/1.1 (``Connection``), HTTP/2 by ALPN (``H2Client``)
-and WebSocket (``wss``), and ``run_script`` over HTTP/1 and HTTP/2 reads back what the app logged.
+and WebSocket (``wss``: the suite's raw client and websockets), and ``run_script`` over HTTP/1 and HTTP/2 reads
+back what the app logged.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from gatecheck.conformance.app import (asgi_scope, decode_probe, response_script
                                        ws_accepted, ws_open, ws_script, ws_steps)
 from gatecheck.conformance.client.h2 import H2Client
 from gatecheck.conformance.client.http1 import Connection, build_request
+from gatecheck.conformance.client.interop import TIMEOUT, ws_client, ws_recv
 from gatecheck.conformance.client.ws import OP_TEXT
 from gatecheck.conformance.plugin.started import StartedServer
 from gatecheck.conformance.plugin.targets import targets_from_options
@@ -76,3 +78,13 @@ def test_wss_echo_and_a_websocket_script(server):
 
 def test_a_script_target_is_json_in_the_query():
     assert script_target([["start", 200]]) == "/script?s=%5B%5B%22start%22%2C200%5D%5D"
+
+
+def test_the_websockets_client_over_wss_keeps_a_deadline_on_its_socket(server):
+    """websockets leaves its socket blocking after the handshake; ws_client gives it TIMEOUT again, so the
+    client's reader thread cannot block for ever in a recv of a TLS record that never completes, and its close
+    (which joins that thread without a timeout) always ends."""
+    with ws_client(server, "/ws_echo") as ws:
+        assert ws.socket.gettimeout() == TIMEOUT
+        ws.send("over wss, websockets")
+        assert ws_recv(ws) == "over wss, websockets"

@@ -298,3 +298,11 @@ def test_a_check_counts_as_collected_without_target_only_if_no_child_had_it_with
 ])
 def test_the_exit_status_is_a_serial_runs(codes, interrupted, incomplete, status):
     assert exit_status(codes, interrupted, incomplete) == status
+
+
+def test_auto_jobs_are_four_sessions_per_cpu_at_most_sixteen(monkeypatch):
+    from gatecheck.conformance.plugin import options
+    for cpus, sessions in ((1, 4), (2, 8), (4, 16), (64, 16)):
+        monkeypatch.setattr(options.os, "cpu_count", lambda cpus=cpus: cpus)
+        assert options.jobs_wanted("auto") == sessions
+    assert options.jobs_wanted("3") == 3
