@@ -4,7 +4,7 @@ Rules of this module:
 - Server and oha get disjoint CPU sets whenever at least two CPUs are available: the server takes the
   first half (rounded up), oha the rest. On one CPU nothing is pinned and the results say so.
 - The split is a pure function of the CPU list, so it is tested without touching the machine;
-  ``available_cpus`` is the only call that asks the kernel.
+  ``available_cpus`` (from ``servers``, which pins servers by it too) is the only call that asks the kernel.
 - CPU lists are typed by users as ``0-3,6``; ``parse_cpu_list`` rejects anything else, quoting it.
 """
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import Sequence
+
+from gatecheck.servers import available_cpus
 
 __all__ = ["Pinning", "split_cpus", "available_cpus", "parse_cpu_list", "format_cpu_list", "CpuTimes", "cpu_times",
            "parse_proc_stat", "require_available"]
@@ -61,14 +63,6 @@ def split_cpus(cpus: Sequence[int]) -> Pinning:
         return Pinning(None, None)
     cut = (len(ordered) + 1) // 2
     return Pinning(ordered[:cut], ordered[cut:])
-
-
-def available_cpus() -> list[int]:
-    """The CPUs this process may run on (its affinity mask, which cgroups and taskset narrow)."""
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return list(range(os.cpu_count() or 1))
 
 
 def require_available(cpus: Sequence[int] | None, option: str, available: Sequence[int] | None = None) -> None:

@@ -42,7 +42,7 @@ from . import reaper, staging  # noqa: F401  (both register atexit first: they r
 from .errors import ServerExited, ServerNotReady, ServerStartError, TargetError
 from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
 
-__all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids"]
+__all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids", "available_cpus"]
 
 _LIVE: "set[ServerProcess]" = set()
 _LIVE_LOCK = threading.Lock()
@@ -298,12 +298,20 @@ def _covers(ip: str, host: str) -> bool:
         return ip == host
 
 
+def available_cpus() -> list[int]:
+    """The CPUs this process may run on (its affinity mask, which cgroups and taskset narrow)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return list(range(os.cpu_count() or 1))
+
+
 def _checked_cpus(cpus: Sequence[int] | None) -> list | None:
     """The CPU set as a sorted list, or a TargetError naming the CPUs this host lets us use."""
     if not cpus:
         return None
     chosen = sorted(set(cpus))
-    available = sorted(os.sched_getaffinity(0))
+    available = available_cpus()
     missing = [c for c in chosen if c not in available]
     if missing:
         raise TargetError(f"cannot pin the server to CPU {', '.join(map(str, missing))}: this process may use "

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from gatecheck.servers import available_cpus
+
 __all__ = ["add_options", "check_output_paths", "session_timeout", "jobs_wanted", "CHECK_TIMEOUT",
            "SESSION_TIMEOUT_PER_TARGET", "JOBS_DEFAULT"]
 
@@ -39,11 +41,11 @@ def _jobs(text: str) -> str:
 
 
 def jobs_wanted(given: str) -> int:
-    """How many child sessions run at once: ``auto`` is 4 per CPU, at most 16 (8 on 2 cores). The checks mostly
+    """How many child sessions run at once: ``auto`` is 4 per CPU this process may use, at most 16 (8 on 2 cores). The checks mostly
     wait on servers: measured for tox -e granian's 13 targets on 2 cores (2026-11-27), --jobs 4 took 115 s, 6 102 s,
     8 93 s and 90 s, 12 104 s. With fewer targets than that, their checks are split over the sessions left free
     (``shards.py``); 1 runs every target in this process, one after another."""
-    return min(AUTO_JOBS_MAX, AUTO_JOBS_PER_CPU * (os.cpu_count() or 1)) if given == "auto" else int(given)
+    return min(AUTO_JOBS_MAX, AUTO_JOBS_PER_CPU * len(available_cpus())) if given == "auto" else int(given)
 
 
 def add_options(parser) -> None:
