@@ -8,6 +8,7 @@ from .adapters import Adapter, Launch, Option, flag, switch
 from .capabilities import FEATURES, Capabilities
 from .errors import (
     PortInUse,
+    PortTaken,
     ServerError,
     ServerExited,
     ServerNotInstalled,
@@ -25,7 +26,7 @@ __all__ = [
     "Adapter", "Launch", "Option", "flag", "switch",
     "FEATURES", "Capabilities",
     "ServerError", "TargetError", "UnknownServer", "ServerNotInstalled", "PortInUse",
-    "ServerStartError", "ServerExited", "ServerNotReady",
+    "ServerStartError", "ServerExited", "ServerNotReady", "PortTaken",
     "ServerHandle", "python_for", "resolve", "start_server",
     "ResourceSample", "ServerProcess", "available_cpus", "live_pids", "stop_all",
     "ENTRY_POINT_GROUP", "adapters", "get_adapter",

@@ -18,6 +18,7 @@ __all__ = [
     "ServerStartError",
     "ServerExited",
     "ServerNotReady",
+    "PortTaken",
 ]
 
 
@@ -57,3 +58,8 @@ class ServerExited(ServerStartError):
 
 class ServerNotReady(ServerStartError):
     """The server process is alive but did not answer before the deadline."""
+
+
+class PortTaken(ServerStartError):
+    """Another process (not one of the server's) listens on the port the server was given, so an answer
+    on that port may not come from the server."""

@@ -4,8 +4,10 @@
         httpx.get(srv.url + "/ping")
 
 Rules: loopback only unless ``allow_remote=True`` (checked on what the server's processes actually listen
-on once it answered, since an option such as ``args=--host 0.0.0.0`` can override the host); a port we pick ourselves is retried when another process
-grabs it between our check and the server's bind; every failure is a ServerError with the log tail.
+on once it answered, since an option such as ``args=--host 0.0.0.0`` can override the host); a port we pick
+ourselves is retried when another process grabs it between our check and the server's bind (the server
+exits on its bind error, or a process not of the server's answered there: PortTaken); every failure is a
+ServerError with the log tail.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .capabilities import Capabilities
-from .errors import PortInUse, ServerExited, ServerError, TargetError
+from .errors import PortInUse, PortTaken, ServerExited, ServerError, TargetError
 from .probe import probe_for
 from .process import PeakTracker, ResourceSample, ServerProcess, free_port, port_is_free
 from .registry import get_adapter
@@ -165,10 +167,11 @@ def start_server(
         try:
             probe = probe_for(launch.probe_http2, launch.tls)
             took = proc.wait_ready(host, chosen, probe, timeout=ready_timeout, loopback_only=not allow_remote)
-        except ServerExited as exc:
+        except (ServerExited, PortTaken) as exc:
             proc.stop()
             last_error = exc
-            if port is None and _looks_like_port_clash(exc.log_tail) and attempt + 1 < attempts:
+            clash = isinstance(exc, PortTaken) or _looks_like_port_clash(exc.log_tail)
+            if port is None and clash and attempt + 1 < attempts:
                 time.sleep(0.1)
                 continue
             raise

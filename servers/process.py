@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 import psutil
 
 from . import reaper, staging  # noqa: F401  (both register atexit first: they run after stop_all)
-from .errors import ServerExited, ServerNotReady, ServerStartError, TargetError
+from .errors import PortTaken, ServerExited, ServerNotReady, ServerStartError, TargetError
 from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
 
 __all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids", "available_cpus"]
@@ -135,8 +135,9 @@ class ServerProcess:
     ) -> float:
         """Wait until ``probe(host, port, io_timeout)`` returns True; return the seconds it took.
 
-        Raises ServerExited if the process ends first, ServerNotReady at the deadline; both carry the
-        log tail.
+        Raises ServerExited if the process ends first, ServerNotReady at the deadline, PortTaken when the
+        answer may have come from a process that is not the server's (it listens on ``port`` too: it took
+        the port between our pick and the server's bind); all carry the log tail.
         """
         start = time.monotonic()
         deadline = start + timeout
@@ -160,6 +161,7 @@ class ServerProcess:
                 )
             try:
                 if probe(host, port, min(2.0, max(0.2, remaining))):
+                    self.check_port_is_ours(port)
                     self.check_listeners(host, port, ready=True, loopback_only=loopback_only)
                     return time.monotonic() - start
                 last_error = "connected, but the HTTP round trip failed"
@@ -207,6 +209,23 @@ class ServerProcess:
                 f"the server listens on {', '.join(on_port)} port {port}, not on {host} where gatecheck "
                 f"asked it to and probes it; an option (args=, or the command template) overrides the host "
                 f"(command: {' '.join(self.argv)})", self.log_tail())
+
+    def check_port_is_ours(self, port: int) -> None:
+        """Refuse a port that a process not of this server's also listens on: the answer that made the
+        server look ready, and every later one, may come from that process (two harness runs that picked
+        the same free port, or a server with SO_REUSEPORT sharing it with a stranger)."""
+        strangers = [proc for proc in self.tree.port_owners() if not self.tree.owns(proc)]
+        if not strangers:
+            return
+        described = []
+        for proc in strangers:
+            try:
+                described.append(f"pid {proc.pid} ({' '.join(proc.cmdline())[:120]})")
+            except psutil.Error:
+                described.append(f"pid {proc.pid}")
+        raise PortTaken(f"port {port} is also listened on by {', '.join(described)}, which gatecheck did not "
+                        f"start as part of this server: an answer there may not be the server's; omit the "
+                        f"port to get another free one (command: {' '.join(self.argv)})", self.log_tail())
 
     def _tree(self) -> list:
         return self.tree.live()

@@ -1,6 +1,7 @@
 """Lifecycle: start, readiness, failures with log tails, stop by group, nothing left behind."""
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import time
@@ -9,8 +10,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gatecheck.servers import (PortInUse, ServerExited, ServerNotInstalled, ServerNotReady, Target, live_pids,
-                     start_server)
+from gatecheck.servers import (PortInUse, PortTaken, ServerExited, ServerNotInstalled, ServerNotReady, ServerProcess,
+                               Target, live_pids, start_server)
+from gatecheck.servers.probe import probe_for
 from gatecheck.servers.adapters import Adapter
 
 FAKE = Path(__file__).parent / "fake"
@@ -98,6 +100,48 @@ def test_a_taken_port_is_refused_with_a_clear_message(tmp_path):
         with pytest.raises(PortInUse) as info:
             start_server(command("http_server.py"), app="x:y", log_dir=tmp_path, port=port)
     assert str(port) in str(info.value)
+
+
+@pytest.fixture
+def stranger():
+    """An HTTP server in this test's process (not one gatecheck started), on a free loopback port."""
+    import http.server
+    import threading
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_an_answer_from_a_process_not_of_the_server_is_not_readiness(tmp_path, stranger):
+    # the race a port pick cannot close: another process listens on the port the server was given, and
+    # answers the readiness probe while the server has not bound it (or never can)
+    proc = ServerProcess([sys.executable, str(FAKE / "never_listens.py")], log_path=tmp_path / "s.log", port=stranger)
+    try:
+        with pytest.raises(PortTaken) as info:
+            proc.wait_ready("127.0.0.1", stranger, probe_for(False), timeout=10)
+    finally:
+        proc.stop()
+    assert f"pid {os.getpid()}" in str(info.value) and str(stranger) in str(info.value)
+
+
+def test_the_control_a_port_only_the_server_listens_on_is_readiness(tmp_path):
+    with start_server(command("http_server.py"), app="x:y", log_dir=tmp_path) as srv:
+        srv.process.check_port_is_ours(srv.port)  # raises nothing
+
+
+def test_a_picked_port_that_a_stranger_answers_on_is_given_up_for_another(tmp_path, stranger, monkeypatch):
+    from gatecheck.servers import launcher, process
+
+    picks = iter([stranger])
+    monkeypatch.setattr(launcher, "free_port", lambda host: next(picks, None) or process.free_port(host))
+    with start_server(command("http_server.py"), app="x:y", log_dir=tmp_path) as srv:
+        assert srv.port != stranger
+    with socket.create_connection(("127.0.0.1", stranger), timeout=5):
+        pass  # the stranger was left alone
 
 
 def test_non_loopback_hosts_are_refused(tmp_path):
