@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from . import bounded
 from .connect import connect
 
-__all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "exchange", "Connection",
-           "ParseError", "Overflow", "HEAD_CAP", "read_raw"]
+__all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "broken_start", "exchange",
+           "Connection", "ParseError", "Overflow", "HEAD_CAP", "read_raw"]
 
 
 #: the longest response head the client reads before calling it a failure (servers cap request heads lower)
@@ -148,6 +148,25 @@ def _check_start(first: bytes) -> None:
 _STATUS_LINE = re.compile(rb"(HTTP/[0-9]\.[0-9]) ([0-9]{3}) ([\t \x21-\x7e\x80-\xff]*)")
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _FIELD_VALUE = re.compile(rb"[\t \x21-\x7e\x80-\xff]*")
+
+
+def broken_start(data) -> bool:
+    """Whether ``data`` (the bytes come so far) can no longer begin valid responses: they do not begin
+    with "HTTP/", or a complete head in them, up to the first final one, breaks the grammar of RFC 9112
+    §4-§5. A read may stop there (the verdict is decided) instead of waiting for the server's close."""
+    pos = 0
+    while True:
+        try:
+            _check_start(bytes(data[pos:pos + 5]))
+            end = data.find(b"\r\n\r\n", pos)
+            if end < 0:
+                return False
+            resp = parse_head(bytes(data[pos:end]))
+        except ParseError:
+            return True
+        if not resp.interim or resp.status == 101:
+            return False
+        pos = end + 4
 
 
 def parse_head(head: bytes) -> Response:
