@@ -43,6 +43,7 @@ gone).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -85,6 +86,8 @@ class Deviation:
 
     def names(self, check_id: str) -> bool:
         """Whether its check pattern matches ``check_id``."""
+        if "*" not in self.check:
+            return self.check == check_id
         return _glob(self.check).fullmatch(check_id) is not None
 
     def on_target(self, server: str, target: str) -> bool:
@@ -263,6 +266,7 @@ def _specifiers(text: str):
 
 
 @lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=None)
 def _glob(pattern: str) -> "re.Pattern":
     """``*`` matches anything; every other character (``[`` included) is literal, as in check ids."""
     return re.compile(".*".join(re.escape(part) for part in pattern.split("*")))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from gatecheck.conformance.client.http1 import HEAD_CAP, ParseError, build_request, parse_responses
+from gatecheck.conformance.client.http1 import HEAD_CAP, ParseError, broken_start, build_request, parse_responses
 
 CASES = {
     "length": (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", [b"hello"]),
@@ -24,6 +24,21 @@ def test_parses_whole_and_byte_by_byte(name):
     for cut in range(len(data)):
         partial, _ = parse_responses(data[:cut], closed=False)
         assert len(partial) <= len(bodies)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_valid_start_is_never_called_broken_at_any_cut(name):
+    data = CASES[name][0]
+    assert not any(broken_start(data[:cut]) for cut in range(len(data) + 1))
+
+
+@pytest.mark.parametrize("data", [
+    b"garbage", b"HTTP/1.1 200 OK\r\nthis is not a field line\r\nContent-Length: 2\r\n\r\nok",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nbad line\r\n\r\n",
+], ids=["not-http", "bad-field-line", "bad-final-after-interim"])
+def test_bytes_that_cannot_begin_a_response_are_broken_as_soon_as_they_show_it(data):
+    assert broken_start(data)
+    assert not broken_start(b"HTTP/1.1 200 OK\r\nthis is not a field line")  # the head is not complete yet
 
 
 def test_trailers_are_kept_apart_from_headers():
