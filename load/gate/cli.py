@@ -71,7 +71,8 @@ def _add_injection_arguments(parser: argparse.ArgumentParser) -> None:
     off-CPU wait (``--head-delay``)."""
     knob = parser.add_mutually_exclusive_group()
     knob.add_argument("--head-cost", type=non_negative_float, default=0.0, metavar="MICROSECONDS",
-                      help=f"fake a regression: HEAD's app burns this much CPU per request ({COST_ENV})")
+                      help=f"fake a regression: HEAD's app burns this much CPU per request on average ({COST_ENV}; "
+                           "as 50 µs bursts on every N-th request below 50 µs)")
     knob.add_argument("--head-slowdown", type=percent, default=None, metavar="PERCENT",
                       help="fake a regression of this size: measure BASE first and set --head-cost from its RPS")
     parser.add_argument("--head-delay", type=delay_spec, default=None, metavar="PERCENT|TIME[/N]",

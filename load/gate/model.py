@@ -11,15 +11,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from gatecheck.fixtures import COST_ENV
-from gatecheck.fixtures.payloads import DELAY_ENV, DELAY_EVERY_ENV
+from gatecheck.fixtures.payloads import COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV
 
 from ..pipeline import ServerSetup, setup_for
 from ..stats import Decision, Verdict, family_confidence
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "LATENCY_METRICS",
-           "STATISTIC_LABELS", "COST_ENV", "DELAY_ENV", "DELAY_EVERY_ENV"]
+           "STATISTIC_LABELS", "COST_ENV", "COST_EVERY_ENV", "DELAY_ENV", "DELAY_EVERY_ENV"]
 
-# COST_ENV: the fixture apps burn this many µs of CPU per payload/json/echo request; DELAY_ENV: ... and wait
+# COST_ENV: the fixture apps burn this many µs of CPU on every COST_EVERY_ENV-th payload/json/echo request
+# (the gate injects an average cost per request as such bursts, running.cost_burst); DELAY_ENV: ... and wait
 # this many µs without CPU (asyncio.sleep / time.sleep) on every DELAY_EVERY_ENV-th such request. The
 # variables are fixtures' own (fixtures/payloads.py), imported, never spelled here.
 

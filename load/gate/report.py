@@ -15,6 +15,7 @@ from .. import benchjson
 from ..results import write_document
 from ..stats import Verdict
 from .model import COST_ENV, DELAY_ENV, METRICS, STATISTIC_LABELS, GateResult
+from .running import cost_burst
 
 __all__ = ["render_markdown", "write_outputs"]
 
@@ -48,7 +49,10 @@ def render_markdown(result: GateResult) -> str:
              f"took {_duration(result.seconds)})",
              ""]
     if h.get("cost_us"):
-        lines += [f"> HEAD ran with an injected cost of {h['cost_us']:.2f} µs of CPU per request ({COST_ENV}).", ""]
+        burst, every = cost_burst(h["cost_us"])
+        how = f"{burst:.0f} µs on every {every}th request" if every > 1 else "on every request"
+        lines += [f"> HEAD ran with an injected cost of {h['cost_us']:.2f} µs of CPU per request on average "
+                  f"({how}; {COST_ENV}).", ""]
     if h.get("delay_us"):
         every = int(h.get("delay_every") or 1)
         lines += [f"> HEAD ran with an injected wait of {h['delay_us']:.0f} µs without CPU on "

@@ -85,7 +85,8 @@ class FakeLab:
         self.measured.append(srv.side)
         pair = sum(1 for s in self.measured if s == "head") - 1
         errors = 3 if srv.side == "head" and self.head_errors_in_pair == pair else 0
-        burn = float(srv.env.get(gate.COST_ENV, 0.0))  # an injected cost adds exactly itself here
+        # an injected cost adds exactly its average here
+        burn = float(srv.env.get(gate.COST_ENV, 0.0)) / int(srv.env.get(gate.COST_EVERY_ENV, 1))
         return FakeRun(rps, 3.0 / factor, 50.0 / factor + burn, errors=errors, all_failed=self.head_dead and srv.side == "head")
 
     def latency(self, handles, route, duration, cpus=None):

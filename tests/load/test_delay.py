@@ -1,5 +1,6 @@
 """The off-CPU wait the gate's ``--head-delay`` injects (GATECHECK_DELAY_US / GATECHECK_DELAY_EVERY),
-against real granian servers: the N-th request waits at least that long, and the wait burns no CPU."""
+against real granian servers: the N-th request waits at least that long, and the wait burns no CPU; and the
+CPU cost, burnt as bursts on every N-th request (GATECHECK_COST_US / GATECHECK_COST_EVERY)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 import pytest
 
 from gatecheck.fixtures import payloads
-from gatecheck.load.gate import DELAY_ENV, DELAY_EVERY_ENV, tree_cpu_ns
+from gatecheck.load.gate import COST_ENV, COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV, tree_cpu_ns
 from gatecheck.servers import start_server
 
 WAIT_MS = 80
@@ -42,3 +43,36 @@ def test_every_second_request_waits_without_burning_cpu(interface, tmp_path):
     # the server's readiness probe was /ping (no wait, not counted): /json requests 2 and 4 wait
     assert took[1] >= WAIT_MS and took[3] >= WAIT_MS, took
     assert cpu_ms < WAIT_MS, f"the two waits burnt {cpu_ms:.0f} ms of CPU"
+
+
+def test_cost_due_counts_per_process(monkeypatch):
+    monkeypatch.setattr(payloads, "COST_EVERY", 3)
+    monkeypatch.setattr(payloads, "_cost_count", 0)
+    assert [payloads.cost_due() for _ in range(7)] == [False, False, True, False, False, True, False]
+
+
+BURST_MS = 60
+
+
+@pytest.mark.parametrize("interface", ["rsgi", "asgi", "wsgi"])
+def test_every_third_request_burns_the_cost_on_the_cpu(interface, tmp_path):
+    """GATECHECK_COST_US on every GATECHECK_COST_EVERY-th request (the gate's bursts): that request takes
+    the burn's time and the server that much CPU; the others neither."""
+    env = {COST_ENV: str(BURST_MS * 1000), COST_EVERY_ENV: "3"}
+    with start_server(f"granian:{interface}", app=f"gatecheck.fixtures.apps.{interface}:app", log_dir=tmp_path,
+                      env=env) as srv:
+        host, port = srv.url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        cpu0 = tree_cpu_ns(srv.pid)
+        took = []
+        for _ in range(6):
+            t = time.perf_counter()
+            conn.request("GET", "/json")
+            resp = conn.getresponse()
+            assert resp.status == 200 and resp.read() == payloads.JSON_BODY
+            took.append((time.perf_counter() - t) * 1000)
+        cpu_ms = (tree_cpu_ns(srv.pid) - cpu0) / 1e6
+        conn.close()
+    assert took[2] >= BURST_MS and took[5] >= BURST_MS, took
+    assert sum(t >= BURST_MS for t in took) == 2, took
+    assert cpu_ms >= 2 * BURST_MS * 0.8, f"two bursts of {BURST_MS} ms burnt only {cpu_ms:.0f} ms of CPU"

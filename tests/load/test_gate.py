@@ -77,7 +77,8 @@ def test_keeping_servers_running_starts_each_side_once(tmp_path):
 def test_head_cost_reaches_only_the_head_server(tmp_path):
     lab = FakeLab()
     lab.gate(tmp_path, pairs=8, max_pairs=8, head_cost_us=3.5)
-    assert {s.env.get(gate.COST_ENV) for s in lab.started if s.side == "head"} == {"3.500"}
+    assert {(s.env.get(gate.COST_ENV), s.env.get(gate.COST_EVERY_ENV)) for s in lab.started
+            if s.side == "head"} == {("50.000", "14")}   # 50 µs every 14th request: 3.57 µs on average
     assert all(gate.COST_ENV not in s.env for s in lab.started if s.side == "base")
 
 
@@ -85,12 +86,20 @@ def test_head_slowdown_is_calibrated_on_base_s_install_then_burnt_by_head(tmp_pa
     """The fake lab's burn adds exactly itself to 50 µs per request: 10% slower needs 50/9 µs."""
     lab = FakeLab()
     result = lab.gate(tmp_path, pairs=8, max_pairs=8, head_slowdown=0.10)
-    assert result.calibration["cost_us"] == pytest.approx(50 / 9, rel=0.02)
+    assert result.calibration["cost_us"] == pytest.approx(50 / 9, rel=0.1)  # as bursts: 50 µs every 9th
     assert result.head["cost_us"] == result.calibration["cost_us"]
     calibrating = [s for s in lab.started if s.side == "base" and gate.COST_ENV in s.env]
     assert len(calibrating) == 9  # 3 rounds x 2 trial costs + 3 rounds of the first answer, all on BASE's interpreter
     measured = [s for s in lab.started if s not in calibrating and s.side == "head"]
-    assert measured and all(s.env[gate.COST_ENV] == f"{result.head['cost_us']:.3f}" for s in measured)
+    assert measured and all(s.env == gate.injected_env(result.head["cost_us"]) for s in measured)
+
+
+@pytest.mark.parametrize("cost, burst", [(0.5, (50.0, 100)), (1.7, (50.0, 29)), (25.0, (50.0, 2)),
+                                         (49.9, (50.0, 1)), (80.0, (80.0, 1))])
+def test_an_average_cost_is_injected_as_bursts_of_50_us(cost, burst):
+    assert gate.cost_burst(cost) == burst
+    env = gate.injected_env(cost)
+    assert env[gate.COST_ENV] == f"{burst[0]:.3f}" and env.get(gate.COST_EVERY_ENV, "1") == str(burst[1])
 
 
 def test_errors_on_head_leave_the_pair_out_and_fail_the_gate(tmp_path):
