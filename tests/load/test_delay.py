@@ -16,6 +16,26 @@ from gatecheck.servers import start_server
 WAIT_MS = 80
 
 
+def _timed_json_requests(interface: str, env: dict, count: int, log_dir) -> tuple:
+    """``count`` GET /json on one connection to a granian server of ``interface`` started with ``env``:
+    (milliseconds each took, milliseconds of server CPU over them)."""
+    with start_server(f"granian:{interface}", app=f"gatecheck.fixtures.apps.{interface}:app", log_dir=log_dir,
+                      env=env) as srv:
+        host, port = srv.url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        cpu0 = tree_cpu_ns(srv.pid)
+        took = []
+        for _ in range(count):
+            t = time.perf_counter()
+            conn.request("GET", "/json")
+            resp = conn.getresponse()
+            assert resp.status == 200 and resp.read() == payloads.JSON_BODY
+            took.append((time.perf_counter() - t) * 1000)
+        cpu_ms = (tree_cpu_ns(srv.pid) - cpu0) / 1e6
+        conn.close()
+    return took, cpu_ms
+
+
 def test_parse_every_and_delay_due_count_per_process(monkeypatch):
     assert [payloads.parse_every(v) for v in (None, "", "3", "0", "-2", "x")] == [1, 1, 3, 1, 1, 1]
     monkeypatch.setattr(payloads, "DELAY_EVERY", 3)
@@ -25,21 +45,7 @@ def test_parse_every_and_delay_due_count_per_process(monkeypatch):
 
 @pytest.mark.parametrize("interface", ["rsgi", "asgi", "wsgi"])
 def test_every_second_request_waits_without_burning_cpu(interface, tmp_path):
-    env = {DELAY_ENV: str(WAIT_MS * 1000), DELAY_EVERY_ENV: "2"}
-    with start_server(f"granian:{interface}", app=f"gatecheck.fixtures.apps.{interface}:app", log_dir=tmp_path,
-                      env=env) as srv:
-        host, port = srv.url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
-        conn = http.client.HTTPConnection(host, int(port), timeout=10)
-        cpu0 = tree_cpu_ns(srv.pid)
-        took = []
-        for _ in range(4):
-            t = time.perf_counter()
-            conn.request("GET", "/json")
-            resp = conn.getresponse()
-            assert resp.status == 200 and resp.read() == payloads.JSON_BODY
-            took.append((time.perf_counter() - t) * 1000)
-        cpu_ms = (tree_cpu_ns(srv.pid) - cpu0) / 1e6
-        conn.close()
+    took, cpu_ms = _timed_json_requests(interface, {DELAY_ENV: str(WAIT_MS * 1000), DELAY_EVERY_ENV: "2"}, 4, tmp_path)
     # the server's readiness probe was /ping (no wait, not counted): /json requests 2 and 4 wait
     assert took[1] >= WAIT_MS and took[3] >= WAIT_MS, took
     assert cpu_ms < WAIT_MS, f"the two waits burnt {cpu_ms:.0f} ms of CPU"
@@ -58,21 +64,7 @@ BURST_MS = 60
 def test_every_third_request_burns_the_cost_on_the_cpu(interface, tmp_path):
     """GATECHECK_COST_US on every GATECHECK_COST_EVERY-th request (the gate's bursts): that request takes
     the burn's time and the server that much CPU; the others neither."""
-    env = {COST_ENV: str(BURST_MS * 1000), COST_EVERY_ENV: "3"}
-    with start_server(f"granian:{interface}", app=f"gatecheck.fixtures.apps.{interface}:app", log_dir=tmp_path,
-                      env=env) as srv:
-        host, port = srv.url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
-        conn = http.client.HTTPConnection(host, int(port), timeout=10)
-        cpu0 = tree_cpu_ns(srv.pid)
-        took = []
-        for _ in range(6):
-            t = time.perf_counter()
-            conn.request("GET", "/json")
-            resp = conn.getresponse()
-            assert resp.status == 200 and resp.read() == payloads.JSON_BODY
-            took.append((time.perf_counter() - t) * 1000)
-        cpu_ms = (tree_cpu_ns(srv.pid) - cpu0) / 1e6
-        conn.close()
+    took, cpu_ms = _timed_json_requests(interface, {COST_ENV: str(BURST_MS * 1000), COST_EVERY_ENV: "3"}, 6, tmp_path)
     assert took[2] >= BURST_MS and took[5] >= BURST_MS, took
     assert sum(t >= BURST_MS for t in took) == 2, took
     assert cpu_ms >= 2 * BURST_MS * 0.8, f"two bursts of {BURST_MS} ms burnt only {cpu_ms:.0f} ms of CPU"
