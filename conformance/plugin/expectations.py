@@ -43,7 +43,6 @@ gone).
 from __future__ import annotations
 
 import fnmatch
-import functools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -266,7 +265,6 @@ def _specifiers(text: str):
 
 
 @lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=None)
 def _glob(pattern: str) -> "re.Pattern":
     """``*`` matches anything; every other character (``[`` included) is literal, as in check ids."""
     return re.compile(".*".join(re.escape(part) for part in pattern.split("*")))

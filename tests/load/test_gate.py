@@ -86,7 +86,7 @@ def test_head_slowdown_is_calibrated_on_base_s_install_then_burnt_by_head(tmp_pa
     """The fake lab's burn adds exactly itself to 50 µs per request: 10% slower needs 50/9 µs."""
     lab = FakeLab()
     result = lab.gate(tmp_path, pairs=8, max_pairs=8, head_slowdown=0.10)
-    assert result.calibration["cost_us"] == pytest.approx(50 / 9, rel=0.1)  # as bursts: 50 µs every 9th
+    assert result.calibration["cost_us"] == pytest.approx(50 / 9, rel=0.02)
     assert result.head["cost_us"] == result.calibration["cost_us"]
     calibrating = [s for s in lab.started if s.side == "base" and gate.COST_ENV in s.env]
     assert len(calibrating) == 9  # 3 rounds x 2 trial costs + 3 rounds of the first answer, all on BASE's interpreter
