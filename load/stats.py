@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence
 
 __all__ = [
+    "SIZE_RULES",
     "STATISTICS",
     "Decision",
     "Estimate",
@@ -323,14 +324,24 @@ def pairs_needed(n: int, width: float, target_width: float) -> int:
     return max(n + 1, math.ceil(n * (width / target_width) ** 2))
 
 
-def decide(estimate: Estimate, threshold: float, higher_is_better: bool) -> Decision:
+SIZE_RULES = ("interval", "estimate")
+
+
+def decide(estimate: Estimate, threshold: float, higher_is_better: bool, size_by: str = "interval") -> Decision:
     """Apply the gate's verdict rule to one estimate.
 
     With ``change`` the signed improvement (``ratio - 1`` when higher is better, ``1 - ratio``
     otherwise):
 
-    1. **regression** when the whole interval lies on the worse side of 1 and ``-change >= threshold``;
-    2. **improvement** symmetrically: the interval on the better side of 1 and ``change >= threshold``;
+    1. **regression** when the whole interval lies on the worse side of 1 and the change reaches the
+       threshold. With ``size_by="interval"`` (the gate's default) that is: the interval's worse end
+       reaches it (a slowdown of the threshold's size is not ruled out) and the point estimate is at
+       least half of it (nearer such a slowdown than to none: with symmetric noise, the likelihood
+       ratio's choice between the two). With ``size_by="estimate"`` (the gate's rule until 2026-11-28)
+       the point estimate must reach it, ``-change >= threshold``, which catches a slowdown of exactly
+       the threshold's size only half the time;
+    2. **improvement** symmetrically: the interval on the better side of 1 and the change reaching the
+       threshold in the same sense;
     3. **inconclusive** when neither holds and the interval is wider than ``threshold`` (it cannot
        rule out a change of the threshold's size); ``more_pairs`` then estimates how many more
        pairs would narrow it to the threshold (:func:`pairs_needed`);
@@ -338,10 +349,15 @@ def decide(estimate: Estimate, threshold: float, higher_is_better: bool) -> Deci
        the estimate, excludes any change of the threshold's size; or the change is real but
        smaller than the threshold (the reason then says so).
 
+    Under ``size_by="interval"`` a significant change whose interval is wider than the threshold
+    reaches it whenever its estimate is past half the threshold, so *inconclusive* then nearly always
+    means an interval that contains 1.
+
     Args:
         estimate: HEAD/BASE ratio with its interval.
         threshold: smallest change that matters, as a fraction (0.05 for 5%).
         higher_is_better: True for throughput, False for latency.
+        size_by: ``"interval"`` or ``"estimate"``: what must reach the threshold (rule 1).
     """
     if not 0 < threshold < 1:
         raise ValueError(f"threshold must be a fraction within (0, 1), e.g. 0.05; got {threshold!r}")
@@ -350,12 +366,23 @@ def decide(estimate: Estimate, threshold: float, higher_is_better: bool) -> Deci
     worse_side = hi < 1.0 if higher_is_better else lo > 1.0
     better_side = lo > 1.0 if higher_is_better else hi < 1.0
     ci = f"{100 * estimate.confidence:.4g}% interval {lo:.3f}..{hi:.3f}"
-    if worse_side and -change >= threshold:
+    if size_by not in SIZE_RULES:
+        raise ValueError(f"unknown size rule {size_by!r}; expected one of {SIZE_RULES}")
+    # How far the change reaches in each direction: the point estimate, or the interval's far end with
+    # the estimate at least halfway there (nearer a change of the threshold's size than to none).
+    if size_by == "interval":
+        worst = (1.0 - lo if higher_is_better else hi - 1.0) if -change >= threshold / 2 else 0.0
+        best = (hi - 1.0 if higher_is_better else 1.0 - lo) if change >= threshold / 2 else 0.0
+    else:
+        worst, best = -change, change
+    if worse_side and worst >= threshold:
+        reach = "" if worst == -change else f", reaching {worst:.1%} worse: a {threshold:.0%} slowdown is not ruled out"
         return Decision(Verdict.REGRESSION, estimate, change, threshold, higher_is_better, None,
-                        f"{-change:.1%} worse, {ci} entirely on the worse side of 1")
-    if better_side and change >= threshold:
+                        f"{-change:.1%} worse, {ci} entirely on the worse side of 1{reach}")
+    if better_side and best >= threshold:
+        reach = "" if best == change else f", reaching {best:.1%} better"
         return Decision(Verdict.IMPROVEMENT, estimate, change, threshold, higher_is_better, None,
-                        f"{change:.1%} better, {ci} entirely on the better side of 1")
+                        f"{change:.1%} better, {ci} entirely on the better side of 1{reach}")
     if estimate.width > threshold:
         total = pairs_needed(estimate.n, estimate.width, threshold)
         return Decision(Verdict.INCONCLUSIVE, estimate, change, threshold, higher_is_better, total - estimate.n,
@@ -363,7 +390,9 @@ def decide(estimate: Estimate, threshold: float, higher_is_better: bool) -> Deci
                         f"about {total - estimate.n} more pairs ({total} in all) should narrow it")
     if worse_side or better_side:
         word = "worse" if worse_side else "better"
-        reason = f"{abs(change):.1%} {word}, significant but below the {threshold:.0%} threshold ({ci})"
+        below = "below" if size_by == "estimate" else (
+            "its interval ends below" if abs(change) >= threshold / 2 else "under half of")
+        reason = f"{abs(change):.1%} {word}, significant but {below} the {threshold:.0%} threshold ({ci})"
     else:
         reason = f"{ci} contains 1 and excludes a {threshold:.0%} change"
     return Decision(Verdict.NO_CHANGE, estimate, change, threshold, higher_is_better, None, reason)

@@ -64,7 +64,7 @@ def analyse(runs: Sequence[Dict[str, Any]], opts: GateOptions, max_pair: Optiona
                 continue
             est = estimate_ratio(base_vals[metric], head_vals[metric], opts.statistic, level,
                                  opts.resamples, opts.seed)
-            decisions[metric] = decide(est, opts.threshold, higher)
+            decisions[metric] = decide(est, opts.threshold, higher, opts.size_by)
             if metric == "rps":
                 warnings += stability_warnings(f"BASE {label}", base_vals[metric])
                 warnings += stability_warnings(f"HEAD {label}", head_vals[metric])

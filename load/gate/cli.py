@@ -83,7 +83,7 @@ def _add_injection_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The gate's options (``python -m gatecheck.load gate ...`` and ``python -m gatecheck.load.gate ...``)."""
-    from ..stats import STATISTICS
+    from ..stats import SIZE_RULES, STATISTICS
 
     parser.add_argument("--base", required=True, metavar="INSTALL",
                         help="the reference install: a requirement ('granian==2.8.6'), a wheel, sdist or source tree, "
@@ -96,7 +96,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="route to gate without --profile (repeatable; default: json, which the cost knob slows)")
     parser.add_argument("--concurrency", type=positive_int, default=64, help="connections for --route cases (default 64)")
     parser.add_argument("--threshold", type=percent, default=0.05,
-                        help="smallest slowdown that fails the gate, e.g. '5%%' (default 5%%)")
+                        help="the slowdown the gate must catch, e.g. '5%%' (default 5%%): a significant slowdown "
+                             "fails unless its interval shows it smaller than this (see --size-by)")
+    parser.add_argument("--size-by", choices=SIZE_RULES, default="interval",
+                        help="what must reach --threshold for a significant change to count: 'interval' (default), "
+                             "its worse end, so a slowdown the size of the threshold is caught; or 'estimate', the "
+                             "point estimate (the rule until 2026-11-28), which lets half of them pass")
     parser.add_argument("--pairs", type=at_least(8, "--pairs"), default=8,
                         help="pairs before the gate may stop (at least 8; default 8)")
     parser.add_argument("--max-pairs", type=at_least(8, "--max-pairs"), default=24,
@@ -208,7 +213,7 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
                        budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,
                        statistic=args.statistic, seed=seed, head_cost_us=args.head_cost, fail_on=args.fail_on,
                        restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus,
-                       latency_duration=args.latency_duration,
+                       latency_duration=args.latency_duration, size_by=args.size_by,
                        **_delay_options(args.head_delay))
     base_env, head_env = ensure_pair(args.base, args.head, package=adapter.package, module=adapter.module,
                                      extras=args.extras, python=args.python, rebuild=args.rebuild_envs,

@@ -111,6 +111,7 @@ class GateOptions:
     server_cpus: Optional[Tuple[int, ...]] = None
     oha_cpus: Optional[Tuple[int, ...]] = None
     resamples: int = 10_000
+    size_by: str = "interval"  # what must reach the threshold: the interval's worse end, or the estimate (stats.decide)
 
     def __post_init__(self) -> None:
         if self.pairs < 8:

@@ -90,8 +90,11 @@ def render_markdown(result: GateResult) -> str:
               f"- values are medians over the pairs; head/base is the {STATISTIC_LABELS.get(opts.statistic, opts.statistic)}; intervals are "
               f"percentile bootstraps over pairs ({opts.resamples:,} resamples), each at {100 * opts.interval_confidence:.4g}% "
               f"so that all {opts.comparisons} gated comparisons hold together at {opts.confidence:.0%} (Bonferroni)",
-              f"- regression = whole interval on the worse side of 1 and the change ≥ {opts.threshold:.0%}; "
-              f"inconclusive = interval wider than {opts.threshold:.0%}",
+              (f"- regression = whole interval on the worse side of 1 and its worse end ≥ {opts.threshold:.0%} "
+               f"(a slowdown of {opts.threshold:.0%} not ruled out); inconclusive = interval containing 1 and wider "
+               f"than {opts.threshold:.0%}" if opts.size_by == "interval" else
+               f"- regression = whole interval on the worse side of 1 and the change ≥ {opts.threshold:.0%}; "
+               f"inconclusive = interval wider than {opts.threshold:.0%}"),
               f"- stopped: {result.stopped_because}",
               "", "</details>", ""]
     return "\n".join(lines)

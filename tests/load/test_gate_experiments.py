@@ -28,6 +28,22 @@ def test_experiment_replay_reproduces_the_gate_and_its_stopping_rule(tmp_path):
     assert gate_rates.pooled_ratio([doc], "rps") == pytest.approx(0.90, abs=0.02)
 
 
+def test_a_gate_stored_before_the_size_rule_had_a_name_replays_under_the_rule_it_ran_with(tmp_path):
+    """pairs.json without options.size_by (every gate before 2026-11-28) decided by the point estimate;
+    its replay does so too unless told otherwise, and the new default is recorded in new gates."""
+    from gatecheck.load.experiments import gate_rates
+
+    result = FakeLab(head_factor=0.955, noise=0.005).gate(tmp_path, pairs=8, max_pairs=8)
+    doc = json.loads(json.dumps(result.to_dict()))
+    assert doc["options"]["size_by"] == "interval"
+    del doc["options"]["size_by"]
+    assert gate_rates._options_from(doc).size_by == "estimate"
+    by_estimate, _, _ = gate_rates.replay(doc, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=8, resamples=500)
+    by_interval, _, _ = gate_rates.replay(doc, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=8, resamples=500,
+                                          size_by="interval")
+    assert by_estimate["failed"] is False and by_interval["failed"] is True  # 4.5% slower, interval past 5%
+
+
 def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
     from gatecheck.load.experiments import gate_rates
 
