@@ -141,6 +141,9 @@ _WAIT = {
 }
 
 
+_APP_EVENT = 3.0  # seconds for a network event (a request, a reset, a lost connection) to reach the app
+
+
 @pytest.fixture(scope="module")
 def spare(server):
     """A private server of the check's target for the disconnect checks: an app left waiting forever
@@ -150,13 +153,15 @@ def spare(server):
 
 
 def _saw_disconnect(spare, token: str) -> dict:
-    """Wait for the interface's disconnect signal in the spare's event log; return the event. When it never
-    comes, the spare is restarted before the check fails: the app it left waiting must not run on beside the
-    next checks (granian's WSGI read() after a reset spins a CPU until the server stops)."""
+    """Wait for the interface's disconnect signal in the spare's event log; return the event. The deadline is
+    the one a request has to reach the app (``_start``, ``_APP_EVENT``): the server relays either network event
+    to the app alike. When it never comes, the spare is restarted before the check fails: the app it left
+    waiting must not run on beside the next checks (granian's WSGI read() after a reset spins a CPU until the
+    server stops)."""
     name, match = {"asgi": ("disconnect", {}), "rsgi": ("step", {"op": "wait_disconnect", "ok": True}),
                    "wsgi": ("wsgi.close", {})}[spare.interface]
     try:
-        event = fixtures.wait_for_event(spare.event_dir, token, name, 5.0, **match)
+        event = fixtures.wait_for_event(spare.event_dir, token, name, _APP_EVENT, **match)
     except TimeoutError:
         spare.restart(grace=1.0)
         raise
@@ -170,7 +175,7 @@ def _start(client, interface: str, event_dir, token, phase: str) -> int:
     if phase == "request":
         sid = client.request("POST", script_target(steps), [(TOKEN_HEADER, token)], b"abc", end_stream=False)
         try:
-            fixtures.wait_for_event(event_dir, token, "script.start", 3.0)
+            fixtures.wait_for_event(event_dir, token, "script.start", _APP_EVENT)
         except TimeoutError:
             client.reset(sid)
             pytest.skip("the server buffers the request body before it calls the app: "

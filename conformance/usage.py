@@ -21,6 +21,8 @@ import time
 
 import psutil
 
+from gatecheck.servers.tree import descendants
+
 from .wire import deliver, describe, request
 
 __all__ = ["MiB", "RSS_MARGIN", "FD_MARGIN", "SETTLE", "Usage", "open_fds", "abort", "open_many", "served_promptly"]
@@ -35,7 +37,7 @@ def open_fds(server) -> int:
     total = 0
     try:
         root = psutil.Process(server.handle.pid)
-        procs = [root] + root.children(recursive=True)
+        procs = [root] + descendants(root)
     except psutil.Error:
         return 0
     for proc in procs:

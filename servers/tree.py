@@ -33,11 +33,46 @@ import time
 
 import psutil
 
-__all__ = ["TOKEN_ENV", "ProcessTree", "new_token", "kill_if_ours", "token_bearers", "wait_gone", "is_loopback",
-           "SAMPLE_INTERVAL"]
+__all__ = ["TOKEN_ENV", "ProcessTree", "descendants", "new_token", "kill_if_ours", "token_bearers", "wait_gone",
+           "is_loopback", "SAMPLE_INTERVAL"]
 
 TOKEN_ENV = "GATECHECK_SERVER_TOKEN"
-SAMPLE_INTERVAL = 0.5  # ~1% of one core per running server (a full /proc scan per sample)
+SAMPLE_INTERVAL = 0.5  # seconds between samples of a running server's tree (descendants(): its own /proc entries)
+
+
+def descendants(root: psutil.Process) -> list:
+    """``root``'s descendants, as ``root.children(recursive=True)`` finds them, from the kernel's per-thread
+    ``/proc/<pid>/task/<tid>/children`` lists: a walk of the tree alone, where psutil reads the ``stat`` of
+    every process on the host (~5 ms with 250 processes, for each sample of each running server). Where
+    those lists are missing (a kernel without CONFIG_PROC_CHILDREN), psutil's walk. A child created before
+    its parent is a reused PID and is left out, as psutil does."""
+    found: list = []
+    todo = [root]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent.pid}/task")
+            pids = set()
+            for tid in tasks:
+                with open(f"/proc/{parent.pid}/task/{tid}/children", encoding="ascii") as fh:
+                    pids.update(int(pid) for pid in fh.read().split())
+        except FileNotFoundError:
+            if parent is root and not os.path.exists(f"/proc/{root.pid}/task/{root.pid}/children") \
+                    and os.path.exists(f"/proc/{root.pid}"):
+                return root.children(recursive=True)  # no per-task children lists on this kernel
+            continue  # the parent (or one of its threads) ended meanwhile
+        except (OSError, ValueError):
+            continue
+        for pid in sorted(pids):
+            try:
+                child = psutil.Process(pid)
+                if child.create_time() < parent.create_time():
+                    continue
+            except psutil.Error:
+                continue
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def new_token() -> str:
@@ -111,7 +146,7 @@ class ProcessTree:
         try:
             root = psutil.Process(self.leader_pid)
             if self.known.get(self.leader_pid) == root.create_time():
-                for proc in [root] + root.children(recursive=True):
+                for proc in [root] + descendants(root):
                     procs[proc.pid] = proc
         except psutil.Error:
             pass

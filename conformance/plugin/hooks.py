@@ -37,7 +37,7 @@ from .tools import ensure_tools
 
 __all__ = [
     "pytest_addoption", "pytest_cmdline_main", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
-    "pytest_generate_tests", "pytest_collection_modifyitems", "pytest_collection_everything",
+    "pytest_generate_tests", "pytest_ignore_collect", "pytest_collection_modifyitems", "pytest_collection_everything",
     "pytest_runtest_protocol",
     "pytest_runtest_protocol_records",
     "pytest_runtest_call", "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary",
@@ -185,6 +185,18 @@ def pytest_generate_tests(metafunc):
     if not params:
         params = [pytest.param(None, id=NO_TARGET, marks=pytest.mark.gatecheck_not_applicable)]
     metafunc.parametrize("server", params, indirect=True, scope="session")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A shard leaves out the check modules another child of its target already claimed (``shards.py`` rule 4)."""
+    gs = config.stash.get(_SESSION, None)
+    if gs is None or gs.claims is None or collection_path.suffix != ".py":
+        return None
+    try:
+        module = collection_path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return None
+    return True if gs.claims.taken(module) else None
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")

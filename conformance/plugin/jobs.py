@@ -24,8 +24,8 @@ Rules of this module:
    collection fills the shared bytecode cache (``_child_env``: imports compiled, check modules rewritten), which
    the others then read instead of each compiling the same modules at once (a cold child: 7.5 s of CPU to
    collect one target here, a warm one 2.4 s).
-6. Once no child waits to start, a free slot starts another child, a shard, for the running target with the
-   most test modules left per child running it (``shards.py``): one target's checks over several children, a module at a time.
+6. Once no child waits to start, a free slot starts another child, a shard, for the running target that should
+   end last (``shards.py`` rule 2): one target's checks over several children, a module at a time.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from .finish import partial_record
 from .merge import crash_record, exit_status, merge_junit, read_child, read_collected
 from .options import SESSION_TIMEOUT_PER_TARGET
 from .resultsfile import partial_path
-from .shards import MAX_SHARDS, MIN_LEFT, SHARD_OPTION, claims_args, modules_left
+from .shards import MAX_SHARDS, MIN_LEFT, SHARD_OPTION, WORTH, claims_args, progress, time_left
 
 __all__ = ["Child", "JobRun", "child_args", "target_groups", "run_jobs"]
 
@@ -190,7 +190,7 @@ class JobRun:
                     child.start(self.env)
                     running.append(child)
                 while not queue and self._warm and len(running) < self.jobs and not self.interrupted:
-                    helper = self._shard(running)  # rule 6: a free slot helps the target with most work left
+                    helper = self._shard(running)  # rule 6: a free slot helps the target likely to end last
                     if helper is None:
                         break
                     helper.start(self.env)
@@ -223,19 +223,20 @@ class JobRun:
         return child
 
     def _shard(self, running: list) -> Child | None:
-        """Another child for the running target with the most unclaimed modules per child running it
-        (``shards.py`` rule 2), or None."""
-        best, most = None, 0.0
+        """Another child for the running target whose children should need the longest still (``shards.py``
+        rule 2), or None."""
+        best, most, now = None, WORTH, time.monotonic()
         for child in running:
             claims = child.claims
             if claims is None or sum(1 for c in self.children if c.claims == claims) >= MAX_SHARDS:
                 continue
-            n = modules_left(claims)
-            if n < MIN_LEFT:
+            listed, left = progress(claims)
+            if left < MIN_LEFT:
                 continue
-            per_child = n / sum(1 for c in running if c.claims == claims)
-            if per_child > most:
-                best, most = child, per_child
+            since = min(c.started for c in self.children if c.claims == claims and c.started)
+            need = time_left(listed, left, now - since, sum(1 for c in running if c.claims == claims))
+            if need >= most:
+                best, most = child, need
         if best is None:
             return None
         child = self._new(len(self.children), best.targets, best.group_args, shard=True)
@@ -377,8 +378,8 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
     run = JobRun(config, target_groups(config, targets), jobs, results, tw)
     n = len(run.children)
     tw.line(f"gatecheck: {len(targets)} target{'' if len(targets) == 1 else 's'} in {n} child session"
-            f"{'' if n == 1 else 's'}, {run.jobs} at a time; a free slot starts a shard of the target with most "
-            "checks left per child (--jobs)")
+            f"{'' if n == 1 else 's'}, {run.jobs} at a time; a free slot starts a shard of the target likely to end "
+            "last (--jobs)")
     try:
         run.run()
         versions = {name: server_version(t.get("versions", {})) for name, t in results.targets.items()}

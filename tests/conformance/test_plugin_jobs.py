@@ -213,19 +213,27 @@ def test_each_module_is_claimed_by_one_shard_the_first_to_ask(tmp_path):
     assert first.mine("conformance/test_a.py") and not second.mine("conformance/test_a.py")
     assert second.mine("conformance/test_b.py") and not first.mine("conformance/test_b.py")
     assert first.mine("conformance/test_a.py")  # asked again: still its own
+    late = Claims(tmp_path)  # a shard started now leaves both out of its collection, never its own
+    assert late.taken("conformance/test_a.py") and late.taken("conformance/test_b.py")
+    assert not late.taken("conformance/test_c.py") and not first.taken("conformance/test_a.py")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conformance%test_a.py", "conformance%test_b.py"]
     assert modules_left(tmp_path) == 0  # no list yet: nothing to help with
     first.list_modules(["conformance/test_a.py", "conformance/test_b.py", "conformance/test_c.py"])
     assert first.listed and modules_left(tmp_path) == 1
 
 
-def test_a_free_slot_helps_the_target_with_most_modules_left_per_child_running_it(tmp_path):
+def test_a_free_slot_helps_the_target_that_should_end_last(tmp_path):
+    """The estimate is each target's unclaimed modules at the pace its children claimed the others, shared by
+    the children on it (shards.py rule 2): not its count of modules left."""
+    import time
+
     from gatecheck.conformance.plugin.jobs import JobRun
+    from gatecheck.conformance.plugin.shards import time_left
 
     run = object.__new__(JobRun)  # only what _shard and _new read
     run.scratch, run._base, run._cwd, run._given, run._junit, run.children = tmp_path, [], str(tmp_path), 60.0, False, []
 
-    def target(name: str, listed: int, claimed: int, children: int) -> list:
+    def target(name: str, listed: int, claimed: int, children: int, for_s: float) -> list:
         claims = tmp_path / name
         claims.mkdir()
         modules = [f"conformance/test_{name}_{i}.py" for i in range(listed)]
@@ -235,15 +243,30 @@ def test_a_free_slot_helps_the_target_with_most_modules_left_per_child_running_i
             assert lister.mine(module)
         made = [run._new(len(run.children) + i, [name], ["--server", name, SHARD_OPTION, str(claims)])
                 for i in range(children)]
+        for child in made:
+            child.started = time.monotonic() - for_s
         run.children += made
         return made
 
-    busy = target("busy", listed=12, claimed=3, children=3)     # 9 left over 3 children: 3 each
-    alone = target("alone", listed=6, claimed=1, children=1)    # 5 left, 1 child
-    nearly = target("nearly", listed=4, claimed=2, children=1)  # 2 left: under MIN_LEFT, never helped
-    helper = run._shard(busy + alone + nearly)
-    assert helper is not None and helper.shard and helper.claims == str(tmp_path / "alone")
+    busy = target("busy", listed=30, claimed=10, children=3, for_s=60)    # 20 left at 6 s each, over 3: 40 s
+    slow = target("slow", listed=30, claimed=24, children=1, for_s=60)    # 6 left at 2.5 s each: 15 s
+    quick = target("quick", listed=30, claimed=20, children=1, for_s=20)  # 10 left, the most, at 1 s each: 10 s
+    nearly = target("nearly", listed=4, claimed=2, children=1, for_s=60)  # 2 left: under MIN_LEFT, never helped
+    assert run._shard(slow + quick + nearly).claims == str(tmp_path / "slow")
+    assert run._shard(busy + slow).claims == str(tmp_path / "busy")
     assert run._shard(nearly) is None
+    done_soon = target("soon", listed=30, claimed=25, children=1, for_s=30)  # 5 left at 1.2 s: 6 s, under WORTH
+    assert run._shard(done_soon) is None
+    assert time_left(30, 0, 60.0, 1) == 0.0 and time_left(30, 30, 60.0, 1) == float("inf")
+    shard = Claims(tmp_path / "slow")  # a shard's shorter list never replaces the first child's
+    shard.list_modules(["conformance/test_slow_29.py"])
+    assert shard.listed and progress_of(tmp_path / "slow") == (30, 6)
+
+
+def progress_of(directory):
+    from gatecheck.conformance.plugin.shards import progress
+
+    return progress(directory)
 
 
 def test_one_target_split_over_free_sessions_writes_what_a_serial_run_writes(tmp_path):

@@ -181,3 +181,42 @@ def test_an_option_moving_the_listener_to_another_loopback_address_is_one_clear_
     assert time.monotonic() - started < 110  # not the ready deadline: the cause is seen, not waited out
     assert wait_none_marked(mark, timeout=5.0) == []
 
+
+
+def test_descendants_are_the_tree_psutil_walks_without_reading_every_process(monkeypatch):
+    """servers.tree.descendants finds what psutil's children(recursive=True) finds (children, grandchildren,
+    a thread's child), reading only the tree's own /proc entries; on a kernel without the per-task children
+    lists it falls back to psutil's walk."""
+    from gatecheck.servers import tree
+
+    script = textwrap.dedent("""
+        import subprocess, sys, threading, time
+        kids = [subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                                  "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"])]
+        threading.Thread(target=lambda: kids.append(subprocess.Popen(["sleep", "60"]))).start()
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    leader = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert leader.stdout.readline().strip() == "ready"
+        root = psutil.Process(leader.pid)
+        deadline = time.monotonic() + 10
+        while len(root.children(recursive=True)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        expected = sorted(p.pid for p in root.children(recursive=True))
+        assert len(expected) == 3
+        assert sorted(p.pid for p in tree.descendants(root)) == expected
+        leaves = [p for p in root.children(recursive=True) if not p.children()]
+        assert len(leaves) == 2 and all(tree.descendants(p) == [] for p in leaves)
+        real_exists = os.path.exists
+        monkeypatch.setattr(tree.os.path, "exists", lambda p: False if str(p).endswith("/children") else real_exists(p))
+        real_listdir = os.listdir
+        monkeypatch.setattr(tree.os, "listdir", lambda p: (_ for _ in ()).throw(FileNotFoundError(p))
+                            if str(p).endswith("/task") else real_listdir(p))
+        assert sorted(p.pid for p in tree.descendants(root)) == expected  # psutil's walk
+    finally:
+        for proc in psutil.Process(leader.pid).children(recursive=True):
+            proc.kill()
+        leader.kill()
+        leader.wait(10)
