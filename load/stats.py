@@ -13,7 +13,8 @@ Rules of this module:
    explicitly, never guessed from a name.
 4. A verdict needs both significance and size (pyperf's ``--min-speed``; Kalibera & Jones,
    "Rigorous benchmarking in reasonable time", 2013): a change is only reported when the whole
-   interval lies on one side of 1 *and* the point estimate is at least the threshold.
+   interval lies on one side of 1 *and* the change reaches the threshold: by default its interval's
+   far end does, with the point estimate past half of it (:func:`decide`, ``size_by``).
 
 Method: the point estimate is a statistic of the paired samples (the gate's default is the median
 of the per-pair ratios, :func:`median_of_pair_ratios`; the functions here default to the geometric
