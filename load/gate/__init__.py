@@ -34,8 +34,9 @@ calibration probes, on the pipeline of :mod:`load.pipeline` that the profile run
 from .analysis import analyse
 from .model import (COST_ENV, COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV, LATENCY_METRICS, METRICS,
                     STATISTIC_LABELS, CaseResult, GateCase, GateError, GateOptions, GateResult)
-from .running import BURST_US, burn_probe, cost_burst, delay_probe, injected_env, measure_cpu, run_gate, tree_cpu_ns
+from .running import (BURST_US, NEVER, burn_probe, cost_burst, delay_probe, idle_env, injected_env, measure_cpu,
+                      run_gate, tree_cpu_ns)
 
 __all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
-           "run_gate", "analyse", "injected_env", "cost_burst", "BURST_US", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns",
+           "run_gate", "analyse", "injected_env", "idle_env", "NEVER", "cost_burst", "BURST_US", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns",
            "COST_ENV", "COST_EVERY_ENV", "DELAY_ENV", "DELAY_EVERY_ENV", "LATENCY_METRICS"]

@@ -24,7 +24,7 @@ from ..results import append_record
 from .analysis import _decisive, analyse
 from .model import COST_ENV, COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV, GateCase, GateError, GateOptions, GateResult
 
-__all__ = ["run_gate", "injected_env", "cost_burst", "BURST_US", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns"]
+__all__ = ["run_gate", "injected_env", "idle_env", "NEVER", "cost_burst", "BURST_US", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns"]
 
 
 def tree_cpu_ns(pid: Optional[int]) -> Optional[int]:
@@ -78,6 +78,22 @@ def cost_burst(cost_us: float) -> Tuple[float, int]:
     return BURST_US, every
 
 
+NEVER = 2 ** 62  # a period no run reaches: the injection's machinery runs on every request, nothing is ever due
+
+
+def idle_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1)) -> Dict[str, str]:
+    """BASE's variables beside a HEAD given :func:`injected_env` ``(cost_us, delay)``: the same variables with
+    a period of :data:`NEVER`, so BASE's app runs the same check on every request and burns and waits nothing.
+    The slowdown measured is then the bursts and waits alone: the check itself cost granian's RSGI json route
+    1.3 µs per request (x1.036 in a gate that burnt nothing, 2026-11-28; docs/gate.md, seventh experiment)."""
+    env = injected_env(cost_us, delay)
+    if COST_ENV in env:
+        env[COST_EVERY_ENV] = str(NEVER)
+    if DELAY_ENV in env:
+        env[DELAY_EVERY_ENV] = str(NEVER)
+    return env
+
+
 def injected_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1)) -> Dict[str, str]:
     """The fixture apps' variables for burning ``cost_us`` µs of CPU per request on average (0: none; as
     bursts, :func:`cost_burst`) and waiting ``delay[0]`` µs without CPU on every ``delay[1]``-th request
@@ -112,7 +128,8 @@ def burn_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, w
     """``cost_us -> server CPU µs per 2xx response`` of ``python``'s install burning ``cost_us`` per request,
     one warm run on a fresh process each call: what :func:`load.calibration.calibrate_cost` measures with."""
     def cpu_per_request(cost: float) -> float:
-        with pipeline.start(case.setup, python=python, env=injected_env(cost)) as srv:
+        env = injected_env(cost) if cost else idle_env(BURST_US)  # 0: BASE as the gate runs it beside a burning HEAD
+        with pipeline.start(case.setup, python=python, env=env) as srv:
             if warmup > 0:
                 pipeline.measure(srv, route, case.concurrency, warmup, http2=case.http2)
             run, cpu_ns, _ = measure_cpu(pipeline, srv, route, case, duration)
@@ -140,8 +157,9 @@ def delay_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, 
     the trial one waiting ``wait_us`` on every ``every``-th request (0: never), measured interleaved:
     what :func:`load.calibration.calibrate_delay` measures with."""
     def measure(every: int) -> Tuple[float, float]:
-        trial = injected_env(delay=(wait_us, every) if every else (0.0, 1))
-        with pipeline.start(case.setup, python=python) as base, \
+        idle = idle_env(delay=(wait_us, 1))  # BASE as the gate runs it beside a waiting HEAD
+        trial = injected_env(delay=(wait_us, every)) if every else idle
+        with pipeline.start(case.setup, python=python, env=idle) as base, \
                 pipeline.start(case.setup, python=python, env=trial) as head:
             latency_fn({"base": base, "head": head}, route, min(duration, 0.5), pipeline.oha_cpus)  # warm both
             res = latency_fn({"base": base, "head": head}, route, duration, pipeline.oha_cpus)
@@ -205,8 +223,9 @@ class _Session:
         return list(self.opts.server_cpus) if self.opts.server_cpus else None
 
     def launch(self, case: GateCase, side: str) -> Any:
-        """Start ``side``'s server for ``case``; HEAD's app carries the injected cost and wait."""
-        env = injected_env(self.cost_us, self.delay) if side == "head" else {}
+        """Start ``side``'s server for ``case``; HEAD's app carries the injected cost and wait, BASE's the same
+        variables with nothing ever due (:func:`idle_env`)."""
+        env = injected_env(self.cost_us, self.delay) if side == "head" else idle_env(self.cost_us, self.delay)
         return self.pipeline.start(case.setup, python=self.pythons[side], env=env)
 
     def calibrate(self, head_slowdown: Optional[float], head_delay_increase: Optional[float]) -> None:

@@ -74,12 +74,14 @@ def test_keeping_servers_running_starts_each_side_once(tmp_path):
     assert all(s.stopped for s in lab.started)
 
 
-def test_head_cost_reaches_only_the_head_server(tmp_path):
+def test_head_cost_reaches_only_the_head_server_and_base_runs_the_same_check_idle(tmp_path):
     lab = FakeLab()
     lab.gate(tmp_path, pairs=8, max_pairs=8, head_cost_us=3.5)
     assert {(s.env.get(gate.COST_ENV), s.env.get(gate.COST_EVERY_ENV)) for s in lab.started
             if s.side == "head"} == {("50.000", "14")}   # 50 µs every 14th request: 3.57 µs on average
-    assert all(gate.COST_ENV not in s.env for s in lab.started if s.side == "base")
+    bases = [s for s in lab.started if s.side == "base"]
+    assert bases and all(s.env == gate.idle_env(3.5) for s in bases)  # the same variables, never due
+    assert gate.idle_env(3.5)[gate.COST_EVERY_ENV] == str(gate.NEVER) and gate.idle_env() == {}
 
 
 def test_head_slowdown_is_calibrated_on_base_s_install_then_burnt_by_head(tmp_path):
@@ -88,7 +90,7 @@ def test_head_slowdown_is_calibrated_on_base_s_install_then_burnt_by_head(tmp_pa
     result = lab.gate(tmp_path, pairs=8, max_pairs=8, head_slowdown=0.10)
     assert result.calibration["cost_us"] == pytest.approx(50 / 9, rel=0.02)
     assert result.head["cost_us"] == result.calibration["cost_us"]
-    calibrating = [s for s in lab.started if s.side == "base" and gate.COST_ENV in s.env]
+    calibrating = [s for s in lab.started if s.side == "base" and _due(s.env, gate.COST_ENV, gate.COST_EVERY_ENV)]
     assert len(calibrating) == 9  # 3 rounds x 2 trial costs + 3 rounds of the first answer, all on BASE's interpreter
     measured = [s for s in lab.started if s not in calibrating and s.side == "head"]
     assert measured and all(s.env == gate.injected_env(result.head["cost_us"]) for s in measured)
@@ -224,10 +226,15 @@ def test_a_wait_that_costs_no_cpu_fails_the_gate_on_latency_alone(tmp_path):
     assert result.exit_status == 1
     heads = [s for s in lab.started if s.side == "head"]
     assert {(s.env[gate.DELAY_ENV], s.env[gate.DELAY_EVERY_ENV]) for s in heads} == {("2000.000", "10")}
-    assert all(gate.DELAY_ENV not in s.env for s in lab.started if s.side == "base")
+    assert all(s.env == gate.idle_env(delay=(2000.0, 10)) for s in lab.started if s.side == "base")
     assert "injected wait of 2000 µs without CPU on every 10th request" in gate_report.render_markdown(result)
     # the same gate judged on CPU alone does not see it
     assert gate.analyse(result.runs, dataclasses_replace(result.options, fail_on=("cpu",)))[0].failed(("cpu",)) is False
+
+
+def _due(env, name, every) -> bool:
+    """The server burns or waits now and then: the variable is set with a period it reaches (not idle_env's)."""
+    return name in env and env.get(every) != str(gate.NEVER)
 
 
 def dataclasses_replace(obj, **kw):
@@ -244,7 +251,7 @@ def test_head_delay_percentage_is_calibrated_on_base_s_install_then_waited_by_he
     assert calib["nominal_every"] == 100 and calib["every"] == 100 and calib["wait_us"] == 2000.0
     assert (result.head["delay_us"], result.head["delay_every"]) == (2000.0, 100)
     assert result.results[0].decisions["lat"].estimate.ratio == pytest.approx(1.10, rel=0.01)
-    probes = [s for s in lab.started if s.side == "base" and gate.DELAY_ENV in s.env]
+    probes = [s for s in lab.started if s.side == "base" and _due(s.env, gate.DELAY_ENV, gate.DELAY_EVERY_ENV)]
     assert len(probes) == 6  # 3 rounds of the nominal period + 3 of the corrected one, on BASE's interpreter
 
 
