@@ -30,6 +30,9 @@ fails when *any* interval shows a regression, so each interval is at ``1 - alpha
 by the union bound all ``m`` hold together with probability at least ``1 - alpha``, whatever their
 correlation. Chosen over Holm's step-down on bootstrap p-values because the interval shown is then
 the interval that decides, and the precision rules (inconclusive, stopping) stay about that interval.
+The shares of ``alpha`` need not be equal (weighted Bonferroni, :func:`weighted_levels`): the union bound
+holds for any split that sums to ``alpha``, so a metric whose regressions sit close to the threshold can be
+given a wider share than one whose targeted changes are larger.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ __all__ = [
     "ratio_of_means",
     "ratio_of_medians",
     "stability_warnings",
+    "weighted_levels",
 ]
 
 
@@ -242,6 +246,25 @@ def family_confidence(confidence: float, comparisons: int) -> float:
     if comparisons < 1:
         raise ValueError(f"need at least one comparison, got {comparisons!r}")
     return 1.0 - (1.0 - confidence) / comparisons
+
+
+def weighted_levels(confidence: float, weights: Dict[str, float], cases: int = 1) -> Dict[str, float]:
+    """Per-interval level of each metric when ``alpha = 1 - confidence`` is split by ``weights`` over ``cases``.
+
+    Weighted Bonferroni: metric ``m`` of each case gets ``alpha * w_m / (cases * sum(w))``; the shares sum
+    to ``alpha``, so by the union bound the whole family still misses with probability at most ``alpha``.
+    Equal weights give :func:`family_confidence`. Example: 95%, cpu 4 and lat 1, one case: cpu's
+    intervals at 96%, lat's at 99%.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be within (0, 1), got {confidence!r}")
+    if cases < 1 or not weights:
+        raise ValueError(f"need at least one case and one weighted metric, got {cases!r} and {weights!r}")
+    bad = {m: w for m, w in weights.items() if not (w > 0 and math.isfinite(w))}
+    if bad:
+        raise ValueError(f"weights must be finite and > 0, got {bad!r}")
+    total = sum(weights.values()) * cases
+    return {m: 1.0 - (1.0 - confidence) * w / total for m, w in weights.items()}
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,7 @@ def _options_from(doc: Dict[str, Any]) -> GateOptions:
     o = dict(doc["options"])
     o["cases"] = tuple(GateCase.from_dict(c) for c in o["cases"])
     o.setdefault("size_by", "estimate")  # gates stored before the rule had a name used this one
+    o["alpha_weights"] = tuple((m, float(w)) for m, w in o.get("alpha_weights", ()))  # absent: equal shares, as run
     for key in ("fail_on", "server_cpus", "oha_cpus"):
         if o.get(key) is not None:
             o[key] = tuple(o[key])
@@ -119,11 +120,13 @@ def _options_from(doc: Dict[str, Any]) -> GateOptions:
 
 def replay(doc: Dict[str, Any], *, threshold: float, fail_on: Sequence[str], min_pairs: int, max_pairs: int,
            budget: Optional[float] = None, statistic: Optional[str] = None, resamples: int = 2000,
-           uncorrected: bool = False, size_by: Optional[str] = None) -> Tuple[Dict[str, Any], int, float]:
+           uncorrected: bool = False, size_by: Optional[str] = None,
+           alpha_weights: Optional[Tuple[Tuple[str, float], ...]] = None) -> Tuple[Dict[str, Any], int, float]:
     """Re-run the gate's decision and stopping rule on stored pairs; return (verdicts, pairs used, seconds).
 
     ``uncorrected`` judges every interval at the stored confidence itself, as the gate did before the
-    family-wise correction: what the same pairs would have said without it.
+    family-wise correction: what the same pairs would have said without it. ``alpha_weights`` replaces the
+    stored split of alpha over the gated metrics (``()``: equal shares).
 
     Stopping is replayed exactly as ``run_gate`` does it: from ``min_pairs`` on, stop at the first
     pair count whose gated intervals are all narrower than the threshold, or when the next pair would
@@ -132,9 +135,10 @@ def replay(doc: Dict[str, Any], *, threshold: float, fail_on: Sequence[str], min
     opts = _options_from(doc)
     opts = replace(opts, threshold=threshold, fail_on=tuple(fail_on), pairs=min_pairs,
                    max_pairs=max(max_pairs, min_pairs), statistic=statistic or opts.statistic, resamples=resamples,
-                   size_by=size_by or opts.size_by)
+                   size_by=size_by or opts.size_by,
+                   alpha_weights=opts.alpha_weights if alpha_weights is None else alpha_weights)
     if uncorrected:  # each interval at ``confidence``: the family's level that makes it so
-        opts = replace(opts, confidence=1.0 - (1.0 - opts.confidence) * opts.comparisons)
+        opts = replace(opts, confidence=1.0 - (1.0 - opts.confidence) * opts.comparisons, alpha_weights=())
     runs = doc["runs"]
     stored = doc["pairs"]
     ends = {}
@@ -221,6 +225,12 @@ def _kind_order(kind: str) -> Tuple[bool, str, float]:
     return kind != "aa", kind.rstrip("0123456789.%"), size
 
 
+def _weights_text(weights: Optional[Tuple[Tuple[str, float], ...]]) -> str:
+    if weights is None:
+        return "as run"
+    return ",".join(f"{m}={w:g}" for m, w in weights) or "equal"
+
+
 def cmd_analyse(args: argparse.Namespace) -> int:
     out = Path(args.out)
     by_kind = _load(out)
@@ -233,12 +243,12 @@ def cmd_analyse(args: argparse.Namespace) -> int:
         vals = [pooled_ratio(by_kind[k], m) for m in ("rps", "p99", "cpu", "lat", "lat50")]
         lines.append(f"| {k} | " + " | ".join(f"{v:.3f}" if v else "-" for v in vals) + " |")
     lines += ["", "Failed gates (exit status 1) per kind, with how many were inconclusive on a gated metric:", "",
-              "| gated on | statistic | size by | threshold | pairs (min..max) | " + " | ".join(
+              "| gated on | statistic | size by | alpha weights | threshold | pairs (min..max) | " + " | ".join(
         f"{k}" for k in kinds) + " | pairs used (median, max) | seconds per gate (median, max) |",
-              "| --- | --- | --- | ---: | --- | " + " | ".join("---:" for _ in kinds) + " | --- | --- |"]
-    plans = [(f, st, rule, t, lo, hi) for f in args.metrics for st in args.statistics for rule in args.size_rules or [None]
-             for t in args.thresholds for lo, hi in args.pair_plans]
-    for fail_on, statistic, rule, threshold, lo, hi in plans:
+              "| --- | --- | --- | --- | ---: | --- | " + " | ".join("---:" for _ in kinds) + " | --- | --- |"]
+    plans = [(f, st, rule, w, t, lo, hi) for f in args.metrics for st in args.statistics for rule in args.size_rules or [None]
+             for w in args.alpha_weights or [None] for t in args.thresholds for lo, hi in args.pair_plans]
+    for fail_on, statistic, rule, weights, threshold, lo, hi in plans:
             if True:
                 cells, used_all, secs_all = [], [], []
                 for k in kinds:
@@ -246,14 +256,15 @@ def cmd_analyse(args: argparse.Namespace) -> int:
                     for doc in by_kind[k]:
                         res, used, secs = replay(doc, threshold=threshold, fail_on=fail_on.split(","), min_pairs=lo,
                                                  max_pairs=hi, budget=args.budget, statistic=statistic,
-                                                 uncorrected=args.uncorrected, size_by=rule)
+                                                 uncorrected=args.uncorrected, size_by=rule, alpha_weights=weights)
                         failed += res["failed"]
                         inconclusive += any(v.get(m) == Verdict.INCONCLUSIVE.value for v in res["verdicts"].values()
                                             for m in fail_on.split(","))
                         used_all.append(used)
                         secs_all.append(secs + doc.get("setup_seconds", 0.0))
                     cells.append(f"{failed}/{len(by_kind[k])} ({inconclusive} inc.)")
-                lines.append(f"| {fail_on} | {statistic} | {rule or 'as run'} | {threshold:.0%} | {lo}..{hi} | " + " | ".join(cells)
+                lines.append(f"| {fail_on} | {statistic} | {rule or 'as run'} | {_weights_text(weights)} | {threshold:.0%} | "
+                             f"{lo}..{hi} | " + " | ".join(cells)
                              + f" | {statistics.median(used_all):g}, {max(used_all)} | "
                              f"{statistics.median(secs_all):.0f}, {max(secs_all):.0f} |")
     lines += ["", "Wall time of the stored gates (full --max-pairs, including env check and route checks): "
@@ -360,6 +371,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ana.add_argument("--thresholds", type=gate_cli.percent, nargs="+", default=[0.05, 0.03])
     ana.add_argument("--size-rules", nargs="+", choices=SIZE_RULES, default=None,
                      help="size rules to replay (stats.decide's size_by; default: each gate's own)")
+    ana.add_argument("--alpha-weights", type=gate_cli.alpha_weights_spec, nargs="+", default=None,
+                     help="splits of alpha to replay, e.g. 'equal' 'cpu=4,lat=1' (default: each gate's own)")
     ana.add_argument("--pair-plans", type=_pairs, nargs="+", default=[(8, 8), (10, 10), (16, 16), (8, 16)],
                      help="MIN..MAX pairs to replay, e.g. 8..16")
     ana.add_argument("--budget", type=float, default=None, help="replay a time budget in seconds")

@@ -36,11 +36,10 @@ def analyse(runs: Sequence[Dict[str, Any]], opts: GateOptions, max_pair: Optiona
 
     Pure and deterministic (the bootstrap is seeded with ``opts.seed``), so it recomputes a stored
     gate exactly; ``max_pair`` analyses only the first pairs (used to study how many are needed).
-    Every interval is at :attr:`GateOptions.interval_confidence`, so the family of gated comparisons
+    Every interval is at :meth:`GateOptions.level` of its metric, so the family of gated comparisons
     raises a false alarm with probability at most ``1 - opts.confidence``.
     """
     out = []
-    level = opts.interval_confidence
     for case in opts.cases:
         by_pair: Dict[int, Dict[str, Dict[str, Any]]] = {}
         for run in runs:
@@ -62,7 +61,7 @@ def analyse(runs: Sequence[Dict[str, Any]], opts: GateOptions, max_pair: Optiona
             if len(pairs) < 2:
                 decisions[metric] = None
                 continue
-            est = estimate_ratio(base_vals[metric], head_vals[metric], opts.statistic, level,
+            est = estimate_ratio(base_vals[metric], head_vals[metric], opts.statistic, opts.level(metric),
                                  opts.resamples, opts.seed)
             decisions[metric] = decide(est, opts.threshold, higher, opts.size_by)
             if metric == "rps":

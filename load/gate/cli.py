@@ -19,11 +19,11 @@ from typing import Any, Optional, Sequence, Tuple
 
 from ..argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int, server_or_target
 from ..signals import INTERRUPTED
-from .model import COST_ENV, DELAY_ENV, METRICS, GateCase, GateError, GateOptions
+from .model import COST_ENV, DEFAULT_ALPHA_WEIGHTS, DELAY_ENV, METRICS, GateCase, GateError, GateOptions
 from .report import render_markdown, write_outputs
 from .running import run_gate
 
-__all__ = ["percent", "delay_spec", "add_arguments", "cases_from_args", "main_from_args", "main"]
+__all__ = ["percent", "delay_spec", "alpha_weights_spec", "add_arguments", "cases_from_args", "main_from_args", "main"]
 
 _TIME_UNITS = {"us": 1.0, "µs": 1.0, "ms": 1000.0, "s": 1e6}
 
@@ -57,6 +57,27 @@ def _metric_list(text: str) -> Tuple[str, ...]:
     if not values or bad:
         raise argparse.ArgumentTypeError(f"invalid metric list {text!r}; choose from {', '.join(METRICS)} (e.g. 'rps,p99')")
     return values
+
+
+def alpha_weights_spec(text: str) -> Tuple[Tuple[str, float], ...]:
+    """``cpu=4,lat=1`` -> (("cpu", 4.0), ("lat", 1.0)); ``equal`` -> () (every gated metric the same share)."""
+    if text.strip() == "equal":
+        return ()
+    out = []
+    for item in (v.strip() for v in text.split(",") if v.strip()):
+        metric, _, weight = item.partition("=")
+        try:
+            value = float(weight)
+        except ValueError:
+            value = float("nan")
+        if metric.strip() not in METRICS or not (value > 0 and value < float("inf")):
+            raise argparse.ArgumentTypeError(
+                f"invalid alpha weights {text!r}: give METRIC=WEIGHT pairs with metrics from {', '.join(METRICS)} and "
+                "weights above 0 (e.g. 'cpu=4,lat=1'), or 'equal'")
+        out.append((metric.strip(), value))
+    if not out:
+        raise argparse.ArgumentTypeError(f"invalid alpha weights {text!r}: e.g. 'cpu=4,lat=1', or 'equal'")
+    return tuple(out)
 
 
 def _confidence(text: str) -> float:
@@ -126,6 +147,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="metrics whose regression fails the gate: any of rps, p99, cpu, lat, lat50 (default cpu,lat: "
                              "server CPU per request and the mean latency of a low-concurrency run, both precise "
                              "on a shared machine where RPS is not; see docs/gate.md)")
+    parser.add_argument("--alpha-weights", type=alpha_weights_spec, default=DEFAULT_ALPHA_WEIGHTS, metavar="M=W,...",
+                        help="how the gated metrics share the family's 5%% of false alarms (weighted Bonferroni; default "
+                             "cpu=4,lat=1: CPU's intervals at 96%%, latency's at 99%%, since a CPU regression is "
+                             "targeted at the threshold and a latency one at twice it; 'equal' for equal shares; "
+                             "a gated metric not named weighs 1)")
     parser.add_argument("--latency-duration", type=non_negative_float, default=1.0,
                         help="seconds of the low-concurrency run after each pair's main runs: one request at a time, "
                              "BASE and HEAD interleaved request by request, for the lat metrics (default 1; 0 = none)")
@@ -213,7 +239,7 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
                        budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,
                        statistic=args.statistic, seed=seed, head_cost_us=args.head_cost, fail_on=args.fail_on,
                        restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus,
-                       latency_duration=args.latency_duration, size_by=args.size_by,
+                       latency_duration=args.latency_duration, size_by=args.size_by, alpha_weights=args.alpha_weights,
                        **_delay_options(args.head_delay))
     base_env, head_env = ensure_pair(args.base, args.head, package=adapter.package, module=adapter.module,
                                      extras=args.extras, python=args.python, rebuild=args.rebuild_envs,

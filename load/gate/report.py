@@ -14,7 +14,7 @@ from typing import Dict, Optional
 from .. import benchjson
 from ..results import write_document
 from ..stats import Verdict
-from .model import COST_ENV, DELAY_ENV, METRICS, STATISTIC_LABELS, GateResult
+from .model import COST_ENV, DELAY_ENV, METRICS, STATISTIC_LABELS, GateOptions, GateResult
 from .running import cost_burst
 
 __all__ = ["render_markdown", "write_outputs"]
@@ -88,8 +88,7 @@ def render_markdown(result: GateResult) -> str:
               *([f"- after both main runs of a pair, {opts.latency_duration:g} s of single requests alternating between "
                  "BASE and HEAD (one connection each, ABBA order) for the latency metrics"] if opts.latency_duration else []),
               f"- values are medians over the pairs; head/base is the {STATISTIC_LABELS.get(opts.statistic, opts.statistic)}; intervals are "
-              f"percentile bootstraps over pairs ({opts.resamples:,} resamples), each at {100 * opts.interval_confidence:.4g}% "
-              f"so that all {opts.comparisons} gated comparisons hold together at {opts.confidence:.0%} (Bonferroni)",
+              f"percentile bootstraps over pairs ({opts.resamples:,} resamples), " + _levels_text(opts),
               (f"- regression = whole interval on the worse side of 1 and its worse end ≥ {opts.threshold:.0%} "
                f"(a slowdown of {opts.threshold:.0%} not ruled out); inconclusive = interval containing 1 and wider "
                f"than {opts.threshold:.0%}" if opts.size_by == "interval" else
@@ -98,6 +97,17 @@ def render_markdown(result: GateResult) -> str:
               f"- stopped: {result.stopped_because}",
               "", "</details>", ""]
     return "\n".join(lines)
+
+
+def _levels_text(opts: GateOptions) -> str:
+    """Each interval's level, and why: the gated metrics' shares of alpha (weighted Bonferroni)."""
+    weights = opts.weights
+    levels = ", ".join(f"{m} at {100 * opts.level(m):.4g}%" for m in opts.fail_on)
+    shares = "equal shares" if len(set(weights.values())) == 1 else \
+        "weighted " + ":".join(f"{w:g}" for w in weights.values()) + " (--alpha-weights)"
+    ungated = [m for m in METRICS if m not in opts.fail_on]
+    return (f"{levels}, so that all {opts.comparisons} gated comparisons hold together at {opts.confidence:.0%} "
+            f"(Bonferroni, {shares})" + (f"; the ungated at {100 * opts.interval_confidence:.4g}%" if ungated else ""))
 
 
 def write_outputs(result: GateResult, out_dir: Path, storage: Optional[Path] = None) -> Dict[str, Path]:

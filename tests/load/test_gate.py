@@ -186,8 +186,27 @@ def test_every_interval_of_a_multi_case_gate_is_at_the_family_wise_level(tmp_pat
         for d in r.decisions.values():
             assert d.estimate.confidence == pytest.approx(0.9875)
             assert "98.75% interval" in d.reason
-    assert "each at 98.75% so that all 4 gated comparisons hold together at 95% (Bonferroni)" in \
-        gate_report.render_markdown(result)
+    assert ("cpu at 98.75%, so that all 4 gated comparisons hold together at 95% (Bonferroni, equal shares); "
+            "the ungated at 98.75%") in gate_report.render_markdown(result)
+
+
+def test_by_default_cpu_gets_four_fifths_of_alpha_and_latency_one_fifth(tmp_path):
+    """Weighted Bonferroni: 0.05 split 4:1 over cpu and lat, so 96% and 99% intervals; the ungated metrics
+    are shown at the equal share (97.5%); two cases halve every share."""
+    result = FakeLab(noise=0.01).gate(tmp_path, pairs=8, max_pairs=8)
+    opts = result.options
+    assert (opts.level("cpu"), opts.level("lat"), opts.level("rps")) == pytest.approx((0.96, 0.99, 0.975))
+    d = result.results[0].decisions
+    assert d["cpu"].estimate.confidence == pytest.approx(0.96) and d["lat"].estimate.confidence == pytest.approx(0.99)
+    assert "cpu at 96%, lat at 99%, so that all 2 gated comparisons hold together at 95% (Bonferroni, weighted 4:1" \
+        in gate_report.render_markdown(result)
+    two = GateOptions(cases=(CASE, gate_case("b1k")))
+    assert (two.level("cpu"), two.level("lat")) == pytest.approx((0.98, 0.995))
+    assert GateOptions(cases=(CASE,), alpha_weights=()).level("cpu") == pytest.approx(0.975)
+    with pytest.raises(ValueError, match="alpha weights"):
+        GateOptions(cases=(CASE,), alpha_weights=(("speed", 1.0),))
+    with pytest.raises(ValueError, match="> 0"):
+        GateOptions(cases=(CASE,), alpha_weights=(("cpu", 0.0),))
 
 
 def test_by_default_both_cpu_and_low_concurrency_latency_are_gated_and_counted_in_the_family():

@@ -32,6 +32,9 @@ def parse(argv):
     (["--pairs", "4"], "--pairs must be a whole number >= 8"),
     (["--fail-on", "speed"], "invalid metric list"),
     (["--head-cost", "1", "--head-slowdown", "5%"], "not allowed with"),
+    (["--alpha-weights", "cpu=0"], "invalid alpha weights"),
+    (["--alpha-weights", "speed=1"], "invalid alpha weights"),
+    (["--alpha-weights", "cpu"], "invalid alpha weights"),
 ])
 def test_cli_rejects_bad_values_at_parse_time(argv, message, capsys):
     with pytest.raises(SystemExit) as info:
@@ -44,6 +47,12 @@ def test_cli_defaults():
     args = parse(["--base", "granian==2.8.6", "--head", "granian==2.8.7"])
     assert (args.threshold, args.pairs, args.max_pairs, args.fail_on, args.restart_every) == (0.05, 8, 24, ("cpu", "lat"), 1)
     assert (args.budget, args.duration, args.latency_duration, args.head_delay) == (90, 1.5, 1, None)
+    assert args.alpha_weights == (("cpu", 4.0), ("lat", 1.0))
+
+
+def test_alpha_weights_name_metrics_or_ask_for_equal_shares():
+    assert gate_cli.alpha_weights_spec("cpu=3, lat=0.5") == (("cpu", 3.0), ("lat", 0.5))
+    assert gate_cli.alpha_weights_spec("equal") == ()
 
 
 def test_cli_unknown_install_spec_is_a_clear_error_with_status_2(tmp_path, capsys):

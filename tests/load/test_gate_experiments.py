@@ -44,6 +44,22 @@ def test_a_gate_stored_before_the_size_rule_had_a_name_replays_under_the_rule_it
     assert by_estimate["failed"] is False and by_interval["failed"] is True  # 4.5% slower, interval past 5%
 
 
+def test_a_gate_stored_before_alpha_weights_replays_with_equal_shares(tmp_path):
+    """pairs.json without options.alpha_weights (every gate before the eighth experiment) split alpha equally;
+    its replay does so too, and a replay can ask for another split."""
+    from gatecheck.load.experiments import gate_rates
+
+    result = FakeLab(noise=0.01).gate(tmp_path, pairs=8, max_pairs=8)
+    doc = json.loads(json.dumps(result.to_dict()))
+    assert gate_rates._options_from(doc).alpha_weights == (("cpu", 4.0), ("lat", 1.0))
+    del doc["options"]["alpha_weights"]
+    old = gate_rates._options_from(doc)
+    assert old.alpha_weights == () and old.level("cpu") == pytest.approx(0.975)
+    res, _, _ = gate_rates.replay(doc, threshold=0.05, fail_on=["cpu", "lat"], min_pairs=8, max_pairs=8, resamples=200,
+                                  alpha_weights=(("cpu", 9.0), ("lat", 1.0)))
+    assert res["failed"] is False
+
+
 def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
     from gatecheck.load.experiments import gate_rates
 

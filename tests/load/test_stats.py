@@ -300,6 +300,18 @@ def test_family_confidence_is_bonferroni():
         stats.family_confidence(95, 4)
 
 
+def test_weighted_levels_split_alpha_and_keep_the_family_level():
+    levels = stats.weighted_levels(0.95, {"cpu": 4.0, "lat": 1.0})
+    assert levels == pytest.approx({"cpu": 0.96, "lat": 0.99})
+    assert sum(1 - v for v in levels.values()) == pytest.approx(0.05)  # the union bound still gives 95%
+    assert stats.weighted_levels(0.95, {"cpu": 1.0, "lat": 1.0}, cases=2)["cpu"] == pytest.approx(
+        stats.family_confidence(0.95, 4))
+    with pytest.raises(ValueError, match="> 0"):
+        stats.weighted_levels(0.95, {"cpu": -1.0})
+    with pytest.raises(ValueError, match="at least one"):
+        stats.weighted_levels(0.95, {})
+
+
 def _families_with_a_false_alarm(families, comparisons, confidence):
     """Seeded A/A families: ``comparisons`` independent no-change comparisons of 10 pairs (3% noise)
     each; count the families in which some interval lies wholly on one side of 1."""
