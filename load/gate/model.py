@@ -138,7 +138,8 @@ class GateOptions:
         unknown = {m for m, _ in self.alpha_weights} - set(METRICS)
         if unknown:
             raise ValueError(f"unknown metric(s) {sorted(unknown)} in the alpha weights; choose from {sorted(METRICS)}")
-        weighted_levels(self.confidence, self.weights)  # refuses a weight that is not > 0
+        if self.fail_on:
+            weighted_levels(self.confidence, self.weights)  # refuses a weight that is not > 0
 
     @property
     def comparisons(self) -> int:
