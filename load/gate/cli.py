@@ -148,7 +148,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "server CPU per request and the mean latency of a low-concurrency run, both precise "
                              "on a shared machine where RPS is not; see docs/gate.md)")
     parser.add_argument("--alpha-weights", type=alpha_weights_spec, default=DEFAULT_ALPHA_WEIGHTS, metavar="M=W,...",
-                        help="how the gated metrics share the family's 5%% of false alarms (weighted Bonferroni; default "
+                        help="how the gated metrics share the family's false alarms (1 - --confidence; weighted Bonferroni; default "
                              "cpu=4,lat=1: CPU's intervals at 96%%, latency's at 99%%, since a CPU regression is "
                              "targeted at the threshold and a latency one at twice it; 'equal' for equal shares; "
                              "a gated metric not named weighs 1)")
