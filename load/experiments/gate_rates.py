@@ -249,24 +249,23 @@ def cmd_analyse(args: argparse.Namespace) -> int:
     plans = [(f, st, rule, w, t, lo, hi) for f in args.metrics for st in args.statistics for rule in args.size_rules or [None]
              for w in args.alpha_weights or [None] for t in args.thresholds for lo, hi in args.pair_plans]
     for fail_on, statistic, rule, weights, threshold, lo, hi in plans:
-            if True:
-                cells, used_all, secs_all = [], [], []
-                for k in kinds:
-                    failed = inconclusive = 0
-                    for doc in by_kind[k]:
-                        res, used, secs = replay(doc, threshold=threshold, fail_on=fail_on.split(","), min_pairs=lo,
-                                                 max_pairs=hi, budget=args.budget, statistic=statistic,
-                                                 uncorrected=args.uncorrected, size_by=rule, alpha_weights=weights)
-                        failed += res["failed"]
-                        inconclusive += any(v.get(m) == Verdict.INCONCLUSIVE.value for v in res["verdicts"].values()
-                                            for m in fail_on.split(","))
-                        used_all.append(used)
-                        secs_all.append(secs + doc.get("setup_seconds", 0.0))
-                    cells.append(f"{failed}/{len(by_kind[k])} ({inconclusive} inc.)")
-                lines.append(f"| {fail_on} | {statistic} | {rule or 'as run'} | {_weights_text(weights)} | {threshold:.0%} | "
-                             f"{lo}..{hi} | " + " | ".join(cells)
-                             + f" | {statistics.median(used_all):g}, {max(used_all)} | "
-                             f"{statistics.median(secs_all):.0f}, {max(secs_all):.0f} |")
+        cells, used_all, secs_all = [], [], []
+        for k in kinds:
+            failed = inconclusive = 0
+            for doc in by_kind[k]:
+                res, used, secs = replay(doc, threshold=threshold, fail_on=fail_on.split(","), min_pairs=lo,
+                                         max_pairs=hi, budget=args.budget, statistic=statistic,
+                                         uncorrected=args.uncorrected, size_by=rule, alpha_weights=weights)
+                failed += res["failed"]
+                inconclusive += any(v.get(m) == Verdict.INCONCLUSIVE.value for v in res["verdicts"].values()
+                                    for m in fail_on.split(","))
+                used_all.append(used)
+                secs_all.append(secs + doc.get("setup_seconds", 0.0))
+            cells.append(f"{failed}/{len(by_kind[k])} ({inconclusive} inc.)")
+        lines.append(f"| {fail_on} | {statistic} | {rule or 'as run'} | {_weights_text(weights)} | {threshold:.0%} | "
+                     f"{lo}..{hi} | " + " | ".join(cells)
+                     + f" | {statistics.median(used_all):g}, {max(used_all)} | "
+                     f"{statistics.median(secs_all):.0f}, {max(secs_all):.0f} |")
     lines += ["", "Wall time of the stored gates (full --max-pairs, including env check and route checks): "
               f"median {statistics.median(d['_wall'] for ds in by_kind.values() for d in ds):.0f} s, "
               f"max {max(d['_wall'] for ds in by_kind.values() for d in ds):.0f} s."]
