@@ -207,9 +207,27 @@ class ProcessTree:
         return found
 
     def port_owners(self) -> list:
-        """Processes (ours or not) listening on ``self.port``, on any address."""
-        if self.port is None or _nobody_listens_on(self.port):
+        """Processes (ours or not) listening on ``self.port``, on any address: every process holding one of
+        the port's listening sockets (the kernel's table, then each process's socket descriptors; psutil's
+        ``net_connections`` decodes every connection of the host, ~0.15-0.3 s with the thousands a run leaves
+        in TIME_WAIT, at every start and stop)."""
+        if self.port is None:
             return []
+        inodes = _listen_inodes(self.port)
+        if inodes is None:  # no kernel tables to read (not Linux): psutil's way
+            return self._port_owners_by_psutil()
+        if not inodes:
+            return []
+        owners = []
+        for pid in _all_pids():
+            if _socket_inodes(pid) & inodes:
+                try:
+                    owners.append(psutil.Process(pid))
+                except psutil.Error:
+                    continue
+        return owners
+
+    def _port_owners_by_psutil(self) -> list:
         pids = set()
         try:
             for conn in psutil.net_connections(kind="inet"):
@@ -270,6 +288,8 @@ def _listen_table() -> dict | None:
             continue
         seen_a_table = True
         for row in rows:
+            if " 0A " not in row:  # only listeners (the state column; no other column can read "0A")
+                continue
             fields = row.split()
             if len(fields) > 9 and fields[3] == "0A":  # TCP_LISTEN
                 address, port = fields[1].rsplit(":", 1)
@@ -295,11 +315,18 @@ def _socket_inodes(pid: int) -> set:
     return inodes
 
 
-def _nobody_listens_on(port: int) -> bool:
-    """True when the kernel's tables show no TCP listener on ``port``; False when there is one, or when
-    the tables cannot be read (then the costly search for the listener's process has to be made)."""
+def _listen_inodes(port: int) -> set | None:
+    """The socket inodes of every TCP listener on ``port`` (any address), from the kernel's tables; None
+    when the tables cannot be read (not Linux)."""
     table = _listen_table()
-    return table is not None and all(p != port for _ip, p in table.values())
+    return None if table is None else {inode for inode, (_ip, p) in table.items() if p == port}
+
+
+def _all_pids() -> list:
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
 
 
 def wait_gone(members: dict, timeout: float) -> bool:
