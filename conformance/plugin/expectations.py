@@ -141,10 +141,21 @@ class Expectations:
     entries: list = field(default_factory=list)
     files: list = field(default_factory=list)       # every file read, as given
     warnings: list = field(default_factory=list)
+    _index: tuple | None = field(default=None, repr=False, compare=False)  # (entries seen, exact check -> indexes, globs)
 
     def candidates(self, check_id: str, server: str, target: str) -> list:
-        """The entries naming ``check_id`` on ``target``, whatever the version (decided once it is known)."""
-        return [d for d in self.entries if d.names(check_id) and d.on_target(server, target)]
+        """The entries naming ``check_id`` on ``target``, whatever the version (decided once it is known), in
+        the order read."""
+        if self._index is None or self._index[0] != len(self.entries):
+            exact: dict = {}
+            for i, d in enumerate(self.entries):
+                if "*" not in d.check:
+                    exact.setdefault(d.check, []).append(i)
+            globs = [i for i, d in enumerate(self.entries) if "*" in d.check]
+            self._index = (len(self.entries), exact, globs)
+        _, exact, globs = self._index
+        named = sorted(exact.get(check_id, []) + [i for i in globs if self.entries[i].names(check_id)])
+        return [self.entries[i] for i in named if self.entries[i].on_target(server, target)]
 
     @staticmethod
     def chosen(candidates: list, version: str | None) -> Deviation | None:

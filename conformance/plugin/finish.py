@@ -18,24 +18,15 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .resultsfile import document, write_document
+from .resultsfile import document, partial_record, write_document
 
-__all__ = ["finish", "partial_record", "read_partial", "junit_of", "finish_if_killed", "FINISH_JOB"]
+__all__ = ["finish", "read_partial", "junit_of", "finish_if_killed", "FINISH_JOB"]
 
 INCOMPLETE = "the session was killed before it finished; these are the checks it had decided"
 FINISH_JOB = "finish-results"   # the reaper's name for this command of a session
 _FAILED = ("failed", "timeout", "fixed")
 _ERRORS = ("error", "interrupted")
 _SKIPPED = ("unsupported", "noted", "skipped", "known")
-
-
-def partial_record(line: str) -> tuple:
-    """(kind, record) of one partial-file line: kind "target", "check", or None for a torn or foreign line."""
-    try:
-        rec = json.loads(line)
-    except ValueError:
-        return None, None
-    return rec.pop("record", None), rec
 
 
 def read_partial(path: Path) -> tuple:

@@ -23,7 +23,9 @@ Rules of this module:
 5. The first child starts alone; the others start once it has collected (its first record, or its end). Its
    collection fills the shared bytecode cache (``_child_env``: imports compiled, check modules rewritten), which
    the others then read instead of each compiling the same modules at once (a cold child: 7.5 s of CPU to
-   collect one target here, a warm one 2.4 s).
+   collect one target here, a warm one 2.4 s). The cache is kept between runs, in gatecheck's cache directory
+   (``$GATECHECK_CACHE/pycache``, default ``~/.cache/gatecheck``), so the next run's first child starts warm
+   too; Python and pytest check each cached file against its source (modification time and size).
 6. Once no child waits to start, a free slot starts another child, a shard, for the running target that should
    end last (``shards.py`` rule 2): one target's checks over several children, a module at a time.
 """
@@ -39,7 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .finish import partial_record
+from gatecheck.tools import cache_dir
+
 from .merge import crash_record, exit_status, merge_junit, read_child, read_collected
 from .options import SESSION_TIMEOUT_PER_TARGET
 from .resultsfile import partial_path
@@ -153,9 +156,10 @@ def _die_with(parent: int) -> None:
 
 
 def _child_env(pycache: Path) -> dict:
-    """This environment, with bytecode written under ``pycache`` only (PYTHONPYCACHEPREFIX): the children
-    share pytest's rewritten check modules (about 5 s of CPU each to rewrite: tox sets PYTHONDONTWRITEBYTECODE),
-    and nothing of the run writes ``__pycache__`` next to the sources. The servers inherit it too."""
+    """This environment, with bytecode written under ``pycache`` only (PYTHONPYCACHEPREFIX, unless the caller
+    set one): the children share pytest's rewritten check modules (about 5 s of CPU each to rewrite: tox sets
+    PYTHONDONTWRITEBYTECODE), and nothing of the run writes ``__pycache__`` next to the sources. The servers
+    inherit it too (rule 5)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.setdefault("PYTHONPYCACHEPREFIX", str(pycache))
     return env
@@ -174,7 +178,7 @@ class JobRun:
         self._base, self._cwd, self._given, self._junit = base, cwd, given, junit
         self.children = [self._new(i, targets, args)
                          for i, (targets, args) in enumerate(claims_args(groups, self.scratch))]
-        self.env = _child_env(self.scratch / "pycache")
+        self.env = _child_env(cache_dir() / "pycache")
         self.codes: list = []
         self._warm = False  # rule 5: the first child has collected (its first record came, or it ended)
         self.interrupted: str | None = None
@@ -244,13 +248,8 @@ class JobRun:
         return child
 
     def _follow(self, child: Child) -> None:
-        for line in child.new_lines():
+        if self.results.take_lines(child.new_lines()):
             self._warm = True
-            kind, record = partial_record(line)
-            if kind == "target":
-                self.results.take_target(record)
-            elif kind == "check":
-                self.results.take_check(record)
 
     def _finished(self, child: Child) -> None:
         """A child ended: its records merged (with a crash record per target when it left none), one line."""

@@ -64,12 +64,14 @@ def judge(expectations: Expectations, targets: list, versions: dict, ran: set, c
     ``targets``: (server, target) of the session; ``versions``: target -> server version or None;
     ``ran``: (check, target) pairs with a record."""
     report = {"files": list(expectations.files), "entries": 0, "matched": 0, "out_of_range": 0, "stale": []}
+    ran, collected_by_check = _by_check(ran), _by_check(collected.pairs)
     for entry in expectations.entries:
         mine = [target for server, target in targets if entry.on_target(server, target)]
         if not mine:
             continue
         report["entries"] += 1
-        verdict = _verdict(entry, [t for t in mine if entry.in_range(versions.get(t))], ran, collected)
+        verdict = _verdict(entry, [t for t in mine if entry.in_range(versions.get(t))], ran, collected,
+                           collected_by_check)
         if verdict == "stale":
             report["stale"].append({"file": entry.source, "line": entry.line, "check": entry.check,
                                     "server": entry.server, "targets": list(entry.targets),
@@ -79,13 +81,27 @@ def judge(expectations: Expectations, targets: list, versions: dict, ran: set, c
     return report
 
 
-def _verdict(entry, targets: list, ran: set, collected: Collected) -> str:
+def _by_check(pairs) -> dict:
+    """(check, target) pairs as check -> its targets."""
+    out: dict = {}
+    for check, target in pairs:
+        out.setdefault(check, set()).add(target)
+    return out
+
+
+def _named(entry, by_check: dict, targets: set) -> bool:
+    """Whether a check the entry names is in ``by_check`` with one of ``targets``."""
+    if "*" not in entry.check:
+        return not by_check.get(entry.check, set()).isdisjoint(targets)
+    return any(entry.names(check) and not these.isdisjoint(targets) for check, these in by_check.items())
+
+
+def _verdict(entry, targets: list, ran: dict, collected: Collected, collected_by_check: dict) -> str:
     if not targets:
         return "out_of_range"
-    if any(entry.names(check) for check, target in ran if target in targets):
+    if _named(entry, ran, set(targets)):
         return "matched"
-    wanted = set(targets) | {None}
-    if any(entry.names(check) for check, target in collected.pairs if target in wanted):
+    if _named(entry, collected_by_check, set(targets) | {None}):
         return "not_selected"
     file = entry.check.split("::", 1)[0]
     if "*" not in file and file not in collected.files:

@@ -270,8 +270,11 @@ def progress_of(directory):
 
 
 def test_one_target_split_over_free_sessions_writes_what_a_serial_run_writes(tmp_path):
-    common = ["conformance/test_asgi_scope.py", "conformance/test_http1_connection.py", "conformance/test_echo.py",
-              "conformance/test_http1_fields.py", "conformance/test_asgi_messages.py", "--server", "granian:asgi"]
+    # the slowest module first (about 8 s): while it runs, the pace of claims says the rest needs more than
+    # shards.WORTH, whatever the machine's speed (with quick modules first a fast machine ends before that)
+    common = ["conformance/test_asgi_messages_errors.py", "conformance/test_asgi_scope.py",
+              "conformance/test_http1_connection.py", "conformance/test_echo.py", "conformance/test_http1_fields.py",
+              "conformance/test_asgi_messages.py", "--server", "granian:asgi"]
     serial = run_pytest(*common, "--results-json", str(tmp_path / "s.json"), "--junitxml", str(tmp_path / "s.xml"))
     jobs = run_pytest(*common, "--jobs", "3", "--results-json", str(tmp_path / "j.json"),
                       "--junitxml", str(tmp_path / "j.xml"))
@@ -298,6 +301,17 @@ def test_the_child_command_line_drops_what_the_parent_gives_each_child():
     args = ["conformance", "-k", "x", "--server", "a", "--server=b", "--jobs", "3", "--results-json", "r.json",
             "--junitxml=j.xml", "--server-cmd", "c {port}", "--interface", "asgi", "--session-timeout", "9"]
     assert child_args(args) == ["conformance", "-k", "x", "--session-timeout", "9"]
+
+
+def test_children_share_a_bytecode_cache_kept_in_gatecheck_s_cache_never_beside_the_sources(monkeypatch, tmp_path):
+    from gatecheck.conformance.plugin import jobs
+    monkeypatch.setenv("GATECHECK_CACHE", str(tmp_path))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    env = jobs._child_env(jobs.cache_dir() / "pycache")
+    assert env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "pycache") and "PYTHONDONTWRITEBYTECODE" not in env
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", "/elsewhere")  # the caller's own choice is kept
+    assert jobs._child_env(jobs.cache_dir() / "pycache")["PYTHONPYCACHEPREFIX"] == "/elsewhere"
 
 
 def test_a_check_counts_as_collected_without_target_only_if_no_child_had_it_with_one(tmp_path):
@@ -329,3 +343,30 @@ def test_auto_jobs_are_four_sessions_per_cpu_at_most_sixteen(monkeypatch):
         monkeypatch.setattr(options, "available_cpus", lambda cpus=cpus: list(range(cpus)))
         assert options.jobs_wanted("auto") == sessions
     assert options.jobs_wanted("3") == 3
+
+
+def test_a_childs_lines_are_taken_once_and_appended_as_written(tmp_path):
+    from gatecheck.conformance.plugin.resultsfile import Results, partial_record
+
+    results = Results(tmp_path / "r.json")
+    results.open()
+    target = {"record": "target", "target": "t", "server": "granian", "versions": {"granian": "2.8.9"}}
+    check = {"record": "check", "check": "a.py::x", "target": "t", "outcome": "passed", "duration": 0.1}
+    lines = [json.dumps(target, sort_keys=True), json.dumps(check, sort_keys=True), '{"record": "check", "che']
+    assert results.take_lines(lines) == 2             # the torn last line is no record
+    assert results.take_lines(lines[1:2]) == 1        # seen again: taken, not appended twice
+    written = results.partial.read_text().splitlines()
+    assert written[1:] == lines[:2]
+    assert [partial_record(line)[0] for line in written] == ["session", "target", "check"]
+    assert results.records[("a.py::x", "t")]["outcome"] == "passed"
+
+
+def test_the_results_document_is_json_with_a_line_per_record(tmp_path):
+    from gatecheck.conformance.plugin.resultsfile import document, write_document
+
+    records = [{"check": f"a.py::x{i}", "target": "t", "outcome": "passed", "message": "é \"q\"\n"} for i in range(3)]
+    data = {**document([{"target": "t"}], records, "why"), "expectations": {"files": [], "stale": [{"file": "f"}]}}
+    write_document(tmp_path / "r.json", data)
+    text = (tmp_path / "r.json").read_text()
+    assert json.loads(text) == json.loads(json.dumps(data))
+    assert sum(1 for line in text.splitlines() if line.startswith('  {"check"')) == 3
