@@ -31,7 +31,8 @@ from gatecheck import fixtures
 from gatecheck.fixtures import payload_bytes
 
 from gatecheck.conformance.app import random_bytes, response_script, script_target
-from gatecheck.conformance.client.interop import fetch, http_client, ws_client, ws_recv, ws_refused
+from gatecheck.conformance.client.interop import (CLOSE_BOUND, ClientStuck, fetch, http_client, ws_client, ws_close,
+                                                   ws_recv, ws_refused)
 from gatecheck.conformance.markers import interfaces, needs, spec
 
 # -- HTTP exchanges ---------------------------------------------------------------------------------------
@@ -185,7 +186,9 @@ def _echoed(ws, sent, expected) -> None:
 def _close_handshake(ws) -> None:
     """Show the connection alive (one echo), close with a code, and require the server's Close frame."""
     _echoed(ws, "alive", "alive")
-    ws.close(_CLOSE_CODE, "interop")
+    if not ws_close(ws, _CLOSE_CODE, "interop"):
+        raise ClientStuck(f"websockets' close did not return within {CLOSE_BOUND:g} s, past every deadline it was "
+                          "given (a client defect): the check could not decide")
     assert ws.protocol.close_rcvd is not None, (
         f"no valid Close frame answered the client's Close {_CLOSE_CODE} within the client's close timeout "
         f"(websockets records close code {ws.close_code}{ws_refused(ws)})")

@@ -17,7 +17,9 @@ Rules of this module:
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 import time
 
@@ -68,7 +70,24 @@ class Deadlines:
     def _alarm(self, signum, frame) -> None:
         why, self._why = self._why, None
         if why:
-            raise CheckTimeout(why)
+            raise CheckTimeout(why + _other_threads())
+
+
+def _other_threads(limit: int = 4) -> str:
+    """Where the check's other threads were when its deadline passed (a client's reader thread the check
+    waits for, say): "; other threads: name at file:line in function, ...", or ""."""
+    frames = sys._current_frames()
+    where = []
+    for thread in threading.enumerate():
+        frame = frames.get(thread.ident)
+        if thread is threading.current_thread() or frame is None:
+            continue
+        where.append(f"{thread.name} at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in "
+                     f"{frame.f_code.co_name}")
+    if not where:
+        return ""
+    more = f" and {len(where) - limit} more" if len(where) > limit else ""
+    return "; other threads: " + ", ".join(where[:limit]) + more
 
 
 class Interrupts:

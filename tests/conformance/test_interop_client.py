@@ -57,3 +57,54 @@ def test_a_websocket_handshake_answered_with_a_close_fails_showing_the_exception
     with pytest.raises(ClientFailed, match=r"websockets could not open ws://.*InvalidMessage"):
         with ws_client(server, "/ws_echo"):
             pass
+
+
+class _StuckClose:
+    """A websockets connection look-alike whose close blocks until its socket is shut (or for ever)."""
+
+    def __init__(self, *, wakes: bool, raises: BaseException | None = None):
+        import socket
+        import threading
+
+        self.socket, self._peer = socket.socketpair()
+        self.released = threading.Event()
+        self.wakes, self.raises = wakes, raises
+
+    def close(self, code=1000, reason=""):
+        if self.raises is not None:
+            raise self.raises
+        while not self.released.is_set():
+            try:
+                if self.wakes and self.socket.recv(1) == b"":
+                    self.released.set()
+            except OSError:
+                self.released.set()
+            if not self.wakes:
+                self.released.wait(0.05)
+
+
+def test_a_close_stuck_past_every_deadline_is_left_to_end_with_its_socket_shut(monkeypatch):
+    from gatecheck.conformance.client import interop
+
+    monkeypatch.setattr(interop, "CLOSE_BOUND", 0.3)
+    ws = _StuckClose(wakes=True)
+    began = time.monotonic()
+    assert interop.ws_close(ws) is False and time.monotonic() - began < 2
+    assert ws.released.wait(2)                 # the shut socket ended the stuck close
+    with pytest.raises(ConnectionResetError):  # what a close that returned raised is the caller's
+        interop.ws_close(_StuckClose(wakes=False, raises=ConnectionResetError("gone")))
+
+
+def test_a_check_past_its_deadline_says_where_its_other_threads_were():
+    import threading
+
+    from gatecheck.conformance.plugin.interrupts import _other_threads
+
+    gate = threading.Event()
+    waiter = threading.Thread(target=gate.wait, name="reader-under-test", daemon=True)
+    waiter.start()
+    try:
+        said = _other_threads()
+    finally:
+        gate.set()
+    assert "reader-under-test at threading.py:" in said and "in wait" in said, said
