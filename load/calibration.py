@@ -16,12 +16,19 @@ Rules of this module:
    calibration below is unchanged: it sizes the average cost per request, whatever its form.
 3. So the cost is **found by measurement** (:func:`calibrate_cost`), in two stages of rounds on fresh
    processes, each trial cost measured right after its round's BASE: the nominal cost and twice it, a
-   straight line through their median ratios solved for the target; then that answer itself, and a
-   last line through it and the other trial point nearest the target on the other side (a secant
-   step). One line was not enough here: with the 5% cost from one line (least squares over every
-   round, 2.32 µs), 12 gates measured x1.039-1.065 instead of x1.053 (a disturbed round weighs in a
-   mean; a convex response puts a chord above the curve); medians per cost and a second measurement
-   near the answer remove both.
+   straight line through their median ratios solved for the target; then that answer itself, measured
+   as many rounds again. The answer is a robust line through **every** round's point (:func:`robust_cost`:
+   Theil-Sen, log ratio against cost), solved for the target. Why not the simpler lines:
+   - one least-squares line over every round of two trial costs (an earlier version): with the 5% cost
+     it gave 2.32 µs, and 12 gates measured x1.039-1.065 instead of x1.053 - a disturbed round (x1.086
+     where the others gave x1.02-1.05) pulls a least-squares line, where it moves Theil-Sen's median of
+     slopes by one rank;
+   - a secant step through the last answer's median and the nearest trial point across the target (the
+     version of 2026-11-22 to 2026-11-28): exact on a smooth convex response, but with two points 0.4 µs
+     apart and single rounds spreading from x1.01 to x1.08, the 3% and 5% answers of one calibration came
+     out in the wrong order (1.05 and 0.49 µs, eighth experiment in docs/gate.md). A line through all 48
+     points of that calibration, log ratio = 0.001 + 0.0391 × µs, put both kinds on their names (x1.050
+     and x1.028 measured over 20 gates each).
    The measuring is a callable passed in (``cpu_per_request(cost_us) -> µs``), so the arithmetic is
    tested on known answers.
 4. **The off-CPU wait** (``--head-delay PCT``, :func:`calibrate_delay`) is sized the same way, against
@@ -31,10 +38,11 @@ Rules of this module:
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-__all__ = ["nominal_cost", "target_ratio", "fit_cost", "calibrate_cost", "DELAY_WAIT_US", "nominal_every",
+__all__ = ["nominal_cost", "target_ratio", "fit_cost", "robust_cost", "calibrate_cost", "DELAY_WAIT_US", "nominal_every",
            "calibrate_delay"]
 
 
@@ -78,12 +86,24 @@ def fit_cost(points: Sequence[Tuple[float, float]], slowdown: float) -> float:
     return min(max(cost, min(xs) / 4.0), max(xs) * 4.0)
 
 
-def _secant_partner(points: Sequence[Tuple[float, float]], last: Tuple[float, float], want: float) -> Tuple[float, float]:
-    """Of ``points``, the one to draw the final line with ``last``: the nearest to the target ratio on
-    the other side of it (or, if none is on the other side, the nearest on the same side)."""
-    others = [p for p in points if p[0] != last[0]]
-    across = [p for p in others if (p[1] - want) * (last[1] - want) < 0]
-    return min(across or others, key=lambda p: abs(p[1] - want))
+def robust_cost(points: Sequence[Tuple[float, float]], slowdown: float) -> Tuple[float, float, float]:
+    """``(cost, intercept, slope)``: the cost whose HEAD/BASE ratio is :func:`target_ratio`, from a
+    Theil-Sen line of log ratio against cost through every measured ``(cost_us, ratio)`` point (the
+    median of the slopes between points at different costs; the median intercept under it). A line
+    that does not rise falls back to :func:`fit_cost` on the median ratio per cost; the answer is kept
+    within [1/4, 4] times the smallest and largest trial cost, as there."""
+    costs = sorted({c for c, _ in points})
+    if len(costs) < 2:
+        raise ValueError("need points at two or more distinct costs")
+    logs = [(c, math.log(r)) for c, r in points if r > 0]
+    slopes = [(y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(logs) for x2, y2 in logs[i + 1:] if x2 != x1]
+    slope = statistics.median(slopes) if slopes else 0.0
+    intercept = statistics.median(y - slope * x for x, y in logs) if logs else 0.0
+    if not slope > 0:
+        medians = [(c, statistics.median(r for x, r in points if x == c)) for c in costs]
+        return fit_cost(medians, slowdown), intercept, slope
+    cost = (math.log(target_ratio(slowdown)) - intercept) / slope
+    return min(max(cost, costs[0] / 4.0), costs[-1] * 4.0), intercept, slope
 
 
 def calibrate_cost(cpu_per_request: Callable[[float], float], slowdown: float, rounds: int = 3,
@@ -93,8 +113,8 @@ def calibrate_cost(cpu_per_request: Callable[[float], float], slowdown: float, r
     ``cpu_per_request(cost_us)`` runs one measurement on a fresh server burning ``cost_us`` (0 = BASE)
     and returns its server CPU per 2xx response in µs. One BASE run fixes the nominal cost ``c``; then
     ``rounds`` rounds measure BASE, ``c`` and ``2c``; the line through the two median ratios gives
-    ``c*``; ``rounds`` more rounds measure BASE and ``c*``; the final line goes through ``c*`` and the
-    trial point across the target from it (:func:`_secant_partner`).
+    ``c*``; ``rounds`` more rounds measure BASE and ``c*``; the answer is :func:`robust_cost` through
+    every round's point at all three costs.
     """
     if rounds < 1:
         raise ValueError(f"need at least one round, got {rounds!r}")
@@ -117,16 +137,16 @@ def calibrate_cost(cpu_per_request: Callable[[float], float], slowdown: float, r
     guess = fit_cost(first, slowdown)
     for i in range(rounds):
         measure_round((guess,), f"round {rounds + i + 1}/{2 * rounds}")
-    last = (guess, statistics.median(ratios[guess]))
-    cost = fit_cost([last, _secant_partner(first, last, want)], slowdown)
+    cost, intercept, slope = robust_cost([(c, r) for c, rs in ratios.items() for r in rs], slowdown)
     per_request = statistics.median(bases)
     return cost, {
         "slowdown": slowdown, "target_ratio": want, "per_request_us": per_request,
         "nominal_cost_us": nominal_cost(per_request, slowdown), "first_line_cost_us": guess, "cost_us": cost,
-        "rounds": rounds,
+        "rounds": rounds, "line": {"log_ratio_intercept": round(intercept, 6), "log_ratio_per_us": round(slope, 6)},
         "points": [[round(c, 4), round(r, 5)] for c, rs in ratios.items() for r in rs],
         "median_ratios": [[round(c, 4), round(statistics.median(rs), 5)] for c, rs in ratios.items()],
-        "source": "measured: trial costs against BASE, a line and a secant step (load/calibration.py)",
+        "source": "measured: trial costs against BASE, a first line, then a Theil-Sen line of log ratio through "
+                  "every round (load/calibration.py)",
     }
 
 

@@ -1,5 +1,6 @@
 """load/calibration.py on known answers: a server whose burn adds exactly itself, one that wins ~1 µs back."""
 
+import math
 import random
 
 import pytest
@@ -48,16 +49,39 @@ def test_calibrate_cost_finds_the_cost_of_a_known_server(offset):
         assert len(info["points"]) == 18  # 6 rounds of two trial costs, 6 of the first line's answer
 
 
-def test_the_secant_step_corrects_a_convex_response():
+def test_the_final_line_through_every_round_lands_near_a_convex_response():
     """A burn that is won back more when small (as measured): added = c^2 / (c + 3) µs. The chord
-    through c and 2c over-predicts between them; the secant step lands on the target."""
+    through c and 2c under-injects; the line through all three trial costs lands within 0.3% of the
+    target ratio."""
     def server(cost):
         return 29.5 + (cost * cost / (cost + 3.0) if cost else 0.0)
 
-    for slowdown in (0.05, 0.10):
+    for slowdown in (0.03, 0.05, 0.10):
         cost, info = calibration.calibrate_cost(server, slowdown, rounds=2)
-        assert server(cost) / 29.5 == pytest.approx(1 / (1 - slowdown), rel=0.002)
-        assert server(info["first_line_cost_us"]) / 29.5 < 1 / (1 - slowdown)  # the chord alone under-injects
+        assert server(cost) / 29.5 == pytest.approx(1 / (1 - slowdown), rel=0.003)
+        assert info["line"]["log_ratio_per_us"] > 0
+
+
+def test_one_disturbed_round_barely_moves_the_answer():
+    """ratio = exp(0.0391 c) (the eighth experiment's line), eight rounds at three costs, one of them
+    disturbed to x1.086: a least-squares line would move; the median of slopes hardly does."""
+    line = lambda c: math.exp(0.0391 * c)
+    points = [(c, line(c)) for c in (0.6, 1.2, 1.25) for _ in range(8)]
+    clean, _, slope = calibration.robust_cost(points, 0.05)
+    assert clean == pytest.approx(math.log(1 / 0.95) / 0.0391, rel=1e-6) and slope == pytest.approx(0.0391)
+    disturbed = points[:-1] + [(1.25, 1.086)]
+    assert calibration.robust_cost(disturbed, 0.05)[0] == pytest.approx(clean, rel=0.01)
+    xs, ys = [c for c, _ in disturbed], [math.log(r) for _, r in disturbed]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    ls_slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    ls_cost = mx + (math.log(1 / 0.95) - my) / ls_slope
+    assert abs(ls_cost / clean - 1) > 0.02  # what least squares would have answered instead
+
+
+def test_the_robust_line_falls_back_when_noise_hides_the_rise_and_refuses_one_cost():
+    assert calibration.robust_cost([(1.0, 1.02), (1.0, 1.03), (2.0, 1.01), (2.0, 1.01)], 0.10)[0] == pytest.approx(8.0)
+    with pytest.raises(ValueError):
+        calibration.robust_cost([(1.0, 1.05), (1.0, 1.06)], 0.05)
 
 
 # ---- the off-CPU wait (--head-delay PCT) --------------------------------------------------------------
