@@ -316,8 +316,9 @@ def pytest_runtest_protocol(item, nextitem):
         return True
     claims = gs.claims if gs is not None else None
     if claims is not None:
-        if not claims.listed:
-            claims.list_modules(list(dict.fromkeys(_module_of(i) for i in item.session.items)))
+        if not claims.listed:  # the modules with a check to run: one of only unsupported checks takes no time
+            claims.list_modules(list(dict.fromkeys(_module_of(i) for i in item.session.items
+                                                   if i.get_closest_marker("gatecheck_unsupported") is None)))
         if not claims.mine(_module_of(item)):
             item.stash[_ELSEWHERE] = True  # another child runs this module (shards.py rule 3): no record here
             return True

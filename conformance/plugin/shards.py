@@ -5,7 +5,10 @@ Rules of this module:
 1. Every child of a single cleartext target (not the TLS group: its few dozen TLS checks are not worth it) gets a
    claims directory of its target (``claims_args``). A child runs a test module only if it claims it first: an
    exclusive create of a file named after it (``O_CREAT | O_EXCL``, atomic). Alone, it claims every module as it
-   reaches it. Once collected it writes the modules it would run to ``MODULES`` in that directory.
+   reaches it. Once collected it writes the modules it would run to ``MODULES`` in that directory: those with a
+   check the target supports (a module of unsupported checks only, e.g. the ASGI ones on a WSGI target, is passed
+   in no time; listed, it would make the pace of claims look faster than it is, and the target would get no
+   shard).
 2. Free slots help the target likely to end last. When no child is waiting to start and fewer than ``--jobs``
    run, the parent starts one more child, a shard, for the running target whose children should need the longest
    still (``time_left``: its unclaimed modules at the pace its children claimed the others, shared by the children
