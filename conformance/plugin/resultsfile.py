@@ -35,8 +35,8 @@ import pytest
 
 from .outcomes import OUTCOMES, Verdict, level_group, worse
 
-__all__ = ["Results", "check_id_of", "partial_path", "SCHEMA_VERSION", "set_meta", "meta_of", "document", "document_text", "partial_record",
-           "write_document", "NO_TARGET"]
+__all__ = ["Results", "check_id_of", "partial_path", "partial_record", "SCHEMA_VERSION", "set_meta", "meta_of",
+           "document", "document_text", "write_document", "NO_TARGET"]
 
 SCHEMA_VERSION = 2
 NO_TARGET = "no-target"     # the server parameter's id on a check that applies to none of the targets
