@@ -92,6 +92,11 @@ class Comparison:
         return [row.cv for row in rows if row.cv is not None]
 
     @property
+    def cvs_at_host_speed(self) -> list[float]:
+        rows = [line.ours for line in self.lines if line.ours] + list(self.extras)
+        return [row.cv_at_host_speed for row in rows if row.cv_at_host_speed is not None]
+
+    @property
     def load_range(self) -> tuple[float, float] | None:
         loads = [r["host_load"]["loadavg1"] for r in self.runs if r.get("host_load", {}).get("loadavg1") is not None]
         return (min(loads), max(loads)) if loads else None
@@ -189,7 +194,9 @@ def _pct(value: float | None) -> str:
 def _cv_cell(row: Row | None) -> str:
     if row is None or row.cv is None:
         return "-"
-    return _pct(row.cv) + (" ⚠" if row.cv > CV_TARGET else "")
+    text = _pct(row.cv) + (" ⚠" if row.cv > CV_TARGET else "")
+    adjusted = row.cv_at_host_speed
+    return text if adjusted is None else f"{text} ({_pct(adjusted)} at constant host speed)"
 
 
 def _rho(value: float | None) -> str:
@@ -214,12 +221,14 @@ def _title(c: Comparison) -> str:
 
 
 def _summary(comparisons: Sequence[Comparison]) -> list[str]:
-    out = ["| table | rows compared | Spearman | max CV | rows over 3% | load average (1-min) |", "| --- | --- | --- | --- | --- | --- |"]
+    out = ["| table | rows compared | Spearman | max CV | rows over 3% | max CV at constant host speed | "
+           "load average (1-min) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for c in comparisons:
-        cvs = c.cvs
+        cvs, adjusted = c.cvs, c.cvs_at_host_speed
         over = sum(1 for v in cvs if v > CV_TARGET)
         rho = "no seed order" if not c.table.rows else _rho(c.rho)
-        out.append(f"| {_title(c)} | {len(c.compared)} | {rho} | {_pct(max(cvs)) if cvs else '-'} | {over} | {_load(c.load_range)} |")
+        out.append(f"| {_title(c)} | {len(c.compared)} | {rho} | {_pct(max(cvs)) if cvs else '-'} | {over} | "
+                   f"{_pct(max(adjusted)) if adjusted else '-'} | {_load(c.load_range)} |")
     return out
 
 
@@ -327,7 +336,9 @@ INTRO = (
     "Each table below puts the seed's rows, in the seed's order, beside ours. *our RPS* is the median over the "
     "repeats (2xx responses per second) at the concurrency that won (*our c*: where several were run, the "
     "winner in bold out of those run); *CV* is the sample standard deviation of RPS over its mean across those "
-    "repeats (target at most 3%, ⚠ above). Ranks: 1 = fastest, ties share their average rank; Spearman's rho "
+    "repeats (target at most 3%, ⚠ above); *at constant host speed*, where each run timed a fixed piece of "
+    "interpreter work on the server's core just before it (`host_speed`), is the same CV with each repeat's RPS "
+    "scaled by that timing over its median: the spread left once the host's own drift is taken out. Ranks: 1 = fastest, ties share their average rank; Spearman's rho "
     "is computed over the rows both tables have. An inversion is a pair of rows the two tables order the other "
     "way round (in a table with a Python column, a pair of one version or of one row across versions); its "
     "explanation comes from `[table.explanations]` in `load/seeds/*.toml`."

@@ -38,7 +38,9 @@ import json
 import os
 import platform
 import socket
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any, Dict, Iterable, Mapping, Optional, Sequence
 
@@ -59,6 +61,7 @@ __all__ = [
     "check_compatible",
     "CHECKED_ENVIRONMENT",
     "host_load",
+    "host_speed",
     "writable_dir",
 ]
 
@@ -274,3 +277,37 @@ def host_load() -> dict:
     except (OSError, KeyError, ValueError, IndexError):
         pass
     return load
+
+
+#: the fixed work of :func:`host_speed`: pure interpreter work, about 5 ms on this project's machine
+_PROBE_LOOPS = 100_000
+
+
+def _probe_once() -> float:
+    start = time.perf_counter()
+    total = 0
+    for i in range(_PROBE_LOOPS):
+        total += i * i % 7
+    return (time.perf_counter() - start) * 1000.0
+
+
+def host_speed(cpus: Optional[Sequence[int]] = None, repeats: int = 9) -> dict:
+    """How fast the machine ran fixed work just before a run: the median and the least of ``repeats``
+    timings (ms) of the same interpreter loop, on ``cpus`` (the server's, idle then). The server of a
+    CPU-bound row uses its core fully in every run, so its RPS moves with the core's speed; when the
+    host under a VM slows down (another tenant, a lower clock), this moves with it, and the report can
+    tell that drift from the server's own spread (``rows.Row.cv_at_host_speed``)."""
+    previous = None
+    if cpus and hasattr(os, "sched_setaffinity"):
+        try:
+            previous = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, set(cpus))  # this thread only
+        except OSError:
+            previous = None
+    try:
+        times = sorted(_probe_once() for _ in range(repeats))
+    finally:
+        if previous is not None:
+            os.sched_setaffinity(0, previous)
+    return {"probe_ms": round(statistics.median(times), 4), "probe_ms_min": round(times[0], 4)}
+

@@ -34,6 +34,7 @@ class Row:
     by_concurrency: Mapping[int, float]  # concurrency -> RPS (median over repeats)
     repeats: int
     samples: tuple[float, ...] = ()  # RPS of every repeat at the chosen concurrency
+    speeds: tuple[float, ...] = ()   # the host's probe (ms, ``results.host_speed``) before each of them, if all had one
 
     @property
     def cv(self) -> float | None:
@@ -41,6 +42,17 @@ class Row:
         if len(self.samples) < 2 or not statistics.mean(self.samples):
             return None
         return statistics.stdev(self.samples) / statistics.mean(self.samples)
+
+    @property
+    def cv_at_host_speed(self) -> float | None:
+        """The CV of RPS with each repeat scaled to the median host speed (RPS × its probe time / the median
+        probe time): what is left of the spread once the host's drift is taken out. None without a probe per
+        repeat."""
+        if len(self.speeds) != len(self.samples) or len(self.samples) < 2:
+            return None
+        mid = statistics.median(self.speeds)
+        scaled = [rps * speed / mid for rps, speed in zip(self.samples, self.speeds)]
+        return statistics.stdev(scaled) / statistics.mean(scaled) if statistics.mean(scaled) else None
 
     @property
     def concurrency(self) -> int:
@@ -101,6 +113,7 @@ def select_rows(records: Sequence[Mapping[str, Any]], env_columns: Sequence[str]
             by_concurrency={c: float(r["rps"]) for c, r in sorted(chosen.items())},
             repeats=max(len(v) for v in per_conc.values()),
             samples=tuple(float(r["rps"]) for r in per_conc[int(best["concurrency"])]),
+            speeds=_speeds(per_conc[int(best["concurrency"])]),
         ))
     return rows
 
@@ -123,3 +136,10 @@ def oha_ceiling(rows: Sequence[Row]) -> tuple[Row, float, int] | None:
     oha = fastest.record["oha"]
     cpus = len(oha.get("cpus") or []) or int(fastest.record.get("environment", {}).get("cpus_available", 1))
     return fastest, fastest.record["ok"] / oha["cpu_seconds"], cpus
+
+
+def _speeds(runs: Sequence[Mapping[str, Any]]) -> tuple:
+    """Each run's host probe (ms), or () unless every run has one."""
+    speeds = [r.get("host_speed", {}).get("probe_ms") for r in runs]
+    return tuple(float(v) for v in speeds) if speeds and all(v for v in speeds) else ()
+

@@ -29,7 +29,7 @@ from .oha import OhaError, find_oha, oha_version
 from .pinning import Pinning, available_cpus, split_cpus
 from .profile import Case, PlannedCase, Profile, plan
 from .pipeline import Pipeline, ServerSetup, setup_for
-from .results import RESULTS_FILE, append_record, environment, host_load
+from .results import RESULTS_FILE, append_record, environment, host_load, host_speed
 from .routes import RouteError, route as lookup_route
 
 __all__ = ["Method", "RunOptions", "RunSummary", "run_profile", "DEFAULT_QUICK"]
@@ -343,7 +343,7 @@ class _ProfileRun:
         what = f"{requests} requests" if requests else f"{method.duration:g} s"
         self.log(f"[{self.done}/{len(self.costs)}] {self.opts.profile.name}: {case.label} c{concurrency} ({what}) "
                  f"- about {_fmt_seconds(left)} left")
-        load_before = host_load()
+        load_before, speed_before = host_load(), host_speed(self.pin.server)
         try:
             run = self.pipeline.measure(srv, spec, concurrency, None if requests else method.duration,
                                         requests=requests, http2=http2, h2_parallel=case.h2_parallel)
@@ -351,7 +351,7 @@ class _ProfileRun:
             self.log(f"FAIL  {case.label} c{concurrency}: {exc}")
             self.fail(item, str(exc), route=case.route, concurrency=concurrency, **common)
             return
-        fields = {**run.to_dict(), **common, "host_load": load_before}
+        fields = {**run.to_dict(), **common, "host_load": load_before, "host_speed": speed_before}
         if run.result.all_failed:
             reason = f"no 2xx response: non-2xx {dict(run.result.non_2xx)}, errors {dict(run.result.errors)}"
             self.log(f"FAIL  {case.label} c{concurrency}: {reason}")

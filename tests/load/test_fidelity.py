@@ -133,7 +133,7 @@ def test_seed_rows_meet_the_median_at_the_winning_concurrency(records, seeds):
 
 def test_render_shows_ranks_cv_flags_explanations_and_extras(records, seeds):
     text = render(compare(records, seeds), seeds)
-    assert "| Fake | 3 | 0.500 | 16.7% | 1 | 0.1 to 0.5 |" in text
+    assert "| Fake | 3 | 0.500 | 16.7% | 1 | - | 0.1 to 0.5 |" in text
     assert "| A | 128 | 300 | 100 | **128** of 64/128 | 5 | 1.1% | 1 | 2 |" in text
     assert "| C | 64 | 100 | 60 | 64 | 3 | 16.7% ⚠ | 3 | 3 |" in text
     assert "| G | 64 | 50 | not reproduced |" in text and "- G: not reproduced: no gevent" in text
