@@ -92,9 +92,9 @@ class Comparison:
         return [row.cv for row in rows if row.cv is not None]
 
     @property
-    def cvs_at_host_speed(self) -> list[float]:
+    def host_cvs(self) -> list[float]:
         rows = [line.ours for line in self.lines if line.ours] + list(self.extras)
-        return [row.cv_at_host_speed for row in rows if row.cv_at_host_speed is not None]
+        return [row.host_cv for row in rows if row.host_cv is not None]
 
     @property
     def load_range(self) -> tuple[float, float] | None:
@@ -195,8 +195,14 @@ def _cv_cell(row: Row | None) -> str:
     if row is None or row.cv is None:
         return "-"
     text = _pct(row.cv) + (" ⚠" if row.cv > CV_TARGET else "")
-    adjusted = row.cv_at_host_speed
-    return text if adjusted is None else f"{text} ({_pct(adjusted)} at constant host speed)"
+    host = row.host_cv
+    return text if host is None else f"{text} (host {_pct(host)})"
+
+
+def _host_range(cvs: Sequence[float]) -> str:
+    if not cvs:
+        return "-"
+    return _pct(cvs[0]) if len(cvs) == 1 else f"{_pct(min(cvs))} to {_pct(max(cvs))}"
 
 
 def _rho(value: float | None) -> str:
@@ -221,14 +227,14 @@ def _title(c: Comparison) -> str:
 
 
 def _summary(comparisons: Sequence[Comparison]) -> list[str]:
-    out = ["| table | rows compared | Spearman | max CV | rows over 3% | max CV at constant host speed | "
+    out = ["| table | rows compared | Spearman | max CV | rows over 3% | host probe CV | "
            "load average (1-min) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for c in comparisons:
-        cvs, adjusted = c.cvs, c.cvs_at_host_speed
+        cvs, host = c.cvs, c.host_cvs
         over = sum(1 for v in cvs if v > CV_TARGET)
         rho = "no seed order" if not c.table.rows else _rho(c.rho)
         out.append(f"| {_title(c)} | {len(c.compared)} | {rho} | {_pct(max(cvs)) if cvs else '-'} | {over} | "
-                   f"{_pct(max(adjusted)) if adjusted else '-'} | {_load(c.load_range)} |")
+                   f"{_host_range(host)} | {_load(c.load_range)} |")
     return out
 
 
@@ -336,9 +342,9 @@ INTRO = (
     "Each table below puts the seed's rows, in the seed's order, beside ours. *our RPS* is the median over the "
     "repeats (2xx responses per second) at the concurrency that won (*our c*: where several were run, the "
     "winner in bold out of those run); *CV* is the sample standard deviation of RPS over its mean across those "
-    "repeats (target at most 3%, ⚠ above); *at constant host speed*, where each run timed a fixed piece of "
-    "interpreter work on the server's core just before it (`host_speed`), is the same CV with each repeat's RPS "
-    "scaled by that timing over its median: the spread left once the host's own drift is taken out. Ranks: 1 = fastest, ties share their average rank; Spearman's rho "
+    "repeats (target at most 3%, ⚠ above); *host*, where each run timed a fixed piece of interpreter work on "
+    "the server's core just before it (`host_speed`), is the CV of those timings over the same repeats: how "
+    "much the machine's own speed moved between them. Ranks: 1 = fastest, ties share their average rank; Spearman's rho "
     "is computed over the rows both tables have. An inversion is a pair of rows the two tables order the other "
     "way round (in a table with a Python column, a pair of one version or of one row across versions); its "
     "explanation comes from `[table.explanations]` in `load/seeds/*.toml`."

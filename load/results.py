@@ -295,8 +295,10 @@ def host_speed(cpus: Optional[Sequence[int]] = None, repeats: int = 9) -> dict:
     """How fast the machine ran fixed work just before a run: the median and the least of ``repeats``
     timings (ms) of the same interpreter loop, on ``cpus`` (the server's, idle then). The server of a
     CPU-bound row uses its core fully in every run, so its RPS moves with the core's speed; when the
-    host under a VM slows down (another tenant, a lower clock), this moves with it, and the report can
-    tell that drift from the server's own spread (``rows.Row.cv_at_host_speed``)."""
+    host under a VM slows down (another tenant, a lower clock), this moves with it: the report shows its
+    spread over a row's repeats beside the row's (``rows.Row.host_cv``). A timing of some 10 ms before a
+    10 s run does not say the speed over the run: measured 2026-11-28, scaling RPS by it did not narrow
+    the spread, so it is shown, not used to correct."""
     previous = None
     if cpus and hasattr(os, "sched_setaffinity"):
         try:

@@ -44,15 +44,12 @@ class Row:
         return statistics.stdev(self.samples) / statistics.mean(self.samples)
 
     @property
-    def cv_at_host_speed(self) -> float | None:
-        """The CV of RPS with each repeat scaled to the median host speed (RPS × its probe time / the median
-        probe time): what is left of the spread once the host's drift is taken out. None without a probe per
-        repeat."""
-        if len(self.speeds) != len(self.samples) or len(self.samples) < 2:
+    def host_cv(self) -> float | None:
+        """The CV of the host's probe over the same repeats (``results.host_speed``): how much the machine's own
+        speed for a fixed piece of work moved between them. None without a probe per repeat."""
+        if len(self.speeds) != len(self.samples) or len(self.speeds) < 2 or not statistics.mean(self.speeds):
             return None
-        mid = statistics.median(self.speeds)
-        scaled = [rps * speed / mid for rps, speed in zip(self.samples, self.speeds)]
-        return statistics.stdev(scaled) / statistics.mean(scaled) if statistics.mean(scaled) else None
+        return statistics.stdev(self.speeds) / statistics.mean(self.speeds)
 
     @property
     def concurrency(self) -> int:
