@@ -279,7 +279,7 @@ def host_load() -> dict:
     return load
 
 
-#: the fixed work of :func:`host_speed`: pure interpreter work, about 5 ms on this project's machine
+#: the fixed work of :func:`host_speed`: pure interpreter work, about 10 ms on this project's machine
 _PROBE_LOOPS = 100_000
 
 
