@@ -42,8 +42,8 @@ import math
 import statistics
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-__all__ = ["nominal_cost", "target_ratio", "fit_cost", "robust_cost", "calibrate_cost", "DELAY_WAIT_US", "nominal_every",
-           "calibrate_delay"]
+__all__ = ["nominal_cost", "target_ratio", "fit_cost", "robust_cost", "calibrate_cost", "DELAY_WAIT_US",
+           "nominal_every", "calibrate_delay"]
 
 
 def target_ratio(slowdown: float) -> float:

@@ -87,14 +87,16 @@ class Comparison:
                 for env, lines in by.items()} if self.table.env else {}
 
     @property
+    def our_rows(self) -> list[Row]:
+        return [line.ours for line in self.lines if line.ours] + list(self.extras)
+
+    @property
     def cvs(self) -> list[float]:
-        rows = [line.ours for line in self.lines if line.ours] + list(self.extras)
-        return [row.cv for row in rows if row.cv is not None]
+        return [row.cv for row in self.our_rows if row.cv is not None]
 
     @property
     def host_cvs(self) -> list[float]:
-        rows = [line.ours for line in self.lines if line.ours] + list(self.extras)
-        return [row.host_cv for row in rows if row.host_cv is not None]
+        return [row.host_cv for row in self.our_rows if row.host_cv is not None]
 
     @property
     def load_range(self) -> tuple[float, float] | None:
@@ -344,8 +346,8 @@ INTRO = (
     "winner in bold out of those run); *CV* is the sample standard deviation of RPS over its mean across those "
     "repeats (target at most 3%, ⚠ above); *host*, where each run timed a fixed piece of interpreter work on "
     "the server's core just before it (`host_speed`), is the CV of those timings over the same repeats: how "
-    "much the machine's own speed moved between them. Ranks: 1 = fastest, ties share their average rank; Spearman's rho "
-    "is computed over the rows both tables have. An inversion is a pair of rows the two tables order the other "
+    "much the machine's own speed moved between them. Ranks: 1 = fastest, ties share their average rank; "
+    "Spearman's rho is computed over the rows both tables have. An inversion is a pair of rows the two tables order the other "
     "way round (in a table with a Python column, a pair of one version or of one row across versions); its "
     "explanation comes from `[table.explanations]` in `load/seeds/*.toml`."
 )

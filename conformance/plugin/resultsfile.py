@@ -90,7 +90,6 @@ class Results:
         self.records: dict = {}
         self.targets: dict = {}
         self._written: set = set()
-        self._batch: list | None = None  # lines held while ``take_lines`` takes a batch, written at its end
         self.extra: dict = {}        # further top-level sections of the document ("expectations")
         self.incomplete: list = []  # why the session did not run all it selected, e.g. "h2spec not installed — ..."
 
@@ -138,41 +137,49 @@ class Results:
     def take_target(self, record: dict) -> None:
         """A target record written by another session (a ``--jobs`` child): kept, and appended when new. One
         without versions never replaces one with them (a shard whose server never started knows less)."""
-        current = self.targets.get(record["target"])
-        if current is not None and current.get("versions") and not record.get("versions"):
-            return
-        if current != record:
-            self.targets[record["target"]] = dict(record)
+        if self._keep_target(record):
             self._append({"record": "target", **record})
 
-    def take_check(self, record: dict, line: str | None = None) -> None:
-        """A check record decided by another session (a ``--jobs`` child): kept and appended, once (``line``:
-        the record's partial-file line as that session wrote it, appended as it is)."""
-        key = (record["check"], record["target"])
-        if key not in self._written:
-            self.records[key] = dict(record)
-            self._written.add(key)
-            self._append({"record": "check", **record}, line)
+    def take_check(self, record: dict) -> None:
+        """A check record decided by another session (a ``--jobs`` child): kept and appended, once."""
+        if self._keep_check(record):
+            self._append({"record": "check", **record})
 
     def take_lines(self, lines: list) -> int:
         """Another session's new partial-file lines (``partial_record``): its target and check records taken
-        as ``take_target`` and ``take_check`` take them, the new ones appended in one write; how many records
-        the lines held."""
-        taken, self._batch = 0, []
-        try:
-            for line in lines:
-                kind, record = partial_record(line)
-                if kind == "target":
-                    self.take_target(record)
-                elif kind == "check":
-                    self.take_check(record, line)
-                else:
-                    continue
-                taken += 1
-        finally:
-            batch, self._batch = self._batch, None
-            self._write_lines(batch)
+        as ``take_target`` and ``take_check`` take them, the new ones appended as that session wrote them, in
+        one write; how many records the lines held."""
+        new, taken = [], 0
+        for line in lines:
+            kind, record = partial_record(line)
+            if kind == "target":
+                kept = self._keep_target(record)
+            elif kind == "check":
+                kept = self._keep_check(record)
+            else:
+                continue
+            taken += 1
+            if kept:
+                new.append(line)
+        self._write_lines(new)
         return taken
+
+    def _keep_target(self, record: dict) -> bool:
+        current = self.targets.get(record["target"])
+        if current is not None and current.get("versions") and not record.get("versions"):
+            return False
+        if current == record:
+            return False
+        self.targets[record["target"]] = dict(record)
+        return True
+
+    def _keep_check(self, record: dict) -> bool:
+        key = (record["check"], record["target"])
+        if key in self._written:
+            return False
+        self.records[key] = dict(record)
+        self._written.add(key)
+        return True
 
     def write(self) -> bool:
         """Write the document (when any check ran) and remove the partial file; whether it was written."""
@@ -206,12 +213,8 @@ class Results:
                 groups[group] = groups.get(group, 0) + 1
         return groups
 
-    def _append(self, record: dict, line: str | None = None) -> None:
-        text = line if line is not None else json.dumps(record, sort_keys=True)
-        if self._batch is not None:
-            self._batch.append(text)
-        else:
-            self._write_lines([text])
+    def _append(self, record: dict) -> None:
+        self._write_lines([json.dumps(record, sort_keys=True)])
 
     def _write_lines(self, lines: list) -> None:
         if not lines:

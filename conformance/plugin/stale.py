@@ -64,13 +64,13 @@ def judge(expectations: Expectations, targets: list, versions: dict, ran: set, c
     ``targets``: (server, target) of the session; ``versions``: target -> server version or None;
     ``ran``: (check, target) pairs with a record."""
     report = {"files": list(expectations.files), "entries": 0, "matched": 0, "out_of_range": 0, "stale": []}
-    ran, collected_by_check = _by_check(ran), _by_check(collected.pairs)
+    ran_by_check, collected_by_check = _by_check(ran), _by_check(collected.pairs)
     for entry in expectations.entries:
         mine = [target for server, target in targets if entry.on_target(server, target)]
         if not mine:
             continue
         report["entries"] += 1
-        verdict = _verdict(entry, [t for t in mine if entry.in_range(versions.get(t))], ran, collected,
+        verdict = _verdict(entry, [t for t in mine if entry.in_range(versions.get(t))], ran_by_check, collected,
                            collected_by_check)
         if verdict == "stale":
             report["stale"].append({"file": entry.source, "line": entry.line, "check": entry.check,
@@ -96,10 +96,10 @@ def _named(entry, by_check: dict, targets: set) -> bool:
     return any(entry.names(check) and not these.isdisjoint(targets) for check, these in by_check.items())
 
 
-def _verdict(entry, targets: list, ran: dict, collected: Collected, collected_by_check: dict) -> str:
+def _verdict(entry, targets: list, ran_by_check: dict, collected: Collected, collected_by_check: dict) -> str:
     if not targets:
         return "out_of_range"
-    if _named(entry, ran, set(targets)):
+    if _named(entry, ran_by_check, set(targets)):
         return "matched"
     if _named(entry, collected_by_check, set(targets) | {None}):
         return "not_selected"
