@@ -17,12 +17,16 @@ Rules of this module:
    ``connect.connect`` (the one way to open a socket; websockets adds TLS itself for ``wss``).
 3. Every read is bounded: httpx's timeouts on each operation, plus a deadline and a byte cap on the
    whole response body in :func:`fetch`; websockets' ``open_timeout``, ``close_timeout`` and ``max_size``,
-   and a timeout on every :func:`ws_recv`. websockets leaves its socket blocking after the handshake
-   (``settimeout(None)``): its reader thread, woken by ``select`` for a TLS record that never completes, would
-   block in ``recv`` for ever, and its close path joins that thread without a timeout. :func:`ws_client`
-   gives the socket :data:`TIMEOUT` again, so every ``recv`` and ``send`` of that thread ends. Its close is
-   bounded as well (:func:`ws_close`, :data:`CLOSE_BOUND`): a close still running then (its thread stuck past
-   every timeout websockets was given: seen twice, on wss, on a loaded 2-core machine, 2026-11-27 and 28)
+   and a timeout on every :func:`ws_recv`. websockets makes its socket blocking after the TLS handshake
+   (``settimeout(None)``) and starts its reader thread then, so on ``wss`` that thread could enter a
+   blocking ``recv`` (a TLS record after the 101: a session ticket, a partial record) before any later
+   ``settimeout`` reaches it; a blocked ``recv`` is not woken when websockets closes the socket, and its
+   send and close paths join that thread without a timeout. :func:`ws_client` gives websockets a TLS
+   context whose sockets refuse to block (:class:`_BoundedSSLSocket`: ``settimeout(None)`` means
+   :data:`TIMEOUT`), so every ``recv`` and ``send`` of that thread ends; on ``ws`` it keeps the
+   socket websockets is handed, with its timeout. Its close is bounded as well (:func:`ws_close`,
+   :data:`CLOSE_BOUND`): a close still running then (its thread stuck past every timeout websockets was
+   given: seen on wss, on a loaded 2-core machine, 2026-11-27 and 28, before the sockets refused to block)
    gets its socket shut and is left to end on its own (websockets' threads are daemons). Leaving
    :func:`ws_client` does not wait for more: the check's verdict was decided by the exchange inside it. A
    check whose verdict is the close itself gets :class:`ClientStuck`, an error (undecided), never a failure.
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 import time
 from typing import NamedTuple
@@ -60,6 +65,19 @@ class ClientFailed(AssertionError):
 
 class ClientStuck(Exception):
     """A field client did not return within every deadline it was given (rule 3): the check is undecided."""
+
+
+class _BoundedSSLSocket(ssl.SSLSocket):
+    """A TLS socket that never blocks without a deadline: ``settimeout(None)`` sets :data:`TIMEOUT` (rule 3)."""
+
+    def settimeout(self, value) -> None:
+        super().settimeout(TIMEOUT if value is None else value)
+
+
+def _ws_tls_context() -> ssl.SSLContext:
+    ctx = tls_context()
+    ctx.sslsocket_class = _BoundedSSLSocket
+    return ctx
 
 
 class Fetched(NamedTuple):
@@ -105,15 +123,11 @@ def ws_client(server, path: str):
     uri = f"{'wss' if tls else 'ws'}://{server.authority}{path}"
     sock = connect(server, timeout=TIMEOUT)
     try:
-        ws = _ws_connect(uri, sock=sock, ssl=tls_context() if tls else None, open_timeout=TIMEOUT,
+        ws = _ws_connect(uri, sock=sock, ssl=_ws_tls_context() if tls else None, open_timeout=TIMEOUT,
                          close_timeout=TIMEOUT, max_size=WS_MAX_SIZE)
     except (WebSocketException, OSError, TimeoutError) as exc:
         sock.close()
         raise ClientFailed(f"websockets could not open {uri}: {type(exc).__name__}: {exc}") from exc
-    try:
-        ws.socket.settimeout(TIMEOUT)
-    except OSError:          # already closed by the reader thread (the server closed): no read left to bound
-        pass
     ws.__enter__()  # websockets' own context: entered here, its exit is ws_close's bounded close (rule 3)
     try:
         yield ws

@@ -96,12 +96,15 @@ def _raised(excinfo, types) -> bool:
     return excinfo is not None and isinstance(excinfo.value, types)
 
 
-def _where(excinfo) -> str:
-    """The innermost frame the check was in (``file:line``), the alarm handler's own left out."""
+def _where(excinfo, depth: int = 3) -> str:
+    """Where the check was (``file:line``), the alarm handler's own frame left out: the innermost frame,
+    then up to ``depth - 1`` of its callers (``... <- caller``), so a wait inside a library names the
+    library's call and the check's line that led to it."""
     entries = [e for e in excinfo.traceback if Path(str(e.path)).name != "interrupts.py"]
     if not entries:  # pragma: no cover
         return "an unknown place"
-    return f"{entries[-1].path}:{entries[-1].lineno + 1}"
+    inner, *callers = [f"{e.path}:{e.lineno + 1}" for e in reversed(entries[-depth:])]
+    return inner + "".join(f" <- {Path(c).name}" for c in callers)
 
 
 def _fixed_message(deviation) -> str:

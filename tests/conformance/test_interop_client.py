@@ -9,6 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from gatecheck import fixtures
+from gatecheck.conformance.client import interop
 from gatecheck.conformance.client.interop import WS_MAX_SIZE, ClientFailed, fetch, http_client, ws_client, ws_recv
 from gatecheck.servers import Target, start_server
 
@@ -18,9 +20,13 @@ def hostile(tmp_path):
     """start(mode) -> a served-target look-alike (url, authority, address) of the hostile server in ``mode``."""
     started = []
 
-    def start(mode: str):
+    def start(mode: str, *, tls: bool = False):
         cmd = "{python} -m tests.hostile.server --port {port} --mode " + mode
-        srv = start_server(Target("command", "asgi", "h1", (("cmd", cmd),)), app="x:y", log_dir=tmp_path)
+        options = (("cmd", cmd),)
+        if tls:
+            options = (("cmd", cmd + " --tls-cert {tls_cert} --tls-key {tls_key}"), ("features", "tls"))
+        srv = start_server(Target("command", "asgi", "h1", options), app="x:y", log_dir=tmp_path,
+                           tls=(fixtures.TLS_CERT, fixtures.TLS_KEY))
         started.append(srv)
         return SimpleNamespace(url=srv.url, authority=f"{srv.host}:{srv.port}", address=(srv.host, srv.port))
 
@@ -93,6 +99,23 @@ def test_a_close_stuck_past_every_deadline_is_left_to_end_with_its_socket_shut(m
     assert ws.released.wait(2)                 # the shut socket ended the stuck close
     with pytest.raises(ConnectionResetError):  # what a close that returned raised is the caller's
         interop.ws_close(_StuckClose(wakes=False, raises=ConnectionResetError("gone")))
+
+
+def test_a_wss_reader_waiting_inside_a_tls_record_ends_within_the_client_timeout(hostile, monkeypatch):
+    """websockets makes its socket blocking after the TLS handshake, its reader thread already running: a
+    record cut short after the 101 held that thread in a blocking recv that closing the socket does not wake,
+    so websockets' close (which joins it) never returned. The reader now waits at most TIMEOUT."""
+    monkeypatch.setattr(interop, "TIMEOUT", 2.0)
+    monkeypatch.setattr(interop, "CLOSE_BOUND", 8.0)
+    server = hostile("ws-partial-tls-record", tls=True)
+    assert server.url.startswith("https:")
+    began = time.monotonic()
+    with ws_client(server, "/ws_echo") as ws:
+        assert ws.socket.gettimeout() == 2.0
+        time.sleep(0.3)  # the reader reaches the cut record
+        closed = interop.ws_close(ws)
+    assert closed, "websockets' close was still running after CLOSE_BOUND"
+    assert time.monotonic() - began < 6
 
 
 def test_a_check_past_its_deadline_says_where_its_other_threads_were():

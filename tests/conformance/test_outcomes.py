@@ -76,3 +76,21 @@ def test_every_other_call_keeps_pytest_own_failure_text():
         item = SimpleNamespace()
         brief_if_known(item, call, known)
         assert "repr_failure" not in vars(item)
+
+
+def test_a_timeout_says_where_the_check_was_and_what_led_there():
+    from gatecheck.conformance.plugin.outcomes import _where
+
+    def library_wait():
+        raise CheckTimeout("over its deadline")
+
+    def client_call():
+        library_wait()
+
+    def check():
+        client_call()
+
+    where = _where(_call(check).excinfo)
+    inner, *callers = where.split(" <- ")
+    assert inner.startswith(f"{__file__}:"), where
+    assert len(callers) == 2 and all(c.startswith("test_outcomes.py:") for c in callers), where

@@ -1,7 +1,7 @@
 """A hostile HTTP/1.1 server: it answers the readiness probe like a server, then misbehaves.
 
     python -m tests.hostile.server --port PORT --mode MODE [--ready-requests N] [--double-fork] [--ignore-sigterm]
-                                   [--start-once PATH]
+                                   [--start-once PATH] [--tls-cert CERT --tls-key KEY]
 
 Started like any ``--server-cmd`` target (``--server-cmd "{python} -m tests.hostile.server --port {port}
 --mode silent" --interface asgi``), it lets the harness's tests prove that no check passes on silence,
@@ -24,6 +24,7 @@ import hashlib
 import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -52,6 +53,8 @@ MODES = {
                         "then bytes forever",
     "ws-endless-message": "a WebSocket handshake gets a valid 101, then a text message whose continuation "
                           "frames never end",
+    "ws-partial-tls-record": "(with --tls-cert) a WebSocket handshake gets a valid 101, then the first bytes of "
+                             "a TLS record, written under the TLS layer, then silence; the connection stays open",
     # HTTP/2 with prior knowledge: a connection preface gets a SETTINGS frame, then the mode;
     # any other request is read and never answered
     "h2-garbage": "an HTTP/2 connection preface is answered with bytes that are not frames, then a close",
@@ -140,6 +143,9 @@ def _ws_mode(conn: socket.socket, mode: str, head: bytes) -> bool:
         return _send(conn, b"\x82\x7f" + (1 << 62).to_bytes(8, "big")) and _forever(conn, b"w" * 65536)
     if mode == "ws-endless-message":
         return _send(conn, b"\x01\x05start") and _forever(conn, b"\x00\x7e\xff\xff" + b"m" * 65535)
+    if mode == "ws-partial-tls-record":  # an application-data record's header, cut short: a TLS read waits
+        os.write(conn.fileno(), b"\x17\x03")
+        return _hostile(conn, "silent")
     return False  # ws-close
 
 
@@ -211,8 +217,16 @@ def _hostile(conn: socket.socket, mode: str, head: bytes = b"", nth: int = 1) ->
     raise ValueError(mode)
 
 
-def _serve(conn: socket.socket, mode: str, ready_requests: int) -> None:
+def _serve(conn: socket.socket, mode: str, ready_requests: int, tls: ssl.SSLContext | None = None) -> None:
     global _served
+    if tls is not None:
+        try:
+            conn.settimeout(10)
+            conn = tls.wrap_socket(conn, server_side=True)
+            conn.settimeout(None)
+        except OSError:
+            conn.close()
+            return
     with conn:
         nth = 0
         while True:
@@ -252,7 +266,17 @@ def main(argv=None) -> int:
     parser.add_argument("--ignore-sigterm", action="store_true", help="ignore SIGTERM")
     parser.add_argument("--start-once", metavar="PATH",
                         help="start only when PATH does not exist (and create it): a restart fails, exit code 4")
+    parser.add_argument("--tls-cert", metavar="CERT", help="serve TLS with this certificate (and --tls-key)")
+    parser.add_argument("--tls-key", metavar="KEY", help="the certificate's private key")
     args = parser.parse_args(argv)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    if args.mode == "ws-partial-tls-record" and not args.tls_cert:
+        parser.error("--mode ws-partial-tls-record needs --tls-cert and --tls-key")
+    tls = None
+    if args.tls_cert:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
     if args.start_once:
         try:
             open(args.start_once, "x").close()
@@ -272,7 +296,7 @@ def main(argv=None) -> int:
     print(f"hostile server ({args.mode}) on {args.host}:{args.port}, pid {os.getpid()}", flush=True)
     while True:
         conn, _ = listener.accept()
-        threading.Thread(target=_serve, args=(conn, args.mode, args.ready_requests), daemon=True).start()
+        threading.Thread(target=_serve, args=(conn, args.mode, args.ready_requests, tls), daemon=True).start()
 
 
 if __name__ == "__main__":
