@@ -17,16 +17,22 @@ Rules of this module:
    ``connect.connect`` (the one way to open a socket; websockets adds TLS itself for ``wss``).
 3. Every read is bounded: httpx's timeouts on each operation, plus a deadline and a byte cap on the
    whole response body in :func:`fetch`; websockets' ``open_timeout``, ``close_timeout`` and ``max_size``,
-   and a timeout on every :func:`ws_recv`. websockets makes its socket blocking after the TLS handshake
-   (``settimeout(None)``) and starts its reader thread then, so on ``wss`` that thread could enter a
-   blocking ``recv`` (a TLS record after the 101: a session ticket, a partial record) before any later
-   ``settimeout`` reaches it; a blocked ``recv`` is not woken when websockets closes the socket, and its
-   send and close paths join that thread without a timeout. :func:`ws_client` gives websockets a TLS
-   context whose sockets refuse to block (:class:`_BoundedSSLSocket`: ``settimeout(None)`` means
-   :data:`TIMEOUT`), so every ``recv`` and ``send`` of that thread ends; on ``ws`` it keeps the
-   socket websockets is handed, with its timeout. Its close is bounded as well (:func:`ws_close`,
+   and a timeout on every :func:`ws_recv`. On ``wss`` websockets' reader thread reads while the caller's
+   thread writes, on one TLS connection, and OpenSSL's connection object is not safe for that. As
+   websockets leaves it (the socket blocking after the TLS handshake), three clients opening 3,000
+   connections each to one Granian: twice, two of the three stuck for ever in the opening handshake,
+   joining a reader blocked in a read that closing the socket does not end (the signature of the CI
+   timeouts of 2026-11-27 and 28); a client alone: 14 handshakes in 5,000 waited 10 s for a 101; with a
+   deadline on that socket, 4 in 1,500 ended in a false end of stream; a single-threaded client of the
+   same exchange, none in 3,000. :func:`ws_client` therefore gives websockets a TLS context whose sockets
+   take turns (:class:`_SerializedSSLSocket`): every TLS call runs under one lock on a socket that never
+   blocks, and the waits for it to become readable or writable run outside the lock, in slices, within
+   the timeout websockets set (none after its handshake: a read waits for the server, a send the server
+   never reads ends at the check's deadline), ending once the socket is closed: none of 16,000 such
+   connections failed or stuck, three clients at once included. On ``ws`` the socket websockets is
+   handed keeps :data:`TIMEOUT`. The close is bounded as well (:func:`ws_close`,
    :data:`CLOSE_BOUND`): a close still running then (its thread stuck past every timeout websockets was
-   given: seen on wss, on a loaded 2-core machine, 2026-11-27 and 28, before the sockets refused to block)
+   given: seen on wss, on a loaded 2-core machine, 2026-11-27 and 28, before the sockets took turns)
    gets its socket shut and is left to end on its own (websockets' threads are daemons). Leaving
    :func:`ws_client` does not wait for more: the check's verdict was decided by the exchange inside it. A
    check whose verdict is the close itself gets :class:`ClientStuck`, an error (undecided), never a failure.
@@ -36,6 +42,8 @@ Rules of this module:
 from __future__ import annotations
 
 import contextlib
+import errno
+import select
 import socket
 import ssl
 import threading
@@ -67,16 +75,88 @@ class ClientStuck(Exception):
     """A field client did not return within every deadline it was given (rule 3): the check is undecided."""
 
 
-class _BoundedSSLSocket(ssl.SSLSocket):
-    """A TLS socket that never blocks without a deadline: ``settimeout(None)`` sets :data:`TIMEOUT` (rule 3)."""
+class _SerializedSSLSocket(ssl.SSLSocket):
+    """A TLS socket two threads can share (rule 3): each TLS call under one lock, on a socket that never
+    blocks; the waits between calls run outside the lock. ``settimeout`` sets how long a call may wait."""
+
+    _SLICE = 0.2  # seconds a wait sleeps before it looks again (a socket closed by the other thread)
+
+    @classmethod
+    def _create(cls, *args, **kwargs):
+        sock = super()._create(*args, **kwargs)  # the TLS handshake, with the plain socket's own timeout
+        sock._wait = ssl.SSLSocket.gettimeout(sock)
+        ssl.SSLSocket.settimeout(sock, 0.0)
+        sock._gate = threading.Lock()
+        return sock
 
     def settimeout(self, value) -> None:
-        super().settimeout(TIMEOUT if value is None else value)
+        if not hasattr(self, "_gate"):  # still in _create: the handshake's own socket timeout
+            super().settimeout(value)
+        else:
+            self._wait = value
+
+    def gettimeout(self):
+        return self._wait if hasattr(self, "_gate") else super().gettimeout()
+
+    def setblocking(self, flag: bool) -> None:
+        self.settimeout(None if flag else 0.0)
+
+    def _turn(self, direction: int, call, *args):
+        """``call(*args)`` under the lock, waited on (outside it) while TLS wants the socket, or while the
+        socket itself would block (after ``shutdown`` the calls are the plain socket's) in ``direction``."""
+        if not hasattr(self, "_gate"):
+            return call(*args)
+        deadline = None if self._wait is None else time.monotonic() + self._wait
+        while True:
+            with self._gate:
+                try:
+                    return call(*args)
+                except ssl.SSLWantReadError as exc:
+                    want, error = select.POLLIN, exc
+                except ssl.SSLWantWriteError as exc:
+                    want, error = select.POLLOUT, exc
+                except BlockingIOError as exc:
+                    want, error = direction, exc
+            if self._wait == 0.0:
+                raise error
+            self._await(want, deadline)
+
+    def _await(self, want: int, deadline) -> None:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise TimeoutError("timed out")
+        fd = self.fileno()
+        if fd < 0:
+            raise OSError(errno.EBADF, "the socket was closed")
+        poller = select.poll()
+        poller.register(fd, want)
+        poller.poll(1000 * (self._SLICE if left is None else min(left, self._SLICE)))
+
+    def recv(self, buflen: int = 1024, flags: int = 0):
+        return self._turn(select.POLLIN, super().recv, buflen, flags)
+
+    def send(self, data, flags: int = 0) -> int:
+        return self._turn(select.POLLOUT, super().send, data, flags)
+
+    def sendall(self, data, flags: int = 0) -> None:
+        view = memoryview(data).cast("B")
+        while view:
+            view = view[self.send(view, flags):]
+
+    def shutdown(self, how: int) -> None:
+        gate = getattr(self, "_gate", None) or contextlib.nullcontext()
+        with gate:
+            super().shutdown(how)
+
+    def close(self) -> None:
+        gate = getattr(self, "_gate", None) or contextlib.nullcontext()
+        with gate:
+            super().close()
 
 
 def _ws_tls_context() -> ssl.SSLContext:
     ctx = tls_context()
-    ctx.sslsocket_class = _BoundedSSLSocket
+    ctx.sslsocket_class = _SerializedSSLSocket
     return ctx
 
 
