@@ -7,13 +7,15 @@ back what the app logged.
 """
 from __future__ import annotations
 
+import ssl
+
 import pytest
 
 from gatecheck.conformance.app import (asgi_scope, decode_probe, response_script, run_script, script_target,
                                        ws_accepted, ws_open, ws_script, ws_steps)
 from gatecheck.conformance.client.h2 import H2Client
 from gatecheck.conformance.client.http1 import Connection, build_request
-from gatecheck.conformance.client.interop import TIMEOUT, ws_client, ws_recv
+from gatecheck.conformance.client.interop import ws_client, ws_recv
 from gatecheck.conformance.client.ws import OP_TEXT
 from gatecheck.conformance.plugin.started import StartedServer
 from gatecheck.conformance.plugin.targets import targets_from_options
@@ -80,11 +82,17 @@ def test_a_script_target_is_json_in_the_query():
     assert script_target([["start", 200]]) == "/script?s=%5B%5B%22start%22%2C200%5D%5D"
 
 
-def test_the_websockets_client_over_wss_keeps_a_deadline_on_its_socket(server):
-    """websockets leaves its socket blocking after the handshake; ws_client gives it TIMEOUT again, so the
-    client's reader thread cannot block for ever in a recv of a TLS record that never completes, and its close
-    (which joins that thread without a timeout) always ends."""
+def test_the_websockets_client_over_wss_takes_turns_on_a_socket_that_never_blocks(server):
+    """websockets reads a wss connection on its own thread while the caller's thread writes; OpenSSL's
+    connection object is not safe for that, so ws_client's TLS socket runs each call under one lock, on a
+    socket that never blocks, and waits outside the lock (interop rule 3): messages of one TLS record and of
+    many go both ways whole."""
+    from gatecheck.conformance.client.interop import _SerializedSSLSocket
+
     with ws_client(server, "/ws_echo") as ws:
-        assert ws.socket.gettimeout() == TIMEOUT
-        ws.send("over wss, websockets")
-        assert ws_recv(ws) == "over wss, websockets"
+        assert isinstance(ws.socket, _SerializedSSLSocket)
+        assert ssl.SSLSocket.gettimeout(ws.socket) == 0.0 and ws.socket.gettimeout() is None
+        for size in (10, 70_000, 1 << 20):
+            payload = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+            ws.send(payload)
+            assert ws_recv(ws) == payload
