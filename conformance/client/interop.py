@@ -80,6 +80,8 @@ class _SerializedSSLSocket(ssl.SSLSocket):
     blocks; the waits between calls run outside the lock. ``settimeout`` sets how long a call may wait."""
 
     _SLICE = 0.2  # seconds a wait sleeps before it looks again (a socket closed by the other thread)
+    _gate: threading.Lock | None = None  # set once the TLS handshake is done (``_create``)
+    _wait: float | None = None           # what ``settimeout`` last set: how long a call may wait
 
     @classmethod
     def _create(cls, *args, **kwargs):
@@ -90,13 +92,13 @@ class _SerializedSSLSocket(ssl.SSLSocket):
         return sock
 
     def settimeout(self, value) -> None:
-        if not hasattr(self, "_gate"):  # still in _create: the handshake's own socket timeout
+        if self._gate is None:  # still in _create: the handshake's own socket timeout
             super().settimeout(value)
         else:
             self._wait = value
 
     def gettimeout(self):
-        return self._wait if hasattr(self, "_gate") else super().gettimeout()
+        return super().gettimeout() if self._gate is None else self._wait
 
     def setblocking(self, flag: bool) -> None:
         self.settimeout(None if flag else 0.0)
@@ -104,7 +106,7 @@ class _SerializedSSLSocket(ssl.SSLSocket):
     def _turn(self, direction: int, call, *args):
         """``call(*args)`` under the lock, waited on (outside it) while TLS wants the socket, or while the
         socket itself would block (after ``shutdown`` the calls are the plain socket's) in ``direction``."""
-        if not hasattr(self, "_gate"):
+        if self._gate is None:
             return call(*args)
         deadline = None if self._wait is None else time.monotonic() + self._wait
         while True:
@@ -144,13 +146,11 @@ class _SerializedSSLSocket(ssl.SSLSocket):
             view = view[self.send(view, flags):]
 
     def shutdown(self, how: int) -> None:
-        gate = getattr(self, "_gate", None) or contextlib.nullcontext()
-        with gate:
+        with self._gate or contextlib.nullcontext():
             super().shutdown(how)
 
     def close(self) -> None:
-        gate = getattr(self, "_gate", None) or contextlib.nullcontext()
-        with gate:
+        with self._gate or contextlib.nullcontext():
             super().close()
 
 
