@@ -256,8 +256,9 @@ def _line_cells(c: Comparison, line: Line, seed_ranks: Mapping[str, float], our_
 
 
 def _rows_table(c: Comparison) -> list[str]:
-    head = (["Python"] if c.table.env else []) + ["Row", "seed c", "seed RPS", "our RPS", "our c", "repeats", "CV",
-                                                 "seed rank", "our rank"]
+    metric = c.table.metric
+    head = (["Python"] if c.table.env else []) + ["Row", "seed c", f"seed {metric}", f"our {metric}", "our c",
+                                                 "repeats", "CV", "seed rank", "our rank"]
     both = c.compared
     ids = [line.seed.row_id for line in both]
     seed_ranks = dict(zip(ids, average_ranks([line.seed.rps for line in both])))
@@ -280,11 +281,11 @@ def _inversion_lines(c: Comparison) -> list[str]:
         hi, lo = both[inv.first].seed.row_id, both[inv.second].seed.row_id
         text = c.table.explanation(hi, lo) or f"*unexplained: add `\"{hi} | {lo}\" = \"...\"` under `[table.explanations]` in {where}*"
         out.append(f"- {hi} above {lo} in the seed (+{_pct(inv.reference_gap)}), below it here "
-                   f"(+{_pct(inv.other_gap)}){_overlap(both[inv.first].ours, both[inv.second].ours)}: {text}")
+                   f"(+{_pct(inv.other_gap)}){_overlap(both[inv.first].ours, both[inv.second].ours, c.table.metric)}: {text}")
     return out
 
 
-def _overlap(a: Row | None, b: Row | None) -> str:
+def _overlap(a: Row | None, b: Row | None, metric: str = "RPS") -> str:
     """When our repeats of the two rows overlap (each row's lowest to highest RPS), the inversion is inside
     our own run-to-run spread: said beside it, with both ranges."""
     if a is None or b is None or len(a.samples) < 2 or len(b.samples) < 2:
@@ -292,12 +293,12 @@ def _overlap(a: Row | None, b: Row | None) -> str:
     if max(a.samples) < min(b.samples) or max(b.samples) < min(a.samples):
         return ""
     span = lambda r: f"{min(r.samples):,.0f}-{max(r.samples):,.0f}"  # noqa: E731
-    return f" (our repeats overlap: {span(a)} and {span(b)} RPS)"
+    return f" (our repeats overlap: {span(a)} and {span(b)} {metric})"
 
 
 def _extras_table(c: Comparison) -> list[str]:
     out = ["Extra rows (our profile has them, the seed does not; not ranked):", "",
-           "| Row | our RPS | our c | repeats | CV |", "| --- | --- | --- | --- | --- |"]
+           f"| Row | our {c.table.metric} | our c | repeats | CV |", "| --- | --- | --- | --- | --- |"]
     for row in c.extras:
         label = " ".join(v for v in row.env_values[:1] if v) + (" " if row.env_values[:1] else "") + row.label
         if row.group and row.group != c.table.group:

@@ -32,6 +32,8 @@ __all__ = [
     "measure",
     "check_route",
     "is_generator_bound",
+    "run_pinned",
+    "ServerSampler",
     "GENERATOR_BOUND_UTIL",
 ]
 
@@ -161,8 +163,11 @@ class LoadRun:
         }
 
 
-def _run_oha(argv: Sequence[str], cpus: Sequence[int] | None, deadline: float, on_tick=None, tick: float = 0.2) -> tuple[str, str, int, float, float]:
-    """Run oha; return (stdout, stderr, exit code, wall seconds, CPU seconds). ``on_tick`` runs while it runs."""
+def run_pinned(argv: Sequence[str], cpus: Sequence[int] | None, deadline: float, on_tick=None, tick: float = 0.2,
+               error: type = OhaError, name: str = "oha") -> tuple[str, str, int, float, float]:
+    """Run a load generator (oha, or the WebSocket broadcast client) on ``cpus``; return (stdout, stderr, exit
+    code, wall seconds, CPU seconds). ``on_tick`` runs while it runs; past ``deadline`` it is killed and
+    ``error`` raised."""
     cpu_set = set(cpus) if cpus else None
     stops = {signal.SIGINT, signal.SIGTERM}
 
@@ -173,8 +178,8 @@ def _run_oha(argv: Sequence[str], cpus: Sequence[int] | None, deadline: float, o
 
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
-        # Ctrl-C is held back while oha is being spawned: an interrupt inside Popen would lose its pid,
-        # and oha would outlive us unreaped. Released below, inside the try whose finally kills oha.
+        # Ctrl-C is held back while the generator is being spawned: an interrupt inside Popen would lose its
+        # pid, and it would outlive us unreaped. Released below, inside the try whose finally kills oha.
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
         try:
             proc = subprocess.Popen(list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=pin)
@@ -192,7 +197,7 @@ def _run_oha(argv: Sequence[str], cpus: Sequence[int] | None, deadline: float, o
                     break
                 now = time.monotonic()
                 if now > deadline:
-                    raise OhaError(f"oha did not finish before its deadline; killed it: {' '.join(argv)}")
+                    raise error(f"{name} did not finish before its deadline; killed it: {' '.join(argv)}")
                 if on_tick and now >= next_tick:
                     on_tick()
                     next_tick = now + tick
@@ -226,7 +231,7 @@ def _oha_budget(duration: float | None, requests: int | None, request_timeout: f
     return max(120.0, (requests or 0) / 200.0 + request_timeout)
 
 
-class _ServerSampler:
+class ServerSampler:
     """The server tree's resources over a run: the first sample, the last good one, and the peaks."""
 
     def __init__(self, srv: ServerHandle) -> None:
@@ -277,9 +282,9 @@ def measure(
         body_file=route.body_file(workdir or Path(tempfile.gettempdir()) / "gatecheck-bodies"),
         worker_threads=len(oha_cpus) if oha_cpus else len(available_cpus()), request_timeout=request_timeout)
     budget = _oha_budget(duration, requests, request_timeout)
-    sampler = _ServerSampler(srv)
+    sampler = ServerSampler(srv)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    stdout, stderr, code, wall, oha_cpu = _run_oha(argv, oha_cpus, time.monotonic() + budget, sampler.tick, sample_interval)
+    stdout, stderr, code, wall, oha_cpu = run_pinned(argv, oha_cpus, time.monotonic() + budget, sampler.tick, sample_interval)
     sampler.tick()
     if code != 0 or not stdout.strip():
         raise OhaError(f"oha exited {code} without a result: {stderr.strip()[-800:] or '(no stderr)'}\n  command: {' '.join(argv)}")
@@ -306,7 +311,7 @@ def check_route(srv: ServerHandle, route: RouteSpec, *, http2: bool = False, oha
         binary, _url(srv, route.path), concurrency=1, requests=count, http2=http2, method=route.method,
         body_file=route.body_file(body_dir), worker_threads=1, request_timeout=10.0, keepalive=False,
     )
-    stdout, stderr, code, _wall, _cpu = _run_oha(argv, None, time.monotonic() + 60.0)
+    stdout, stderr, code, _wall, _cpu = run_pinned(argv, None, time.monotonic() + 60.0)
     if code != 0 or not stdout.strip():
         raise OhaError(f"oha exited {code} during the route check: {stderr.strip()[-800:]}")
     result = parse_json(stdout)

@@ -9,7 +9,8 @@ Rules of this module:
   a framework adapter's own program (robyn), else the fixture app of the target's interface, taken from
   ``gatecheck.fixtures.APPS`` (fixtures owns its apps; load/ never spells their module paths).
 - :class:`Pipeline` holds the seams (``start_fn`` = ``servers.start_server``, ``check_fn`` =
-  ``load.measure.check_route``, ``measure_fn`` = ``load.measure.measure``) with the CPU pinning, the oha
+  ``load.measure.check_route``, ``measure_fn`` = ``load.measure.measure``, and for WebSocket routes
+  ``check_ws_fn``/``broadcast_fn`` = ``load.wsbroadcast``'s) with the CPU pinning, the oha
   binary and the output folder (``logs/``, ``bodies/``), so the runner and the gate start, check and measure
   servers the same way; the gate's tests pass fakes. The record step is ``load.results.append_record``.
 """
@@ -91,6 +92,18 @@ def _default_measure(*args: Any, **kwargs: Any) -> Any:
     return measure(*args, **kwargs)
 
 
+def _default_check_ws(*args: Any, **kwargs: Any) -> None:
+    from .wsbroadcast import check_broadcast
+
+    check_broadcast(*args, **kwargs)
+
+
+def _default_broadcast(*args: Any, **kwargs: Any) -> Any:
+    from .wsbroadcast import broadcast
+
+    return broadcast(*args, **kwargs)
+
+
 @dataclass
 class Pipeline:
     """Start, check and measure servers: where logs and request bodies go, which CPUs, which oha."""
@@ -104,6 +117,8 @@ class Pipeline:
     start_fn: Callable[..., Any] = field(default=_default_start)
     check_fn: Callable[..., None] = field(default=_default_check)
     measure_fn: Callable[..., Any] = field(default=_default_measure)
+    check_ws_fn: Callable[..., None] = field(default=_default_check_ws)
+    broadcast_fn: Callable[..., Any] = field(default=_default_broadcast)
 
     @property
     def workdir(self) -> Path:
@@ -119,7 +134,11 @@ class Pipeline:
                              cpus=list(self.server_cpus) if self.server_cpus else None, python=python or self.python)
 
     def check(self, srv: Any, route: Any, *, http2: bool) -> None:
-        """A few requests one by one: RouteCheckError unless each got the route's expected answer."""
+        """A few requests one by one: RouteCheckError unless each got the route's expected answer. A WebSocket
+        route gets a small broadcast instead (``load.wsbroadcast.check_broadcast``: BroadcastError)."""
+        if getattr(route, "kind", "http") == "ws":  # the gate's tests pass route names
+            self.check_ws_fn(srv, route)
+            return
         self.check_fn(srv, route, http2=http2, oha=self.oha, workdir=self.workdir)
 
     def measure(self, srv: Any, route: Any, concurrency: int, duration: Optional[float] = None, *,
@@ -128,3 +147,9 @@ class Pipeline:
         return self.measure_fn(srv, route, concurrency, duration, requests=requests, http2=http2,
                                h2_parallel=h2_parallel, oha_cpus=self.oha_cpus, server_cpus=self.server_cpus,
                                oha=self.oha, request_timeout=self.request_timeout, workdir=self.workdir)
+
+    def broadcast(self, srv: Any, route: Any, clients: int, messages: int) -> Any:
+        """One WebSocket broadcast run (``clients`` × ``messages``), the client pinned where oha would be: a
+        :class:`load.wsbroadcast.BroadcastRun`."""
+        return self.broadcast_fn(srv, route, clients, messages, client_cpus=self.oha_cpus,
+                                 server_cpus=self.server_cpus)

@@ -24,6 +24,8 @@ Case keys (TOML)::
     python_lt = "3.12"              skip on this Python version and newer
     http2 = true                    load over HTTP/2 (implied by an ``:h2`` target; needed for ``auto`` ones)
     needs = ["fastapi"]             modules the app needs; the case is skipped when one is not importable
+    messages = 20000                messages each client sends, for a WebSocket route (``ws_broadcast``,
+                                    ``load.wsbroadcast``): there ``concurrency`` is the number of clients
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 
 _CASE_KEYS = {
     "label", "target", "route", "concurrency", "group", "cells", "app", "env",
-    "requests", "quick_requests", "h2_parallel", "python_lt", "note", "http2", "needs",
+    "requests", "quick_requests", "h2_parallel", "python_lt", "note", "http2", "needs", "messages",
 }
 _PROFILE_KEYS = {"title", "description", "default_server", "columns", "env_columns", "bold_best", "case", "section", "note"}
 
@@ -73,6 +75,7 @@ class Case:
     note: str = ""
     http2: bool = False
     needs: tuple[str, ...] = ()
+    messages: int | None = None  # per client, WebSocket routes only
 
     def target_for(self, server: str | None, default_server: str) -> Target:
         """The row's target with ``{server}`` filled in, parsed (TargetError if the row is malformed)."""
@@ -120,7 +123,7 @@ def _case(path: Path, index: int, raw: Mapping[str, Any], columns: Sequence[str]
         if key not in raw:
             raise _fail(path, where, f"missing {key!r}")
     try:
-        lookup_route(raw["route"])
+        spec = lookup_route(raw["route"])
         Target.parse(str(raw["target"]).replace("{server}", "server"))
     except (RouteError, TargetError) as exc:
         raise _fail(path, where, str(exc)) from None
@@ -131,9 +134,13 @@ def _case(path: Path, index: int, raw: Mapping[str, Any], columns: Sequence[str]
     cells = tuple(str(c) for c in raw.get("cells", ()))
     if cells and len(cells) != len(columns):
         raise _fail(path, where, f"{len(cells)} cells for {len(columns)} columns {list(columns)}")
-    for key in ("requests", "quick_requests"):
+    for key in ("requests", "quick_requests", "messages"):
         if key in raw and not (isinstance(raw[key], int) and raw[key] >= 1):
             raise _fail(path, where, f"{key} must be a positive integer")
+    if spec.kind == "ws" and "messages" not in raw:
+        raise _fail(path, where, f"route {spec.name!r} is a WebSocket route: give messages (per client)")
+    if spec.kind != "ws" and "messages" in raw:
+        raise _fail(path, where, f"messages is for WebSocket routes; route {spec.name!r} is HTTP")
     return Case(
         label=str(raw["label"]),
         target=str(raw["target"]),
@@ -150,6 +157,7 @@ def _case(path: Path, index: int, raw: Mapping[str, Any], columns: Sequence[str]
         note=str(raw.get("note", "")),
         http2=bool(raw.get("http2", False)),
         needs=tuple(str(n) for n in raw.get("needs", ())),
+        messages=raw.get("messages"),
     )
 
 

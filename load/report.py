@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from .results import RUNNER_KINDS, check_compatible, load_records
 from .rows import Row, env_value, latest_per_key, oha_ceiling, select_rows, version_key
+from .wsbroadcast import SETTLE
 
 __all__ = ["render", "render_vs", "write_report", "version_lines", "METHOD_TEXT", "Row", "select_rows", "oha_ceiling"]
 
@@ -86,10 +87,41 @@ def _table(rows: Sequence[Row], columns: Sequence[str], env_columns: Sequence[st
     return lines
 
 
+WS_COLUMNS = ("Send throughput", "Receive throughput", "Combined throughput", "server CPU", "client CPU", "peak RSS")
+
+WS_TEXT = (
+    "WebSocket broadcast (`load.wsbroadcast`, the seed's benchmarks/ws method): N clients connect to "
+    "`/ws_broadcast`, wait {settle} s once all are open, then each sends M messages while receiving all N × M; "
+    "throughputs in messages per second, summed over the clients (send: M / send time; receive: N × M / "
+    "receive time; combined: (N + 1) × M / the longer of the two). The client runs as one process on oha's CPU; "
+    "*server CPU* and *client CPU* are shares of the measured phase (first client's start to last client's end), "
+    "the client's of one CPU (it is one asyncio thread), and † marks a run where it used 90% or more."
+)
+
+
+def _is_ws(row: Row) -> bool:
+    return "ws" in row.record
+
+
+def _ws_table(rows: Sequence[Row]) -> list[str]:
+    head = ("Server (clients)", "Messages per client") + WS_COLUMNS
+    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    for row in rows:
+        rec = row.record
+        ws = rec["ws"]
+        cells = [row.label, str(rec.get("messages_per_client", "?")), f"{ws['send']:,.0f}", f"{ws['recv']:,.0f}",
+                 f"{ws['combined']:,.0f}" + _marks(rec), f"{rec.get('server', {}).get('util', 0):.0%}",
+                 f"{rec.get('client', {}).get('util', 0):.0%}", _mib(rec.get("server", {}).get("peak_rss"))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def version_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     seen: "OrderedDict[str, list]" = OrderedDict()
     for record in records:
         for name, version in sorted(record.get("versions", {}).items()):
+            if version is None:  # e.g. no oha in a run of WebSocket rows only
+                continue
             if version not in seen.setdefault(name, []):
                 seen[name].append(version)
     for name in seen:
@@ -167,6 +199,9 @@ def render(records: Sequence[Mapping[str, Any]], *, profile=None, plots: Mapping
     for group, group_rows in groups.items():
         if group:
             out += [f"### {group}", ""]
+        if all(_is_ws(r) for r in group_rows):
+            out += [WS_TEXT.format(settle=f"{SETTLE:g}"), "", *_ws_table(group_rows), ""]
+            continue
         out += _table(group_rows, columns, env_columns, profile.bold_best if profile else False) + [""]
     out += _footnotes(rows, records)
     for caption, path in (plots or {}).items():
@@ -221,8 +256,9 @@ def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> lis
                 "of RPS over the repeats (each repeat restarts the server):", ""]
         for row in repeated:
             warn = " (unstable: rerun with more repeats, on an idle machine)" if row.cv >= 0.10 else ""
+            unit = "combined msg/s" if _is_ws(row) else "RPS"
             out.append(f"- {row.label} (c{row.concurrency}): CV {row.cv:.1%} over {len(row.samples)} runs, "
-                       f"RPS {min(row.samples):.0f} to {max(row.samples):.0f}{warn}")
+                       f"{unit} {min(row.samples):.0f} to {max(row.samples):.0f}{warn}")
         out.append("")
     others = latest_per_key([r for r in records if r.get("kind") in ("skip", "failure")], ("python",))
     done_labels = {r.label for r in rows}
@@ -245,8 +281,9 @@ def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> lis
 
 
 def render_vs(records: Sequence[Mapping[str, Any]]) -> str:
-    """Servers side by side: one row per route, one column per target; RPS and ratio to the first target."""
-    rows = select_rows(records)
+    """Servers side by side: one row per route, one column per target; RPS and ratio to the first target (HTTP
+    rows only: the WebSocket rows count messages and have their own table)."""
+    rows = [r for r in select_rows(records) if not _is_ws(r)]
     targets: list[str] = []
     table: "OrderedDict[str, dict]" = OrderedDict()
     for row in rows:
@@ -291,8 +328,8 @@ def write_report(paths: Sequence[Path | str], out_dir: Path | str, *, plots: boo
         except ProfileError:
             profile = None
         images = {}
-        rows = select_rows(items, profile.env_columns if profile else ())
-        if plots and rows:
+        rows = [r for r in select_rows(items, profile.env_columns if profile else ()) if not _is_ws(r)]
+        if plots and rows:  # requests per second only: the WebSocket rows count messages
             rps_path = out_dir / f"{name}-rps.svg"
             rps_path.write_text(rps_svg(rows, title=f"{profile.title if profile else name}: RPS"), encoding="utf-8")
             lat_path = out_dir / f"{name}-latency.svg"

@@ -34,10 +34,13 @@ class RouteSpec:
     expect_status: int = 200
     expect_size: int | None = None  # response body bytes; None: not checked (e.g. JSON spacing varies)
     label: str = ""  # how the seed tables name it, e.g. "get 1KB"
+    kind: str = "http"  # "ws": a WebSocket route, loaded by load.wsbroadcast instead of oha
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):
             raise ValueError(f"route path must start with '/': {self.path!r}")
+        if self.kind not in ("http", "ws"):
+            raise ValueError(f"route {self.name!r}: kind must be 'http' or 'ws', got {self.kind!r}")
         if self.method not in ("GET", "POST", "PUT", "HEAD"):
             raise ValueError(f"unsupported method {self.method!r}")
         if self.body_size and self.method == "GET":
@@ -74,6 +77,7 @@ class RouteSpec:
             "body_size": self.body_size,
             "expect_status": self.expect_status,
             "expect_size": self.expect_size,
+            "kind": self.kind,
         }
 
 
@@ -99,6 +103,7 @@ ROUTES: dict[str, RouteSpec] = {
         RouteSpec("io100", "/io100", label="100ms"),
         RouteSpec("file", "/file/{jpeg}", label="file"),
         RouteSpec("pathsend", "/pathsend/{jpeg}", label="file (pathsend)"),
+        RouteSpec("ws_broadcast", "/ws_broadcast", label="broadcast", kind="ws"),
     ]
 }
 

@@ -3,7 +3,9 @@
 Rules of this module:
 - The method is the seed benchmarks': a primer at c8 for 4 s, a warm-up at the case's highest
   concurrency for 3 s, then 10 s per concurrency with short pauses between; ``quick`` scales every duration
-  (and a fixed request count becomes the case's ``quick_requests``).
+  (and a fixed request count becomes the case's ``quick_requests``). A WebSocket case (route ``ws_broadcast``)
+  follows the seed's WebSocket method instead (``load.wsbroadcast``: no primer, clients settle 3 s; ``quick``
+  scales its messages).
 - Before any load, each route is checked (status and body size): a benchmark of a broken route is worthless.
 - Servers are started, checked and measured through ``load.pipeline.Pipeline`` (as the gate does); each
   group's target is resolved once, before anything starts, into a ``ServerSetup``.
@@ -31,11 +33,13 @@ from .profile import Case, PlannedCase, Profile, plan
 from .pipeline import Pipeline, ServerSetup, setup_for
 from .results import RESULTS_FILE, append_record, environment, host_load, host_speed
 from .routes import RouteError, route as lookup_route
+from .wsbroadcast import SETTLE, BroadcastError, BroadcastRun
 
 __all__ = ["Method", "RunOptions", "RunSummary", "run_profile", "DEFAULT_QUICK"]
 
 DEFAULT_QUICK = 0.2
 SERVER_START_ESTIMATE = 2.0  # seconds to start a server and see it ready, for the "time left" estimate
+WS_RATE_ESTIMATE = 100_000.0  # messages received per second in a broadcast run, for the "time left" estimate
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,12 @@ def _requests_for(case: Case, opts: RunOptions) -> int | None:
     return case.requests
 
 
+def _messages_for(case: Case, opts: RunOptions) -> int:
+    """Messages per client of a WebSocket case (scaled by --quick, at least 100)."""
+    messages = case.messages or 0
+    return max(100, int(messages * opts.quick)) if opts.quick else messages
+
+
 def _interpreter(python: str | None) -> tuple[tuple[int, int], Callable[[str], bool] | None]:
     """(major, minor) of the server's interpreter and an ``importable(module)`` test run inside it."""
     if not python:
@@ -201,9 +211,13 @@ def _costs(groups, opts: RunOptions, method: Method) -> list:
     for _setup, items in groups * opts.repeat:
         start = SERVER_START_ESTIMATE  # charged to the group's first run
         for item in items:
-            per_case = method.primer + method.warmup + 0.5  # 0.5: the route check
-            for index, _c in enumerate(_case_concurrencies(item.case, opts)):
-                run_s = method.duration if item.case.requests is None else 5.0
+            ws = item.case.messages is not None
+            per_case = 1.0 if ws else method.primer + method.warmup + 0.5  # 0.5: the route check
+            for index, c in enumerate(_case_concurrencies(item.case, opts)):
+                if ws:
+                    run_s = SETTLE + _messages_for(item.case, opts) * c * c / WS_RATE_ESTIMATE
+                else:
+                    run_s = method.duration if item.case.requests is None else 5.0
                 costs.append(start + run_s + method.pause + (per_case if index == 0 else 0.0))
                 start = 0.0
     return costs
@@ -214,7 +228,8 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
     run = _ProfileRun(opts, log)
     planned = opts.planned(run.env["cpus_available"])
     setups = _setups(_group(planned), log, run.error)
-    if setups:  # oha is found (or built) only when something will be measured
+    if any(item.case.messages is None for _setup, items in setups for item in items):
+        # oha is found (or built) only when an HTTP case will be measured (WebSocket cases use load.wsbroadcast)
         run.pipeline.oha = Path(opts.oha) if opts.oha else find_oha(build=True, log=log)
         run.versions_oha = oha_version(run.pipeline.oha)
     run.record_plan_skips(planned)
@@ -289,7 +304,7 @@ class _ProfileRun:
             self.log(f"FAIL  {setup.target}: server did not start: {exc}")
             return
         with srv:
-            versions = {**srv.versions, "oha": self.versions_oha}
+            versions = {**srv.versions, **({"oha": self.versions_oha} if self.versions_oha else {})}
             for item in items:
                 self.run_case(item, srv, setup.http2 or item.case.http2, versions, repeat)
                 if not srv.alive():
@@ -304,10 +319,18 @@ class _ProfileRun:
         try:
             spec = lookup_route(case.route).resolve()
             self.pipeline.check(srv, spec, http2=http2)
-        except (RouteCheckError, RouteError, OhaError) as exc:
+        except (RouteCheckError, RouteError, OhaError, BroadcastError) as exc:
             self.log(f"FAIL  {case.label}: route check failed: {exc}")
             self.fail(item, f"route check failed: {exc}", route=case.route, **common)
             self.done += len(concs)
+            return
+        if spec.kind == "ws":  # the seed's WebSocket method has no primer or warm-up: its clients settle instead
+            for clients in concs:
+                self.measure_ws(item, srv, spec, clients, common)
+                if self.method.pause > 0:
+                    time.sleep(self.method.pause)
+                if not srv.alive():
+                    break
             return
         try:
             self.warm(srv, spec, http2, case.h2_parallel, concs)
@@ -363,6 +386,26 @@ class _ProfileRun:
             self.summary.flagged += 1
         self.log("      " + _describe(run))
 
+    def measure_ws(self, item: PlannedCase, srv, spec, clients: int, common: dict) -> None:
+        """One measured WebSocket broadcast run, recorded: a run, or a failure when the broadcast did not
+        complete (a client failed, a message was wrong or missing, the deadline passed)."""
+        case = item.case
+        messages = _messages_for(case, self.opts)
+        left = sum(self.costs[self.done:])
+        self.done += 1
+        self.log(f"[{self.done}/{len(self.costs)}] {self.opts.profile.name}: {case.label} ({clients} clients × "
+                 f"{messages} messages) - about {_fmt_seconds(left)} left")
+        load_before, speed_before = host_load(), host_speed(self.pin.server)
+        try:
+            run = self.pipeline.broadcast(srv, spec, clients, messages)
+        except BroadcastError as exc:
+            self.log(f"FAIL  {case.label} {clients} clients: {exc}")
+            self.fail(item, str(exc), route=case.route, concurrency=clients, messages_per_client=messages, **common)
+            return
+        self.record("run", item, **{**run.to_dict(), **common, "host_load": load_before, "host_speed": speed_before})
+        self.summary.runs += 1
+        self.log("      " + _describe_ws(run))
+
 
 def _needed_versions(case: Case, python: str) -> dict:
     """Installed versions of the packages a case ``needs`` (e.g. fastapi), as the server's interpreter sees them."""
@@ -374,6 +417,15 @@ def _needed_versions(case: Case, python: str) -> dict:
         if version:
             found[module] = version
     return found
+
+
+def _describe_ws(run: BroadcastRun) -> str:
+    th = run.result["throughput"]
+    parts = [f"combined {th['combined']:,.0f} msg/s", f"send {th['send']:,.0f}", f"receive {th['recv']:,.0f}",
+             f"server CPU {run.server_util:.0%}", f"client CPU {run.client_util:.0%}"]
+    if run.generator_bound:
+        parts.append("GENERATOR-BOUND")
+    return ", ".join(parts)
 
 
 def _describe(run: LoadRun) -> str:

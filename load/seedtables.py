@@ -25,6 +25,9 @@ File keys (TOML)::
     env = ""                        "python" when rows carry the Python version they ran on
     note = ""                       what the seed ran with (options, concurrency), printed with the table
     reason = ""                     why no profile reproduces the table (then rows may be empty)
+    metric = "RPS"                  what ``rps`` counts: "RPS" (requests per second, the default) or "msg/s"
+                                    (the WebSocket table: combined messages per second; rows then need only
+                                    label, concurrency = clients, and rps; ``send``/``recv`` may be given)
     rows = [ { label = "RSGI get 1KB", concurrency = 128, total = 1430994, rps = 143073,
                avg_ms = 0.891, max_ms = 49.009, case = "...", python = "3.11", reason = "..." } ]
     [table.explanations]
@@ -48,9 +51,10 @@ SEED_DIR = Path(__file__).resolve().parent / "seeds"
 SEED_ORDER = ("README", "asyncio", "concurrency", "pyver", "vs", "json")  # the issue's table order
 
 _DOC_KEYS = {"source", "commit", "run_at", "environment", "python", "granian", "table"}
-_TABLE_KEYS = {"profile", "title", "group", "env", "note", "reason", "rows", "explanations"}
-_ROW_KEYS = {"label", "concurrency", "total", "rps", "avg_ms", "max_ms", "case", "python", "reason"}
+_TABLE_KEYS = {"profile", "title", "group", "env", "note", "reason", "rows", "explanations", "metric"}
+_ROW_KEYS = {"label", "concurrency", "total", "rps", "avg_ms", "max_ms", "case", "python", "reason", "send", "recv"}
 _ROW_NUMBERS = ("concurrency", "total", "rps", "avg_ms", "max_ms")
+_METRICS = {"RPS": _ROW_NUMBERS, "msg/s": ("concurrency", "rps")}  # metric -> the numbers a row must give
 
 
 class SeedError(ValueError):
@@ -68,6 +72,8 @@ class SeedRow:
     case: str = ""  # the profile case's label; empty: the same as ``label``
     python: str = ""  # the Python version the row ran on (tables with env = "python")
     reason: str = ""  # why no profile reproduces this row; empty: one does
+    send: float = 0.0  # the WebSocket table's send and receive throughputs (msg/s); 0 elsewhere
+    recv: float = 0.0
 
     @property
     def row_id(self) -> str:
@@ -90,6 +96,7 @@ class SeedTable:
     reason: str = ""
     explanations: Mapping[frozenset, str] = field(default_factory=dict)
     document: str = ""  # the seed file's stem, e.g. "README"
+    metric: str = "RPS"  # what the rows' ``rps`` counts: "RPS" or "msg/s"
 
     def explanation(self, a: str, b: str) -> str:
         return self.explanations.get(frozenset((a, b)), "")
@@ -119,21 +126,24 @@ def _fail(path: Path, where: str, message: str) -> SeedError:
     return SeedError(f"{path.name}: {where}: {message}")
 
 
-def _row(path: Path, where: str, raw: Any) -> SeedRow:
+def _row(path: Path, where: str, raw: Any, metric: str = "RPS") -> SeedRow:
     if not isinstance(raw, dict):
         raise _fail(path, where, f"a row must be a table, got {raw!r}")
     unknown = set(raw) - _ROW_KEYS
     if unknown:
         raise _fail(path, where, f"row {raw.get('label', '?')!r}: unknown keys {sorted(unknown)}; known: {sorted(_ROW_KEYS)}")
-    missing = [k for k in ("label",) + _ROW_NUMBERS if k not in raw]
+    required = _METRICS[metric]
+    missing = [k for k in ("label",) + required if k not in raw]
     if missing:
         raise _fail(path, where, f"row {raw.get('label', '?')!r}: missing {missing}")
-    if not all(isinstance(raw[k], (int, float)) and raw[k] >= 0 for k in _ROW_NUMBERS):
-        raise _fail(path, where, f"row {raw['label']!r}: {', '.join(_ROW_NUMBERS)} must be non-negative numbers")
+    numbers = [k for k in _ROW_NUMBERS + ("send", "recv") if k in raw]
+    if not all(isinstance(raw[k], (int, float)) and raw[k] >= 0 for k in numbers):
+        raise _fail(path, where, f"row {raw['label']!r}: {', '.join(numbers)} must be non-negative numbers")
     return SeedRow(
-        label=str(raw["label"]), concurrency=int(raw["concurrency"]), total=int(raw["total"]), rps=float(raw["rps"]),
-        avg_ms=float(raw["avg_ms"]), max_ms=float(raw["max_ms"]), case=str(raw.get("case", "")),
-        python=str(raw.get("python", "")), reason=str(raw.get("reason", "")),
+        label=str(raw["label"]), concurrency=int(raw["concurrency"]), total=int(raw.get("total", 0)),
+        rps=float(raw["rps"]), avg_ms=float(raw.get("avg_ms", 0)), max_ms=float(raw.get("max_ms", 0)),
+        case=str(raw.get("case", "")), python=str(raw.get("python", "")), reason=str(raw.get("reason", "")),
+        send=float(raw.get("send", 0)), recv=float(raw.get("recv", 0)),
     )
 
 
@@ -158,7 +168,10 @@ def _table(path: Path, index: int, raw: Mapping[str, Any]) -> SeedTable:
     for key in ("profile", "title"):
         if not raw.get(key):
             raise _fail(path, where, f"missing {key!r}")
-    rows = tuple(_row(path, where, r) for r in raw.get("rows", []))
+    metric = str(raw.get("metric", "RPS"))
+    if metric not in _METRICS:
+        raise _fail(path, where, f"metric must be one of {sorted(_METRICS)}, got {metric!r}")
+    rows = tuple(_row(path, where, r, metric) for r in raw.get("rows", []))
     if not rows and not raw.get("reason"):
         raise _fail(path, where, "no rows: give the rows, or a reason why no profile reproduces the table")
     env = str(raw.get("env", ""))
@@ -173,6 +186,7 @@ def _table(path: Path, index: int, raw: Mapping[str, Any]) -> SeedTable:
         profile=str(raw["profile"]), title=str(raw["title"]), rows=rows, group=str(raw.get("group", "")), env=env,
         note=str(raw.get("note", "")).strip(), reason=str(raw.get("reason", "")).strip(),
         explanations=_explanations(path, where, raw.get("explanations", {}), set(ids)), document=path.stem,
+        metric=metric,
     )
 
 

@@ -228,3 +228,20 @@ rows = [
     assert fakepy.inversions == [] and fakepy.rho < 1.0
     assert fakepy.rho_by_env == {"3.10": pytest.approx(1.0), "3.11": pytest.approx(1.0)}
     assert "Spearman's rho over each Python version's rows: 3.10 1.000, 3.11 1.000." in render([fakepy])
+
+
+def test_the_websocket_seed_table_counts_messages_and_needs_no_latencies(tmp_path):
+    vs = next(d for d in load_seeds() if d.name == "vs")
+    ws = next(t for t in vs.tables if t.title == "Websockets")
+    assert ws.metric == "msg/s" and len(ws.rows) == 14  # Hypercorn at 32 clients is N/A in the seed
+    first = ws.rows[0]
+    assert (first.label, first.concurrency, first.rps, first.send, first.recv) == \
+        ("Granian Rsgi (8 clients)", 8, 315098, 1246391, 280087)
+    bad = tmp_path / "x.toml"
+    bad.write_text('source = "s"\n[[table]]\nprofile = "p"\ntitle = "T"\nmetric = "msg/s"\n'
+                   'rows = [ { label = "a", concurrency = 8 } ]\n')
+    with pytest.raises(SeedError, match=r"row 'a': missing \['rps'\]"):
+        load_seed_file(bad)
+    bad.write_text('source = "s"\n[[table]]\nprofile = "p"\ntitle = "T"\nmetric = "qps"\nrows = []\nreason = "r"\n')
+    with pytest.raises(SeedError, match="metric must be one of"):
+        load_seed_file(bad)

@@ -62,11 +62,11 @@ def test_the_load_generator_is_killed_at_its_deadline():
 
     import pytest
 
-    from gatecheck.load.measure import OhaError, _run_oha
+    from gatecheck.load.measure import OhaError, run_pinned
 
     before = _children()
     with pytest.raises(OhaError, match="deadline"):
-        _run_oha(["sleep", "30"], None, time.monotonic() + 0.3)
+        run_pinned(["sleep", "30"], None, time.monotonic() + 0.3)
     assert _children() == before
 
 
@@ -78,7 +78,7 @@ def test_the_load_generator_is_killed_when_interrupted():
 
     import pytest
 
-    from gatecheck.load.measure import _run_oha
+    from gatecheck.load.measure import run_pinned
 
     before = _children()
     # Python leaves SIGINT ignored when it starts with it ignored (a background job of a shell without job
@@ -88,7 +88,7 @@ def test_the_load_generator_is_killed_when_interrupted():
         timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
         timer.start()
         with pytest.raises(KeyboardInterrupt):
-            _run_oha(["sleep", "30"], None, time.monotonic() + 60)
+            run_pinned(["sleep", "30"], None, time.monotonic() + 60)
         timer.join()
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -13,6 +13,7 @@ import pytest
 
 from gatecheck import fixtures
 from gatecheck.load.pipeline import Pipeline, ServerSetup, app_for, setup_for
+from gatecheck.load.routes import route as lookup_route
 from gatecheck.servers import ServerError, Target, TargetError, get_adapter
 
 
@@ -60,8 +61,15 @@ def test_the_pipeline_starts_checks_and_measures_through_its_seams(tmp_path):
                                                   cpus=[0], python="/py"))]
     pipeline.start(setup, python="/other")
     assert start.calls[1][1]["python"] == "/other" and start.calls[1][1]["env"] == {"X": "1"}
-    pipeline.check("srv", "route", http2=True)
-    assert check.calls == [(("srv", "route"), dict(http2=True, oha=Path("/bin/oha"), workdir=tmp_path / "bodies"))]
+    http_route, ws_route = lookup_route("b1k"), lookup_route("ws_broadcast")
+    pipeline.check("srv", http_route, http2=True)
+    assert check.calls == [(("srv", http_route), dict(http2=True, oha=Path("/bin/oha"), workdir=tmp_path / "bodies"))]
+    pipeline.check_ws_fn = check_ws = Recorder()
+    pipeline.check("srv", ws_route, http2=False)
+    assert check_ws.calls == [(("srv", ws_route), {})] and len(check.calls) == 1
+    pipeline.broadcast_fn = broadcast = Recorder()
+    assert pipeline.broadcast("srv", ws_route, 8, 100) == "handle"
+    assert broadcast.calls == [(("srv", ws_route, 8, 100), dict(client_cpus=(1,), server_cpus=(0,)))]
     pipeline.measure("srv", "route", 64, 2.0, http2=True, h2_parallel=4)
     assert measure.calls == [(("srv", "route", 64, 2.0), dict(
         requests=None, http2=True, h2_parallel=4, oha_cpus=(1,), server_cpus=(0,), oha=Path("/bin/oha"),

@@ -80,3 +80,17 @@ def test_write_report_writes_markdown_and_plots_and_refuses_mixed_machines(tmp_p
     with pytest.raises(ResultsError, match="incompatible results"):
         write_report([mixed], tmp_path / "m")
     assert write_report([mixed], tmp_path / "m", force=True).exists()
+
+
+def test_websocket_rows_get_their_own_table_in_messages_per_second(records, profile):
+    ws = copy.deepcopy(next(r for r in records if r["kind"] == "run"))
+    ws.pop("oha", None)
+    ws.update(case="Granian Rsgi (8 clients)", group="Websockets", route="ws_broadcast", concurrency=8,
+              rps=315098.0, messages_per_client=20000, host_load={},
+              ws={"send": 1.0e6, "recv": 2.8e5, "combined": 315098.0, "all": 3.0e5, "extensions": [],
+                  "websockets": "17.4", "per_client": []},
+              client={"cpu_seconds": 9.0, "util": 0.9, "cpus": [1]})
+    text = render(records + [ws], profile=profile)
+    assert "### Websockets" in text and "WebSocket broadcast (`load.wsbroadcast`" in text
+    assert "| Granian Rsgi (8 clients) | 20000 | 1,000,000 | 280,000 | 315,098 |" in text
+    assert "Granian Rsgi (8 clients)" not in render_vs(records + [ws])  # messages are not requests
