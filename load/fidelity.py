@@ -308,10 +308,21 @@ def _extras_table(c: Comparison) -> list[str]:
     return out
 
 
+def _measured(runs: Sequence[Mapping[str, Any]]) -> str:
+    """When the runs were measured (their ``started_at``, UTC): "2026-11-27 10:28-11:29 UTC", or both dates."""
+    stamps = sorted(str(r["started_at"]) for r in runs if r.get("started_at"))
+    if not stamps:
+        return ""
+    first, last = stamps[0], stamps[-1]
+    if first[:10] == last[:10]:
+        return f"measured {first[:10]} {first[11:16]}-{last[11:16]} UTC; "
+    return f"measured {first[:10]} {first[11:16]} to {last[:10]} {last[11:16]} UTC; "
+
+
 def _ours_line(c: Comparison) -> str:
     env = (c.runs[0].get("environment", {}) if c.runs else {})
     versions = "; ".join(version_lines(c.runs)) if c.runs else "no runs"
-    return (f"Ours: {env.get('cpu_model', '?')} (CPUs: {env.get('cpu_count', '?')}), {versions}; "
+    return (f"Ours: {_measured(c.runs)}{env.get('cpu_model', '?')} (CPUs: {env.get('cpu_count', '?')}), {versions}; "
             f"load average (1-min) {_load(c.load_range)} over {len(c.runs)} runs.")
 
 
@@ -384,7 +395,11 @@ def write_fidelity(paths: Sequence[Path | str], out: Path | str, *, seeds: Seque
             raise FidelityError(f"{path}: no runs of a profile the seeds cover (found: {', '.join(profiles) or 'no runs'}; "
                                 f"seeded: {', '.join(known)})")
         records += found
-    check_compatible([r for r in records if r.get("kind") == "run"])
+    # A table ranks its rows against each other, so they must come from one machine; two tables may come from
+    # two (each table's "Ours" line says when and on what it was measured).
+    runs = [r for r in records if r.get("kind") == "run"]
+    for table in sorted({(str(r.get("profile")), str(r.get("group", ""))) for r in runs}):
+        check_compatible([r for r in runs if (str(r.get("profile")), str(r.get("group", ""))) == table])
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(compare(records, seeds), seeds), encoding="utf-8")

@@ -33,6 +33,7 @@ __all__ = [
     "check_route",
     "is_generator_bound",
     "run_pinned",
+    "server_record",
     "ServerSampler",
     "GENERATOR_BOUND_UTIL",
 ]
@@ -144,13 +145,8 @@ class LoadRun:
             "rps": round(r.rps, 3),
             "latency_ms": {"avg": ms(r.latency_avg), "p50": ms(r.latency_p50), "p99": ms(r.latency_p99), "max": ms(r.latency_max)},
             "bytes_total": r.bytes_total,
-            "server": {
-                "peak_rss": self.server_peak_rss,
-                "cpu_seconds": round(self.server_cpu_seconds, 4),
-                "processes": self.server_processes,
-                "util": round(self.server_util, 4),
-                "cpus": list(self.server_cpus) if self.server_cpus else None,
-            },
+            "server": server_record(self.server_peak_rss, self.server_cpu_seconds, self.server_processes,
+                                    self.server_util, self.server_cpus),
             "oha": {
                 "cpu_seconds": round(self.oha_cpu_seconds, 4),
                 "util": round(self.oha_util, 4),
@@ -161,6 +157,13 @@ class LoadRun:
             "flags": self.flags(),
             **dict(self.extra),
         }
+
+
+def server_record(peak_rss: int, cpu_seconds: float, processes: int, util: float,
+                  cpus: Sequence[int] | None) -> dict:
+    """The ``server`` part of a run's record (oha runs and WebSocket broadcast runs alike)."""
+    return {"peak_rss": peak_rss, "cpu_seconds": round(cpu_seconds, 4), "processes": processes,
+            "util": round(util, 4), "cpus": list(cpus) if cpus else None}
 
 
 def run_pinned(argv: Sequence[str], cpus: Sequence[int] | None, deadline: float, on_tick=None, tick: float = 0.2,

@@ -93,7 +93,8 @@ WS_TEXT = (
     "WebSocket broadcast (`load.wsbroadcast`, the seed's benchmarks/ws method): N clients connect to "
     "`/ws_broadcast`, wait {settle} s once all are open, then each sends M messages while receiving all N × M; "
     "throughputs in messages per second, summed over the clients (send: M / send time; receive: N × M / "
-    "receive time; combined: (N + 1) × M / the longer of the two). The client runs as one process on oha's CPU; "
+    "receive time; combined: (N + 1) × M / the longer of the two). The client (websockets {client}, its defaults "
+    "but for keepalive pings, off) runs as one process on oha's CPU; "
     "*server CPU* and *client CPU* are shares of the measured phase (first client's start to last client's end), "
     "the client's of one CPU (it is one asyncio thread), and † marks a run where it used 90% or more."
 )
@@ -155,9 +156,11 @@ def _describe_pinning(pinning: Mapping[str, Any] | None) -> str:
 
 def _method_text(record: Mapping[str, Any]) -> str:
     m = record.get("method") if isinstance(record.get("method"), dict) else {}
+    per = (f"{record['requests_planned']:,} requests" if record.get("requests_planned")
+           else f"{m.get('duration', 10):g} s")
     method = (
         f"a primer at c{m.get('primer_concurrency', 8)} for {m.get('primer', 4):g} s, a warm-up at the highest "
-        f"concurrency for {m.get('warmup', 3):g} s, then {m.get('duration', 10):g} s per concurrency"
+        f"concurrency for {m.get('warmup', 3):g} s, then {per} per concurrency"
     )
     if record.get("quick"):
         method += f" (--quick {record['quick']:g})"
@@ -188,7 +191,8 @@ def render(records: Sequence[Mapping[str, Any]], *, profile=None, plots: Mapping
         f"(CPUs: {env.get('cpu_count', '?')})",
     ] + version_lines(runs or records)
     out += [line + "    " for line in meta[:-1]] + [meta[-1], ""]
-    out += [_method_text(head), ""]
+    if not rows or not all(_is_ws(r) for r in rows):  # WebSocket rows carry their own method paragraph
+        out += [_method_text(head), ""]
     if profile and profile.description:
         out += [profile.description, ""]
     if profile and profile.note:
@@ -200,7 +204,8 @@ def render(records: Sequence[Mapping[str, Any]], *, profile=None, plots: Mapping
         if group:
             out += [f"### {group}", ""]
         if all(_is_ws(r) for r in group_rows):
-            out += [WS_TEXT.format(settle=f"{SETTLE:g}"), "", *_ws_table(group_rows), ""]
+            client = ", ".join(sorted({str(r.record["ws"].get("websockets")) for r in group_rows}))
+            out += [WS_TEXT.format(settle=f"{SETTLE:g}", client=client), "", *_ws_table(group_rows), ""]
             continue
         out += _table(group_rows, columns, env_columns, profile.bold_best if profile else False) + [""]
     out += _footnotes(rows, records)
@@ -229,11 +234,19 @@ def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> lis
         out.append("")
     bound = [r for r in rows if r.record.get("generator_bound")]
     if bound:
-        out += [
-            f"† generator-bound: oha used ≥90% of its CPUs, so the number is partly oha's ceiling on this machine "
-            f"({len(bound)} of {len(rows)} rows).",
-            "",
-        ]
+        ws = sum(1 for r in bound if _is_ws(r))
+        if ws < len(bound):
+            out += [
+                f"† generator-bound: oha used ≥90% of its CPUs, so the number is partly oha's ceiling on this machine "
+                f"({len(bound) - ws} of {len(rows)} rows).",
+                "",
+            ]
+        if ws:
+            out += [
+                f"† (WebSocket rows) generator-bound: the broadcast client used ≥90% of its one CPU in the measured "
+                f"phase, so the number is partly the client's ceiling on this machine ({ws} of {len(rows)} rows).",
+                "",
+            ]
     ceiling = oha_ceiling(rows)
     if ceiling:
         fastest, per_cpu, cpus = ceiling

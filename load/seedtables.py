@@ -8,7 +8,9 @@ Rules of this module:
   to (``case``, default: the seed's own label). A row no profile reproduces carries ``reason`` instead; a
   table no profile reproduces at all carries ``reason`` and may have no rows.
 - Explanations of rank inversions are data too: ``[table.explanations]``, keyed ``"ROW A | ROW B"`` by the
-  rows' ids (the label, prefixed by the Python version in tables with ``env = "python"``), in either order.
+  rows' ids (the label, prefixed by the Python version in tables with ``env = "python"``), in either order. A
+  name ending in ``*`` stands for every row whose id starts with the rest (``"Granian* | Gunicorn*"``), for a
+  cause shared by a class of pairs; an exact key wins, then the first pattern that matches, in file order.
 - Everything is validated on load, naming the file and the table; a file that loads can be rendered.
 
 File keys (TOML)::
@@ -99,7 +101,23 @@ class SeedTable:
     metric: str = "RPS"  # what the rows' ``rps`` counts: "RPS" or "msg/s"
 
     def explanation(self, a: str, b: str) -> str:
-        return self.explanations.get(frozenset((a, b)), "")
+        exact = self.explanations.get(frozenset((a, b)))
+        if exact:
+            return exact
+        for key, text in self.explanations.items():
+            if len(key) == 2 and any(name.endswith("*") for name in key):
+                first, second = sorted(key)
+                if (_matches(first, a) and _matches(second, b)) or (_matches(first, b) and _matches(second, a)):
+                    return text
+            elif len(key) == 1 and next(iter(key)).endswith("*"):  # "X* | X*": both rows of the class
+                (name,) = key
+                if _matches(name, a) and _matches(name, b):
+                    return text
+        return ""
+
+
+def _matches(name: str, row_id: str) -> bool:
+    return row_id.startswith(name[:-1]) if name.endswith("*") else row_id == name
 
 
 @dataclass(frozen=True)
@@ -153,7 +171,7 @@ def _explanations(path: Path, where: str, raw: Mapping[str, Any], ids: set) -> d
         names = [part.strip() for part in str(key).split("|")]
         if len(names) != 2 or not all(names):
             raise _fail(path, where, f"explanation key {key!r}: expected \"ROW A | ROW B\"")
-        unknown = [n for n in names if n not in ids]
+        unknown = [n for n in names if not any(_matches(n, i) for i in ids)]
         if unknown:
             raise _fail(path, where, f"explanation key {key!r}: no row {unknown[0]!r}; rows: {', '.join(sorted(ids))}")
         out[frozenset(names)] = str(text).strip()

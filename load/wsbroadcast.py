@@ -59,11 +59,16 @@ def throughputs(per_client: Sequence[Mapping[str, float]], clients: int, message
 # -- the client program (runs in its own process) ---------------------------------------------------------
 
 def _connect(url: str):
+    """websockets' client with its defaults (as the seed's), except keepalive pings: off. The seed's runs took a
+    few seconds, under the first ping at 20 s; a run here can take longer, and a server that answers a ping only
+    when its app has read the messages queued before it (Granian: tungstenite handles a ping in stream order)
+    then misses the 20 s pong deadline while it is still broadcasting (measured 2026-11-28: 1011 "keepalive
+    ping timeout" at 16 and 32 clients). The run's own deadline and the checked message count stand instead."""
     try:
         from websockets.asyncio.client import connect
     except ImportError:  # websockets 13 before its new asyncio client: the legacy one has the same API here
         from websockets import connect
-    return connect(url, open_timeout=10, close_timeout=5)
+    return connect(url, open_timeout=10, close_timeout=5, ping_interval=None)
 
 
 def _extensions(ws: Any) -> str:
@@ -220,6 +225,8 @@ class BroadcastRun:
 
     def to_dict(self) -> dict:
         """The flat record ``load.results`` stores; ``total`` and ``ok`` count the messages received."""
+        from .measure import server_record
+
         received = self.messages * self.clients * self.clients
         th = self.result["throughput"]
         return {
@@ -242,13 +249,8 @@ class BroadcastRun:
                 "per_client": [{k: round(v, 6) if isinstance(v, float) else v for k, v in c.items()}
                                for c in self.result.get("per_client", [])],
             },
-            "server": {
-                "peak_rss": self.server_peak_rss,
-                "cpu_seconds": round(self.server_cpu_seconds, 4),
-                "processes": self.server_processes,
-                "util": round(self.server_util, 4),
-                "cpus": list(self.server_cpus) if self.server_cpus else None,
-            },
+            "server": server_record(self.server_peak_rss, self.server_cpu_seconds, self.server_processes,
+                                    self.server_util, self.server_cpus),
             "client": {
                 "cpu_seconds": round(self.client_cpu_seconds, 4),
                 "phase_cpu_seconds": self.result.get("phase", {}).get("cpu_s"),
@@ -274,6 +276,18 @@ def _client_argv(python: str, url: str, clients: int, messages: int, settle: flo
             "--settle", f"{settle:g}", "--timeout", f"{timeout:g}"]
 
 
+def _client_result(stdout: str, stderr: str, code: int) -> tuple[dict, str]:
+    """The client program's JSON result and, when it did not complete, why (its own error line, else the tail
+    of its stderr); the reason is empty for a complete result."""
+    try:
+        result = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else {}
+    except ValueError:
+        result = {}
+    if code == 0 and "throughput" in result:
+        return result, ""
+    return result, str(result.get("error") or stderr.strip()[-800:] or "(no output)")
+
+
 def _budget(clients: int, messages: int, settle: float) -> float:
     """Seconds a run may take: generous (a slow server at 20,000 messages a second still finishes)."""
     return settle + 30.0 + messages * clients * clients / 20_000.0
@@ -293,12 +307,8 @@ def broadcast(srv: Any, route: Any, clients: int, messages: int, *, client_cpus:
     stdout, stderr, code, wall, cpu = run_pinned(argv, client_cpus, time.monotonic() + timeout + 15.0, sampler.tick,
                                                  sample_interval, error=BroadcastError, name="the broadcast client")
     sampler.tick()
-    try:
-        result = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else {}
-    except ValueError:
-        result = {}
-    if code != 0 or "throughput" not in result:
-        reason = result.get("error") or (stderr.strip()[-800:] or "(no output)")
+    result, reason = _client_result(stdout, stderr, code)
+    if reason:
         raise BroadcastError(f"broadcast with {clients} clients × {messages} messages failed: {reason}")
     return BroadcastRun(
         route=route.name, path=route.path, clients=clients, messages=messages, result=result, wall=wall,
@@ -317,12 +327,8 @@ def check_broadcast(srv: Any, route: Any, *, timeout: float = 20.0) -> None:
     argv = _client_argv(sys.executable, _ws_url(srv, route.path), 2, 3, 0.0, timeout)
     stdout, stderr, code, _wall, _cpu = run_pinned(argv, None, time.monotonic() + timeout + 15.0,
                                                    error=BroadcastError, name="the broadcast check")
-    try:
-        result = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else {}
-    except ValueError:
-        result = {}
-    if code != 0 or "throughput" not in result:
-        reason = result.get("error") or (stderr.strip()[-800:] or "(no output)")
+    _result, reason = _client_result(stdout, stderr, code)
+    if reason:
         raise BroadcastError(f"WebSocket {route.path}: the broadcast check failed before any load: {reason}; "
                              f"does the server speak WebSocket on this target (ws=on) and the app serve the route?")
 

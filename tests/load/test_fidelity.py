@@ -245,3 +245,43 @@ def test_the_websocket_seed_table_counts_messages_and_needs_no_latencies(tmp_pat
     bad.write_text('source = "s"\n[[table]]\nprofile = "p"\ntitle = "T"\nmetric = "qps"\nrows = []\nreason = "r"\n')
     with pytest.raises(SeedError, match="metric must be one of"):
         load_seed_file(bad)
+
+
+def test_two_tables_may_come_from_two_machines_but_one_table_from_one(tmp_path, seeds):
+    """Each table ranks its own rows: a table measured on another VM is compared on its own; rows of one table
+    from two machines are refused (one line), and each table says when its runs were measured."""
+    from gatecheck.load.fidelity import write_fidelity
+    from gatecheck.load.results import ResultsError, append_records
+
+    def on(kernel, started, records):
+        return [{**r, "environment": {**r["environment"], "kernel": kernel}, "started_at": started} for r in records]
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    append_records(first / "results.jsonl", on("6.18-v782", "2026-11-27T10:28:54+00:00",
+                                               [run("fake", "A", 100), run("fake", "B", 120)]))
+    append_records(second / "results.jsonl", on("6.18-v657", "2026-11-28T16:22:01+00:00",
+                                                [run("fakepy", "A", 50, python="3.10.13")]))
+    text = write_fidelity([first, second], tmp_path / "f.md", seeds=seeds).read_text()
+    assert "Ours: measured 2026-11-27 10:28-10:28 UTC; AMD EPYC" in text
+    assert "Ours: measured 2026-11-28 16:22-16:22 UTC; AMD EPYC" in text
+    append_records(second / "results.jsonl", on("6.18-v657", "2026-11-28T16:23:01+00:00", [run("fake", "C", 60)]))
+    with pytest.raises(ResultsError, match="incompatible results: environment 'kernel'"):
+        write_fidelity([first, second], tmp_path / "f.md", seeds=seeds)
+
+
+def test_a_pattern_explains_a_class_of_pairs_and_an_exact_key_wins(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text('source = "s"\n[[table]]\nprofile = "p"\ntitle = "T"\nrows = [\n'
+                    '  { label = "Granian A", concurrency = 8, total = 1, rps = 3, avg_ms = 1, max_ms = 1 },\n'
+                    '  { label = "Granian B", concurrency = 8, total = 1, rps = 2, avg_ms = 1, max_ms = 1 },\n'
+                    '  { label = "Other", concurrency = 8, total = 1, rps = 1, avg_ms = 1, max_ms = 1 },\n]\n'
+                    '[table.explanations]\n"Granian A | Other" = "exact"\n"Granian* | Other" = "class"\n'
+                    '"Granian* | Granian*" = "within"\n')
+    table = load_seed_file(path).tables[0]
+    assert table.explanation("Other", "Granian A") == "exact"
+    assert table.explanation("Granian B", "Other") == "class"
+    assert table.explanation("Granian B", "Granian A") == "within"
+    assert table.explanation("Other", "Other") == ""
+    path.write_text(path.read_text().replace('"Granian* | Granian*"', '"Uvicorn* | Granian*"'))
+    with pytest.raises(SeedError, match=r"no row 'Uvicorn\*'"):
+        load_seed_file(path)

@@ -92,5 +92,6 @@ def test_websocket_rows_get_their_own_table_in_messages_per_second(records, prof
               client={"cpu_seconds": 9.0, "util": 0.9, "cpus": [1]})
     text = render(records + [ws], profile=profile)
     assert "### Websockets" in text and "WebSocket broadcast (`load.wsbroadcast`" in text
+    assert "The client (websockets 17.4, its defaults but for keepalive pings, off)" in text
     assert "| Granian Rsgi (8 clients) | 20000 | 1,000,000 | 280,000 | 315,098 |" in text
     assert "Granian Rsgi (8 clients)" not in render_vs(records + [ws])  # messages are not requests
