@@ -107,11 +107,33 @@ def test_a_route_that_only_echoes_is_no_broadcast(tmp_path):
 
 
 def test_a_message_that_was_never_sent_fails_the_run(tmp_path):
-    """/ws_probe answers with one text document and closes: neither the kind nor the content was sent."""
-    probe = replace(lookup_route("ws_broadcast"), path="/ws_probe")
+    """A stranger on /ws_broadcast keeps sending b"intruder" from before the client connects until the run ends:
+    the route delivers it to every connection, so the client receives a message it never sent."""
+    import threading
+
+    from websockets.sync.client import connect
+
     with start_server("granian:asgi", app="gatecheck.fixtures.apps.asgi:app", log_dir=tmp_path) as srv:
-        with pytest.raises(BroadcastError, match="not one of the messages sent"):
-            broadcast(srv, probe, 1, 5, settle=0.0, timeout=10.0)
+        url = "ws://" + srv.url.split("://", 1)[1].rstrip("/") + "/ws_broadcast"
+        done = threading.Event()
+        with connect(url, open_timeout=10, close_timeout=2, ping_interval=None) as stranger:
+            def intrude() -> None:
+                while not done.wait(0.1):
+                    stranger.send(b"intruder")
+                    try:
+                        while True:
+                            stranger.recv(timeout=0)  # drain its own copies
+                    except TimeoutError:
+                        pass
+
+            thread = threading.Thread(target=intrude, daemon=True)
+            thread.start()
+            try:
+                with pytest.raises(BroadcastError, match=r"b'intruder', not one of the messages sent"):
+                    broadcast(srv, lookup_route("ws_broadcast"), 1, 5, settle=1.0, timeout=20.0)
+            finally:
+                done.set()
+                thread.join(5)
 
 
 def test_a_server_without_websockets_fails_the_check_with_what_to_do(tmp_path):
