@@ -77,6 +77,11 @@ class Case:
     needs: tuple[str, ...] = ()
     messages: int | None = None  # per client, WebSocket routes only
 
+    @property
+    def websocket(self) -> bool:
+        """A WebSocket case (its route's kind is "ws"): loaded by load.wsbroadcast, ``concurrency`` = clients."""
+        return lookup_route(self.route).kind == "ws"
+
     def target_for(self, server: str | None, default_server: str) -> Target:
         """The row's target with ``{server}`` filled in, parsed (TargetError if the row is malformed)."""
         return Target.parse(self.target.replace("{server}", server or default_server))

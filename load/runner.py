@@ -211,7 +211,7 @@ def _costs(groups, opts: RunOptions, method: Method) -> list:
     for _setup, items in groups * opts.repeat:
         start = SERVER_START_ESTIMATE  # charged to the group's first run
         for item in items:
-            ws = item.case.messages is not None
+            ws = item.case.websocket
             per_case = 1.0 if ws else method.primer + method.warmup + 0.5  # 0.5: the route check
             for index, c in enumerate(_case_concurrencies(item.case, opts)):
                 if ws:
@@ -228,7 +228,7 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
     run = _ProfileRun(opts, log)
     planned = opts.planned(run.env["cpus_available"])
     setups = _setups(_group(planned), log, run.error)
-    if any(item.case.messages is None for _setup, items in setups for item in items):
+    if any(not item.case.websocket for _setup, items in setups for item in items):
         # oha is found (or built) only when an HTTP case will be measured (WebSocket cases use load.wsbroadcast)
         run.pipeline.oha = Path(opts.oha) if opts.oha else find_oha(build=True, log=log)
         run.versions_oha = oha_version(run.pipeline.oha)
@@ -324,23 +324,19 @@ class _ProfileRun:
             self.fail(item, f"route check failed: {exc}", route=case.route, **common)
             self.done += len(concs)
             return
-        if spec.kind == "ws":  # the seed's WebSocket method has no primer or warm-up: its clients settle instead
-            for clients in concs:
-                self.measure_ws(item, srv, spec, clients, common)
-                if self.method.pause > 0:
-                    time.sleep(self.method.pause)
-                if not srv.alive():
-                    break
-            return
         try:
-            self.warm(srv, spec, http2, case.h2_parallel, concs)
+            if not case.websocket:  # the seed's WebSocket method has no primer or warm-up: its clients settle instead
+                self.warm(srv, spec, http2, case.h2_parallel, concs)
         except OhaError as exc:
             self.log(f"FAIL  {case.label}: primer/warm-up failed: {exc}")
             self.fail(item, f"primer/warm-up failed: {exc}", route=case.route, **common)
             self.done += len(concs)
             return
-        for concurrency in concs:
-            self.measure(item, srv, spec, concurrency, http2, common)
+        for concurrency in concs:  # for a WebSocket case: the number of clients
+            if case.websocket:
+                self.measure_ws(item, srv, spec, concurrency, common)
+            else:
+                self.measure(item, srv, spec, concurrency, http2, common)
             if self.method.pause > 0:
                 time.sleep(self.method.pause)
             if not srv.alive():
@@ -357,16 +353,20 @@ class _ProfileRun:
             highest = max(concurrencies)
             self.pipeline.measure(srv, spec, highest, method.warmup, http2=http2, h2_parallel=h2_parallel)
 
+    def announce(self, what: str) -> dict:
+        """Before a measured run: count it, log which of how many and the time left, and take the host's load
+        and speed (the record's ``host_load`` and ``host_speed``)."""
+        left = sum(self.costs[self.done:])
+        self.done += 1
+        self.log(f"[{self.done}/{len(self.costs)}] {self.opts.profile.name}: {what} - about {_fmt_seconds(left)} left")
+        return {"host_load": host_load(), "host_speed": host_speed(self.pin.server)}
+
     def measure(self, item: PlannedCase, srv, spec, concurrency: int, http2: bool, common: dict) -> None:
         """One measured run, recorded: a run, or a failure when oha failed or nothing got a 2xx answer."""
         case, method = item.case, self.method
         requests = _requests_for(case, self.opts)
-        left = sum(self.costs[self.done:])
-        self.done += 1
         what = f"{requests} requests" if requests else f"{method.duration:g} s"
-        self.log(f"[{self.done}/{len(self.costs)}] {self.opts.profile.name}: {case.label} c{concurrency} ({what}) "
-                 f"- about {_fmt_seconds(left)} left")
-        load_before, speed_before = host_load(), host_speed(self.pin.server)
+        host = self.announce(f"{case.label} c{concurrency} ({what})")
         try:
             run = self.pipeline.measure(srv, spec, concurrency, None if requests else method.duration,
                                         requests=requests, http2=http2, h2_parallel=case.h2_parallel)
@@ -374,7 +374,7 @@ class _ProfileRun:
             self.log(f"FAIL  {case.label} c{concurrency}: {exc}")
             self.fail(item, str(exc), route=case.route, concurrency=concurrency, **common)
             return
-        fields = {**run.to_dict(), **common, "host_load": load_before, "host_speed": speed_before}
+        fields = {**run.to_dict(), **common, **host}
         if run.result.all_failed:
             reason = f"no 2xx response: non-2xx {dict(run.result.non_2xx)}, errors {dict(run.result.errors)}"
             self.log(f"FAIL  {case.label} c{concurrency}: {reason}")
@@ -391,18 +391,14 @@ class _ProfileRun:
         complete (a client failed, a message was wrong or missing, the deadline passed)."""
         case = item.case
         messages = _messages_for(case, self.opts)
-        left = sum(self.costs[self.done:])
-        self.done += 1
-        self.log(f"[{self.done}/{len(self.costs)}] {self.opts.profile.name}: {case.label} ({clients} clients × "
-                 f"{messages} messages) - about {_fmt_seconds(left)} left")
-        load_before, speed_before = host_load(), host_speed(self.pin.server)
+        host = self.announce(f"{case.label} ({clients} clients × {messages} messages)")
         try:
             run = self.pipeline.broadcast(srv, spec, clients, messages)
         except BroadcastError as exc:
             self.log(f"FAIL  {case.label} {clients} clients: {exc}")
             self.fail(item, str(exc), route=case.route, concurrency=clients, messages_per_client=messages, **common)
             return
-        self.record("run", item, **{**run.to_dict(), **common, "host_load": load_before, "host_speed": speed_before})
+        self.record("run", item, **{**run.to_dict(), **common, **host})
         self.summary.runs += 1
         self.log("      " + _describe_ws(run))
 

@@ -20,7 +20,7 @@ import asyncio
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
@@ -64,17 +64,13 @@ def _connect(url: str):
     when its app has read the messages queued before it (Granian: tungstenite handles a ping in stream order)
     then misses the 20 s pong deadline while it is still broadcasting (measured 2026-11-28: 1011 "keepalive
     ping timeout" at 16 and 32 clients). The run's own deadline and the checked message count stand instead."""
-    try:
-        from websockets.asyncio.client import connect
-    except ImportError:  # websockets 13 before its new asyncio client: the legacy one has the same API here
-        from websockets import connect
+    from websockets.asyncio.client import connect  # websockets >= 13 (the project's floor)
+
     return connect(url, open_timeout=10, close_timeout=5, ping_interval=None)
 
 
 def _extensions(ws: Any) -> str:
-    response = getattr(ws, "response", None)
-    headers = response.headers if response is not None else getattr(ws, "response_headers", {})
-    return str(headers.get("Sec-WebSocket-Extensions", "") or "")
+    return str(ws.response.headers.get("Sec-WebSocket-Extensions", "") or "")
 
 
 async def _client(url: str, clients: int, sent: Sequence[bytes], known: frozenset, opened: list,
@@ -184,7 +180,6 @@ class BroadcastRun:
     server_cpus: tuple[int, ...] | None = None
     argv: tuple[str, ...] = ()
     started_at: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def rps(self) -> float:
@@ -260,7 +255,6 @@ class BroadcastRun:
             },
             "generator_bound": self.generator_bound,
             "flags": self.flags(),
-            **dict(self.extra),
         }
 
 
