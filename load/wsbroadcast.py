@@ -9,9 +9,10 @@ Rules of this module:
   receive time, combined = M·(N+1) / the longer of the two. A row's number (``rps`` in the record, the
   column fidelity ranks by) is the combined throughput, in messages per second, as the seed's table orders.
 - The client is its own process (``python -m gatecheck.load.wsbroadcast``) on the load generator's CPUs, as
-  oha is, with a deadline; it checks every message it receives (one of the messages sent, as bytes) and that
-  each client got exactly M·N. A client that failed, a wrong or missing message, or a deadline passed is a
-  :class:`BroadcastError`, never a number.
+  oha is, with a deadline; it checks every message it receives (one of the messages sent, as bytes), that
+  each client got exactly M·N, and, after the run, that each of the M messages reached each client N times
+  (a duplicate cannot stand in for a lost message). A client that failed, a wrong or missing message, or a
+  deadline passed is a :class:`BroadcastError`, never a number.
 """
 from __future__ import annotations
 
@@ -73,9 +74,10 @@ def _extensions(ws: Any) -> str:
     return str(ws.response.headers.get("Sec-WebSocket-Extensions", "") or "")
 
 
-async def _client(url: str, clients: int, sent: Sequence[bytes], known: frozenset, opened: list,
+async def _client(url: str, clients: int, sent: Sequence[bytes], opened: list,
                   all_open: asyncio.Event, settle: float, phase: dict) -> dict:
     expected = len(sent) * clients
+    counts = dict.fromkeys(sent, 0)  # every client sends every payload, so each must arrive ``clients`` times
     async with _connect(url) as ws:
         opened.append(_extensions(ws))
         if len(opened) == clients:
@@ -86,9 +88,11 @@ async def _client(url: str, clients: int, sent: Sequence[bytes], known: frozense
         async def receive() -> float:
             for count in range(expected):
                 message = await ws.recv()
-                if not isinstance(message, bytes) or message not in known:
+                try:
+                    counts[message] += 1  # a text frame (str) is no key either
+                except KeyError:
                     raise BroadcastError(f"message {count + 1} of {expected} is {message[:40]!r}, not one of the "
-                                         f"messages sent (binary {sent[0]!r}...)")
+                                         f"messages sent (binary {sent[0]!r}...)") from None
             return time.monotonic()
 
         async def send() -> float:
@@ -107,17 +111,22 @@ async def _client(url: str, clients: int, sent: Sequence[bytes], known: frozense
         for outcome in (recv_end, send_end):
             if isinstance(outcome, BaseException):
                 raise outcome
+    # the count was exact, so a message that came twice took the place of one that never came
+    wrong = [(message, n) for message, n in counts.items() if n != clients]
+    if wrong:
+        shown = ", ".join(f"{message!r} {n} times" for message, n in wrong[:3])
+        raise BroadcastError(f"{len(wrong)} of the {len(sent)} messages did not arrive exactly once from each "
+                             f"client ({clients} times in all): {shown}")
     return {"send_s": send_end - began, "recv_s": recv_end - began, "total_s": ended - began,
             "sent": len(sent), "received": expected}
 
 
 async def _run(url: str, clients: int, messages: int, settle: float) -> dict:
     sent = payloads(messages)
-    known = frozenset(sent)
     opened: list = []
     all_open = asyncio.Event()
     phase: dict = {}
-    tasks = [asyncio.ensure_future(_client(url, clients, sent, known, opened, all_open, settle, phase))
+    tasks = [asyncio.ensure_future(_client(url, clients, sent, opened, all_open, settle, phase))
              for _ in range(clients)]
     try:
         per_client = await asyncio.gather(*tasks)

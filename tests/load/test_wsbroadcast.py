@@ -2,6 +2,8 @@
 real Granian servers, including routes that must not pass for a broadcast."""
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from dataclasses import replace
 
@@ -106,34 +108,49 @@ def test_a_route_that_only_echoes_is_no_broadcast(tmp_path):
             broadcast(srv, echo, 2, 20, settle=0.0, timeout=3.0)
 
 
-def test_a_message_that_was_never_sent_fails_the_run(tmp_path):
-    """A stranger on /ws_broadcast keeps sending b"intruder" from before the client connects until the run ends:
-    the route delivers it to every connection, so the client receives a message it never sent."""
-    import threading
-
+@contextlib.contextmanager
+def _stranger(srv, payload: bytes):
+    """A stranger on /ws_broadcast sending ``payload`` every 0.1 s, from before the client connects until the run
+    ends: the route delivers it to every connection, the client's included."""
     from websockets.sync.client import connect
 
-    with start_server("granian:asgi", app="gatecheck.fixtures.apps.asgi:app", log_dir=tmp_path) as srv:
-        url = "ws://" + srv.url.split("://", 1)[1].rstrip("/") + "/ws_broadcast"
-        done = threading.Event()
-        with connect(url, open_timeout=10, close_timeout=2, ping_interval=None) as stranger:
-            def intrude() -> None:
-                while not done.wait(0.1):
-                    stranger.send(b"intruder")
-                    try:
-                        while True:
-                            stranger.recv(timeout=0)  # drain its own copies
-                    except TimeoutError:
-                        pass
+    url = "ws://" + srv.url.split("://", 1)[1].rstrip("/") + "/ws_broadcast"
+    done = threading.Event()
+    with connect(url, open_timeout=10, close_timeout=2, ping_interval=None) as stranger:
+        def intrude() -> None:
+            while not done.wait(0.1):
+                stranger.send(payload)
+                try:
+                    while True:
+                        stranger.recv(timeout=0)  # drain its own copies
+                except TimeoutError:
+                    pass
 
-            thread = threading.Thread(target=intrude, daemon=True)
-            thread.start()
-            try:
-                with pytest.raises(BroadcastError, match=r"b'intruder', not one of the messages sent"):
-                    broadcast(srv, lookup_route("ws_broadcast"), 1, 5, settle=1.0, timeout=20.0)
-            finally:
-                done.set()
-                thread.join(5)
+        thread = threading.Thread(target=intrude, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join(5)
+
+
+def test_a_message_that_was_never_sent_fails_the_run(tmp_path):
+    with start_server("granian:asgi", app="gatecheck.fixtures.apps.asgi:app", log_dir=tmp_path) as srv:
+        with _stranger(srv, b"intruder"):
+            with pytest.raises(BroadcastError, match=r"b'intruder', not one of the messages sent"):
+                broadcast(srv, lookup_route("ws_broadcast"), 1, 5, settle=1.0, timeout=20.0)
+
+
+def test_a_duplicate_in_place_of_a_lost_message_fails_the_run(tmp_path):
+    """The stranger sends b"msg0", one of the client's own payloads: the client gets its count of messages, but
+    b"msg0" more than once and its last ones not at all."""
+    assert payloads(5)[0] == b"msg0"
+    with start_server("granian:rsgi", app="gatecheck.fixtures.apps.rsgi:app", log_dir=tmp_path) as srv:
+        with _stranger(srv, b"msg0"):
+            wrong = r"did not arrive exactly once from each client \(1 times in all\): b'msg0' [2-9]\d* times"
+            with pytest.raises(BroadcastError, match=wrong):
+                broadcast(srv, lookup_route("ws_broadcast"), 1, 5, settle=1.0, timeout=20.0)
 
 
 def test_a_server_without_websockets_fails_the_check_with_what_to_do(tmp_path):
