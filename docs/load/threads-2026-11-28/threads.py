@@ -1,9 +1,11 @@
 """Per-thread CPU of a Granian server under oha: where each request's CPU goes (Python thread vs Rust threads).
 
 Usage: python threads.py ROUNDS [SET] [PYTHON]  (run from /work/main; server pinned to CPU 0, oha to CPU 1, as the
-load runner pins). SET: interfaces (default), event_loops or get (RSGI and WSGI get 1KB); PYTHON: the server's
-interpreter (default the tox env's 3.11).
-Prints one JSON line per run: label, RPS, and per thread name the CPU microseconds per request.
+load runner pins). SET: interfaces (default), event_loops, echo (RSGI/WSGI echo 1KB and the three 100KB iterated
+echo rows) or get (RSGI and WSGI get 1KB); PYTHON: the server's interpreter (default the tox env's 3.11).
+Prints one JSON line per run: label, RPS, the CPU microseconds per request per thread name (``us_per_req``: a
+name can be several threads) and of the busiest single threads (``threads``); a run without a number is a line
+with its ``error``.
 """
 import json, os, signal, subprocess, sys, time, urllib.request
 from pathlib import Path
@@ -22,6 +24,12 @@ SETS = {"interfaces": [
     ("RSGI asyncio get 10KB", "granian:rsgi:h1?loop=asyncio&ws=off", "b10k", 128, None),
     ("ASGI uvloop get 10KB", "granian:asgi:h1?loop=uvloop&ws=off", "b10k", 128, None),
     ("RSGI uvloop get 10KB", "granian:rsgi:h1?loop=uvloop&ws=off", "b10k", 128, None),
+], "echo": [
+    ("RSGI echo 1KB", "granian:rsgi:h1?loop=uvloop&runtime-blocking-threads=1&ws=off", "echo", 128, 1024),
+    ("WSGI echo 1KB", "granian:wsgi:h1?blocking-threads=1&ws=off", "echo", 64, 1024),
+    ("RSGI echo 100KB (iter)", "granian:rsgi:h1?loop=uvloop&ws=off", "echo_iter", 64, 102400),
+    ("ASGI echo 100KB (iter)", "granian:asgi:h1?loop=uvloop&ws=off", "echo_iter", 64, 102400),
+    ("WSGI echo 100KB (iter)", "granian:wsgi:h1?ws=off", "echo_iter", 64, 102400),
 ], "get": [
     ("RSGI get 1KB", "granian:rsgi:h1?loop=uvloop&runtime-blocking-threads=1&ws=off", "b1k", 128, None),
     ("WSGI get 1KB", "granian:wsgi:h1?blocking-threads=1&ws=off", "b1k", 64, None),
@@ -56,7 +64,10 @@ def oha(url, c, secs, body):
     if body:
         argv += ["-m", "POST", "-d", "x" * body]
     res = json.loads(subprocess.run(argv + [url], capture_output=True, text=True, timeout=secs + 30).stdout)
-    return res["summary"]["requestsPerSec"], sum(v for k, v in res["statusCodeDistribution"].items() if k.startswith("2"))
+    ok = sum(v for k, v in res["statusCodeDistribution"].items() if k.startswith("2"))
+    if not ok:
+        raise RuntimeError(f"no 2xx from {url} at c{c}: {res['statusCodeDistribution']} {res.get('errorDistribution')}")
+    return res["summary"]["requestsPerSec"], ok
 
 
 def one(label, target, route, c, body, port):
@@ -69,18 +80,25 @@ def one(label, target, route, c, body, port):
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/b1k", timeout=1).read(); break
             except OSError:
                 time.sleep(0.1)
+        else:
+            raise RuntimeError(f"{target} did not answer on port {port} within 10 s")
         oha(url, 8, 4, body); oha(url, c, 3, body)
         before = threads(srv.pid)
         rps, ok = oha(url, c, 10, body)
         after = threads(srv.pid)
-        per = {}
+        per, single = {}, []
         for key, v in after.items():
             d = v - before.get(key, 0.0)
             name = key[2] if not key[2].startswith("python") else "python(main)" if key[0] == key[1] else key[2]
             per[name] = per.get(name, 0.0) + d
+            if d > 0:
+                single.append((round(d / ok * 1e6, 2), name))
+        single.sort(reverse=True)
         return {"label": label, "rps": round(rps), "ok": ok,
                 "us_per_req": {k: round(v / ok * 1e6, 2) for k, v in sorted(per.items(), key=lambda kv: -kv[1]) if v > 0},
-                "total_us": round(sum(per.values()) / ok * 1e6, 2), "load": os.getloadavg()[0]}
+                "threads": [[name, us] for us, name in single[:6]],  # the busiest single threads (a name can be many)
+                "busy_threads": len(single), "total_us": round(sum(per.values()) / ok * 1e6, 2),
+                "load": os.getloadavg()[0]}
     finally:
         os.killpg(srv.pid, signal.SIGINT)
         try:
@@ -90,8 +108,12 @@ def one(label, target, route, c, body, port):
 
 
 if __name__ == "__main__":
-    port = 42100
+    port = 42100 + 100 * (os.getpid() % 50)  # a fresh range per invocation
     for r in range(int(sys.argv[1])):
         for case in SETS[sys.argv[2] if len(sys.argv) > 2 else "interfaces"]:
             port += 1
-            print(json.dumps({"round": r, "python": sys.version.split()[0] if len(sys.argv) < 4 else sys.argv[3], **one(*case, port)}), flush=True)
+            python = sys.version.split()[0] if len(sys.argv) < 4 else sys.argv[3]
+            try:
+                print(json.dumps({"round": r, "python": python, **one(*case, port)}), flush=True)
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:  # recorded, never a number
+                print(json.dumps({"round": r, "python": python, "label": case[0], "error": str(exc)}), flush=True)
