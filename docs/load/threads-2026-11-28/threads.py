@@ -2,7 +2,8 @@
 
 Usage: python threads.py ROUNDS [SET] [PYTHON]  (run from /work/main; server pinned to CPU 0, oha to CPU 1, as the
 load runner pins). SET: interfaces (default), event_loops, echo (RSGI/WSGI echo 1KB and the three 100KB iterated
-echo rows) or get (RSGI and WSGI get 1KB); PYTHON: the server's interpreter (default the tox env's 3.11).
+echo rows) or get (RSGI and WSGI get 1KB); PYTHON: the server's interpreter, or several
+separated by commas, run in turn within each round (default the tox env's 3.11).
 Prints one JSON line per run: label, RPS, the CPU microseconds per request per thread name (``us_per_req``: a
 name can be several threads) and of the busiest single threads (``threads``); a run without a number is a line
 with its ``error``.
@@ -11,7 +12,7 @@ import json, os, signal, subprocess, sys, time, urllib.request
 from pathlib import Path
 
 OHA = str(next(Path.home().joinpath(".cache/gatecheck/oha-1.16.0").rglob("oha")))
-PY = sys.argv[3] if len(sys.argv) > 3 else "/work/main/.tox/granian/bin/python"
+PYTHONS = sys.argv[3].split(",") if len(sys.argv) > 3 else ["/work/main/.tox/granian/bin/python"]
 TICK = os.sysconf("SC_CLK_TCK")
 SETS = {"interfaces": [
     ("RSGI get 1KB", "granian:rsgi:h1?loop=uvloop&runtime-blocking-threads=1&ws=off", "b1k", 128, None),
@@ -70,8 +71,8 @@ def oha(url, c, secs, body):
     return res["summary"]["requestsPerSec"], ok
 
 
-def one(label, target, route, c, body, port):
-    srv = subprocess.Popen(["taskset", "-c", "0", PY, "-m", "gatecheck.servers", "run", target, "--port", str(port)],
+def one(label, target, route, c, body, port, py):
+    srv = subprocess.Popen(["taskset", "-c", "0", py, "-m", "gatecheck.servers", "run", target, "--port", str(port)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}/{route}"
@@ -110,10 +111,11 @@ def one(label, target, route, c, body, port):
 if __name__ == "__main__":
     port = 42100 + 100 * (os.getpid() % 50)  # a fresh range per invocation
     for r in range(int(sys.argv[1])):
-        for case in SETS[sys.argv[2] if len(sys.argv) > 2 else "interfaces"]:
-            port += 1
-            python = sys.version.split()[0] if len(sys.argv) < 4 else sys.argv[3]
-            try:
-                print(json.dumps({"round": r, "python": python, **one(*case, port)}), flush=True)
-            except (RuntimeError, subprocess.TimeoutExpired) as exc:  # recorded, never a number
-                print(json.dumps({"round": r, "python": python, "label": case[0], "error": str(exc)}), flush=True)
+        for py in PYTHONS:
+            python = sys.version.split()[0] if len(sys.argv) < 4 else py
+            for case in SETS[sys.argv[2] if len(sys.argv) > 2 else "interfaces"]:
+                port += 1
+                try:
+                    print(json.dumps({"round": r, "python": python, **one(*case, port, py)}), flush=True)
+                except (RuntimeError, subprocess.TimeoutExpired) as exc:  # recorded, never a number
+                    print(json.dumps({"round": r, "python": python, "label": case[0], "error": str(exc)}), flush=True)
