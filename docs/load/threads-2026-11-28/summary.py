@@ -24,7 +24,6 @@ def version(python: str) -> str:
     return "3.11" if env == "granian" else env.replace("py3", "3.")
 
 
-
 for r in rows:
     if "error" not in r:
         runs[(version(r["python"]), r["label"])].append(r)

@@ -11,6 +11,10 @@ with its ``error``.
 import json, os, signal, subprocess, sys, time, urllib.request
 from pathlib import Path
 
+import psutil
+
+from gatecheck.servers.tree import descendants
+
 OHA = str(next(Path.home().joinpath(".cache/gatecheck/oha-1.16.0").rglob("oha")))
 PYTHONS = sys.argv[3].split(",") if len(sys.argv) > 3 else ["/work/main/.tox/granian/bin/python"]
 TICK = os.sysconf("SC_CLK_TCK")
@@ -37,18 +41,9 @@ SETS = {"interfaces": [
 ]}
 
 
-def tree(pid):
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop(); out.append(p)
-        for t in Path(f"/proc/{p}/task").glob("*/children"):
-            todo += [int(c) for c in t.read_text().split()]
-    return out
-
-
 def threads(root):
     cpu = {}
-    for p in tree(root):
+    for p in [root] + [child.pid for child in descendants(psutil.Process(root))]:  # the server's process tree
         for t in Path(f"/proc/{p}/task").iterdir():
             try:
                 fields = (t / "stat").read_text().rsplit(")", 1)[1].split()
