@@ -5,9 +5,8 @@ Rules of this module:
 - What a server is started with is a :class:`ServerSetup`: the resolved :class:`gatecheck.servers.Target`
   (parsed once from argv or a profile row, resolved once, by :func:`setup_for`), the app it serves and its
   environment. Nothing after :func:`setup_for` parses or splits a target again: it reads the object.
-- The app a target serves is decided here only (:func:`app_for`): the case's own app if it names one, else
-  a framework adapter's own program (robyn), else the fixture app of the target's interface, taken from
-  ``gatecheck.fixtures.APPS`` (fixtures owns its apps; load/ never spells their module paths).
+- The app a target serves is chosen by ``gatecheck.servers.app_for`` (the one place for every layer): the
+  case's own app if it names one, else a framework adapter's own program (robyn), else the fixture app.
 - :class:`Pipeline` holds the seams (``start_fn`` = ``servers.start_server``, ``check_fn`` =
   ``load.measure.check_route``, ``measure_fn`` = ``load.measure.measure``, and for WebSocket routes
   ``check_ws_fn``/``broadcast_fn`` = ``load.wsbroadcast``'s) with the CPU pinning, the oha
@@ -20,10 +19,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
-from gatecheck import fixtures
-from gatecheck.servers import Target, TargetError
+from gatecheck.servers import Target
 
-__all__ = ["ServerSetup", "setup_for", "app_for", "Pipeline"]
+__all__ = ["ServerSetup", "setup_for", "Pipeline"]
 
 EnvItems = Tuple[Tuple[str, str], ...]
 
@@ -50,25 +48,10 @@ class ServerSetup:
         return replace(self, env=_env_items({**dict(self.env), **extra})) if extra else self
 
 
-def app_for(adapter: Any, target: Target, app: Optional[str] = None) -> str:
-    """The app ``target`` serves: ``app`` if given, else the adapter's own program, else the fixture app of
-    the target's interface (``gatecheck.fixtures.APPS``)."""
-    if app:
-        return app
-    own = getattr(adapter, "own_app", "")
-    if own:
-        return own
-    try:
-        return fixtures.APPS[target.interface or ""]
-    except KeyError:
-        raise TargetError(f"target {target} names no interface, so there is no fixture app to serve; "
-                          f"give one, e.g. {target.server}:asgi") from None
-
-
 def setup_for(target: Target, *, app: Optional[str] = None,
               env: Mapping[str, str] | EnvItems | None = None) -> ServerSetup:
     """Resolve ``target`` (defaults filled in, options validated: ServerError otherwise) and choose its app."""
-    from gatecheck.servers import resolve
+    from gatecheck.servers import app_for, resolve
 
     adapter, resolved = resolve(target)
     return ServerSetup(resolved, app_for(adapter, resolved, app), _env_items(env))

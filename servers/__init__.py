@@ -17,7 +17,7 @@ from .errors import (
     TargetError,
     UnknownServer,
 )
-from .launcher import ServerHandle, python_for, resolve, start_server
+from .launcher import ServerHandle, app_for, python_for, resolve, start_server
 from .process import ResourceSample, ServerProcess, available_cpus, live_pids, stop_all
 from .registry import ENTRY_POINT_GROUP, adapters, get_adapter
 from .target import HTTP_MODES, INTERFACES, Target
@@ -27,7 +27,7 @@ __all__ = [
     "FEATURES", "Capabilities",
     "ServerError", "TargetError", "UnknownServer", "ServerNotInstalled", "PortInUse",
     "ServerStartError", "ServerExited", "ServerNotReady", "PortTaken",
-    "ServerHandle", "python_for", "resolve", "start_server",
+    "ServerHandle", "app_for", "python_for", "resolve", "start_server",
     "ResourceSample", "ServerProcess", "available_cpus", "live_pids", "stop_all",
     "ENTRY_POINT_GROUP", "adapters", "get_adapter",
     "HTTP_MODES", "INTERFACES", "Target",

@@ -18,13 +18,6 @@ from .errors import ServerError
 from .registry import adapters
 from .target import Target
 
-_FIXTURE_APPS = {
-    "asgi": "gatecheck.fixtures.apps.asgi:app",
-    "rsgi": "gatecheck.fixtures.apps.rsgi:app",
-    "wsgi": "gatecheck.fixtures.apps.wsgi:app",
-}
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     for name, adapter in adapters().items():
         version = adapter.version() if adapter.package else None
@@ -51,10 +44,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .launcher import resolve, start_server
+    from .launcher import app_for, resolve, start_server
 
     adapter, target = resolve(args.target)
-    app = args.app or getattr(adapter, "own_app", "") or _FIXTURE_APPS[target.interface]
+    app = app_for(adapter, target, args.app)
     if bool(args.cert) != bool(args.key):
         print("error: give both --cert and --key, or neither (a tls=on target then uses the suite's test certificate)",
               file=sys.stderr)

@@ -29,7 +29,7 @@ from .staging import child_env as isolated_env
 from .staging import child_root
 from .target import Target
 
-__all__ = ["start_server", "ServerHandle", "resolve", "python_for"]
+__all__ = ["start_server", "ServerHandle", "resolve", "app_for", "python_for"]
 
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -40,6 +40,23 @@ def resolve(target: Target | str) -> tuple:
         target = Target.parse(target)
     adapter = get_adapter(target.server)
     return adapter, adapter.resolve(target)
+
+
+def app_for(adapter, target: Target, app: str | None = None) -> str:
+    """The one place that chooses what a server is started with: ``app`` if given, else the adapter's own
+    program (a framework's server, e.g. robyn), else the fixture app of the target's interface."""
+    from gatecheck import fixtures
+
+    if app:
+        return app
+    own = getattr(adapter, "own_app", "")
+    if own:
+        return own
+    try:
+        return fixtures.APPS[target.interface or ""]
+    except KeyError:
+        raise TargetError(f"target {target} names no interface, so there is no fixture app to serve; "
+                          f"give one, e.g. {target.server}:asgi") from None
 
 
 def python_for(target: Target, python: str | os.PathLike | None = None) -> str:

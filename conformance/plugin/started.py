@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from gatecheck import fixtures
-from gatecheck.servers import ServerError, ServerHandle, ServerStartError, Target, start_server
+from gatecheck.servers import ServerError, ServerHandle, ServerStartError, Target, app_for, start_server
 
 __all__ = ["StartedServer", "TLS", "read_log"]
 
@@ -45,7 +45,7 @@ class StartedServer:
     def start(self, *, app: str | None = None, env: dict | None = None, ready_timeout: float = 30.0,
               port: int | None = None) -> None:
         """Start the server and wait until ready; a failure is raised (a ServerError) and kept in ``error``."""
-        app = app or fixtures.APPS[self._target.interface]
+        app = app_for(None, self._target, app)  # the fixture app: checks judge what it reports
         self._launch = dict(app=app, env=dict(env or {}), ready_timeout=ready_timeout, port=port)
         self._start()
 

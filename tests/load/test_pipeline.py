@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from gatecheck import fixtures
-from gatecheck.load.pipeline import Pipeline, ServerSetup, app_for, setup_for
+from gatecheck.load.pipeline import Pipeline, ServerSetup, setup_for
+from gatecheck.servers import app_for
 from gatecheck.load.routes import route as lookup_route
 from gatecheck.servers import ServerError, Target, TargetError, get_adapter
 
