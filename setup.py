@@ -1,7 +1,7 @@
 """Packages are found, not listed.
 
 The repository keeps gatecheck's four layers as top-level folders (``servers``, ``fixtures``, ``conformance``,
-``load``); the wheel puts each one inside the ``gatecheck`` package, with every sub-package below it found by
+``load``) and the top package in ``src/gatecheck``; the wheel puts each layer inside the ``gatecheck`` package, with every sub-package below it found by
 ``find_packages``. A folder with an ``__init__.py`` ships without anyone adding it to a list;
 ``tests/install/test_wheel.py`` checks that every tracked file of those folders is in the built wheel.
 """
@@ -17,7 +17,7 @@ PACKAGE_DATA = {
 
 
 def _packages() -> tuple:
-    packages, package_dir = ["gatecheck"], {}
+    packages, package_dir = ["gatecheck"], {"gatecheck": "src/gatecheck"}
     for layer in LAYERS:
         name = f"gatecheck.{layer}"
         package_dir[name] = layer

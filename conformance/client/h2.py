@@ -39,9 +39,9 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-from . import bounded
-from .connect import connect
-from .h2frames import (ACK, CONNECTION_CAP, CONTINUATION, DATA, FRAME_COUNT_CAP, FRAME_TYPES, GOAWAY, HEADER_BLOCK_CAP,
+from gatecheck.conformance.client import bounded
+from gatecheck.conformance.client.connect import connect
+from gatecheck.conformance.client.h2frames import (ACK, CONNECTION_CAP, CONTINUATION, DATA, FRAME_COUNT_CAP, FRAME_TYPES, GOAWAY, HEADER_BLOCK_CAP,
                        HEADERS, PING, PUSH_PROMISE, RST_STREAM, SETTINGS, STREAM_DATA_CAP, WINDOW_UPDATE, ErrorCodes,
                        Frame, H2ReadError, RawFrames, SettingCodes, StreamState, _mib, code_name)
 

@@ -19,8 +19,8 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from . import bounded
-from .connect import connect
+from gatecheck.conformance.client import bounded
+from gatecheck.conformance.client.connect import connect
 
 __all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "broken_start", "exchange",
            "Connection", "ParseError", "Overflow", "HEAD_CAP", "read_raw"]

@@ -54,7 +54,7 @@ import httpx
 from websockets.exceptions import WebSocketException
 from websockets.sync.client import connect as _ws_connect
 
-from .connect import connect, tls_context
+from gatecheck.conformance.client.connect import connect, tls_context
 
 __all__ = ["ClientFailed", "ClientStuck", "Fetched", "http_client", "fetch", "ws_client", "ws_close", "ws_recv",
            "ws_refused", "WS_MAX_SIZE", "TIMEOUT", "CLOSE_BOUND"]

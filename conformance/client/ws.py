@@ -24,9 +24,9 @@ import socket
 import struct
 import time
 
-from . import bounded
-from .http1 import Connection, ParseError, parse_responses
-from .wsframes import (CONNECTION_CAP, EOF, FRAME_CAP, FRAME_COUNT_CAP, GUID, HANDSHAKE_CAP, OP_BINARY, OP_CLOSE,
+from gatecheck.conformance.client import bounded
+from gatecheck.conformance.client.http1 import Connection, ParseError, parse_responses
+from gatecheck.conformance.client.wsframes import (CONNECTION_CAP, EOF, FRAME_CAP, FRAME_COUNT_CAP, GUID, HANDSHAKE_CAP, OP_BINARY, OP_CLOSE,
                        OP_CONT, OP_PING, OP_PONG, OP_TEXT, RESERVED_OPCODES, TIMEOUT, Frame, Handshake, WSReadError,
                        accept_for, close_payload, encode_frame, handshake_request, mib, new_key, parse_close, xor)
 

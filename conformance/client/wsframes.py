@@ -12,7 +12,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-from .http1 import Response
+from gatecheck.conformance.client.http1 import Response
 
 __all__ = ["GUID", "OP_CONT", "OP_TEXT", "OP_BINARY", "OP_CLOSE", "OP_PING", "OP_PONG", "EOF", "TIMEOUT",
            "Frame", "Handshake", "WSReadError", "HANDSHAKE_CAP", "FRAME_CAP", "CONNECTION_CAP", "FRAME_COUNT_CAP",

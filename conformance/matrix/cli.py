@@ -6,9 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from .htmlpage import GENERATOR, render_index_html, render_target_html
-from .mdpage import MARKER, render_index_md, render_target_md
-from .model import Matrix, load_results, slug
+from gatecheck.conformance.matrix.htmlpage import GENERATOR, render_index_html, render_target_html
+from gatecheck.conformance.matrix.mdpage import MARKER, render_index_md, render_target_md
+from gatecheck.conformance.matrix.model import Matrix, load_results, slug
 
 __all__ = ["main", "write_pages"]
 

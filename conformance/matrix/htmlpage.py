@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from html import escape as e
 
-from .model import Matrix, evidence_of, sentence_of, slug
-from .view import BANDS, LEGEND_NOTES, OUTCOME_WORDS, SECTIONS, by_area, cell_view, fraction, legend, sections
+from gatecheck.conformance.matrix.model import Matrix, evidence_of, sentence_of, slug
+from gatecheck.conformance.matrix.view import BANDS, LEGEND_NOTES, OUTCOME_WORDS, SECTIONS, by_area, cell_view, fraction, legend, sections
 
 __all__ = ["render_index_html", "render_target_html", "GENERATOR"]
 

@@ -1,8 +1,8 @@
 """The matrix as Markdown (GitHub renders it beside the HTML): the same pages, a coloured mark per cell."""
 from __future__ import annotations
 
-from .model import Matrix, evidence_of, sentence_of, slug
-from .view import LEGEND_NOTES, OUTCOME_WORDS, SECTIONS, by_area, cell_view, fraction, legend, sections
+from gatecheck.conformance.matrix.model import Matrix, evidence_of, sentence_of, slug
+from gatecheck.conformance.matrix.view import LEGEND_NOTES, OUTCOME_WORDS, SECTIONS, by_area, cell_view, fraction, legend, sections
 
 __all__ = ["render_index_md", "render_target_md", "MARKER"]
 

@@ -17,9 +17,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..levels import row_for_check
-from ..plugin.outcomes import SPEC_GROUP, level_group
-from ..plugin.resultsfile import SCHEMA_VERSION
+from gatecheck.conformance.spec.levels import row_for_check
+from gatecheck.conformance.plugin.outcomes import SPEC_GROUP, level_group
+from gatecheck.conformance.plugin.resultsfile import SCHEMA_VERSION
 
 __all__ = ["load_results", "Matrix", "Tally", "AREAS", "area_of", "slug", "SCHEMA_VERSIONS", "Source"]
 

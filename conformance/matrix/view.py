@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..plugin.outcomes import level_group
-from .model import AREAS, Tally, area_of
+from gatecheck.conformance.plugin.outcomes import level_group
+from gatecheck.conformance.matrix.model import AREAS, Tally, area_of
 
 __all__ = ["BANDS", "CellView", "cell_view", "fraction", "SECTIONS", "sections", "by_area", "legend", "LEGEND_NOTES", "OUTCOME_WORDS"]
 

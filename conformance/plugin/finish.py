@@ -18,7 +18,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .resultsfile import document, partial_record, write_document
+from gatecheck.conformance.plugin.resultsfile import document, partial_record, write_document
 
 __all__ = ["finish", "read_partial", "junit_of", "finish_if_killed", "FINISH_JOB"]
 

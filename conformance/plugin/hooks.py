@@ -17,23 +17,23 @@ import pytest
 from gatecheck.servers import ServerError, TargetError, stop_all
 from gatecheck.servers.reaper import cancel
 
-from ..markers import MARKERS, applicable_interfaces, row_of, validate_item
-from .expectations import ExpectationError, expectations_of
-from .finish import FINISH_JOB, finish_if_killed
-from .interrupts import Deadlines, Interrupts
-from .options import add_options, check_output_paths, jobs_wanted, session_timeout
-from .outcomes import Verdict, decide
-from .profiles import load_profile
-from .pool import ServerPool, StartFailed
-from .resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
-from .session import GatecheckSession, item_meta
-from .shards import Claims
-from .merge import write_collected
-from .reports import DEVIATION, LOG, attach_log, brief_if_known, deviation, report_interrupted, shape
-from .stale import judge_session
-from .summary import write_gatecheck_summary
-from .targets import targets_from_options
-from .tools import ensure_tools
+from gatecheck.conformance.spec.markers import MARKERS, applicable_interfaces, row_of, validate_item
+from gatecheck.conformance.plugin.expectations import ExpectationError, expectations_of
+from gatecheck.conformance.plugin.finish import FINISH_JOB, finish_if_killed
+from gatecheck.conformance.plugin.interrupts import Deadlines, Interrupts
+from gatecheck.conformance.plugin.options import add_options, check_output_paths, jobs_wanted, session_timeout
+from gatecheck.conformance.plugin.outcomes import Verdict, decide
+from gatecheck.conformance.plugin.profiles import load_profile
+from gatecheck.conformance.plugin.pool import ServerPool, StartFailed
+from gatecheck.conformance.plugin.resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
+from gatecheck.conformance.plugin.session import GatecheckSession, item_meta
+from gatecheck.conformance.plugin.shards import Claims
+from gatecheck.conformance.plugin.merge import write_collected
+from gatecheck.conformance.plugin.reports import DEVIATION, LOG, attach_log, brief_if_known, deviation, report_interrupted, shape
+from gatecheck.conformance.plugin.stale import judge_session
+from gatecheck.conformance.plugin.summary import write_gatecheck_summary
+from gatecheck.conformance.plugin.targets import targets_from_options
+from gatecheck.conformance.plugin.tools import ensure_tools
 
 __all__ = [
     "pytest_addoption", "pytest_cmdline_main", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
@@ -48,7 +48,7 @@ _SESSION = pytest.StashKey[GatecheckSession]()
 _CALLED = pytest.StashKey[bool]()
 _ELSEWHERE = pytest.StashKey[bool]()  # the check's module is run by another child of its target (shards.py)
 _ACTIVATED: weakref.WeakSet = weakref.WeakSet()
-_CHECKS_DIR = Path(__file__).resolve().parent.parent
+_CHECKS_DIR = Path(__file__).resolve().parent.parent / "checks"
 _EXIT_GRACE = 0.05  # seconds: waited only when a call failed and its server still runs
 
 
@@ -93,7 +93,7 @@ def pytest_cmdline_main(config):
     if jobs < 2:
         return None
     check_output_paths(config)
-    from .jobs import run_jobs
+    from gatecheck.conformance.plugin.jobs import run_jobs
 
     return run_jobs(config, targets, expectations, jobs)
 
@@ -257,7 +257,7 @@ def usage(server, request):
     """The server tree's RSS and descriptors before a robustness scenario; ``usage.check()`` judges after.
     Its measurements become the check's JUnit properties (``user_properties``: what ``record_property`` does,
     without its warning under the default xunit2 family)."""
-    from ..usage import Usage
+    from gatecheck.conformance.helpers.usage import Usage
 
     return Usage(server, lambda name, value: request.node.user_properties.append((name, value)))
 

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from .outcomes import CheckTimeout
+from gatecheck.conformance.plugin.outcomes import CheckTimeout
 
 __all__ = ["Deadlines", "Interrupts"]
 

@@ -43,10 +43,10 @@ from pathlib import Path
 
 from gatecheck.tools import cache_dir
 
-from .merge import crash_record, exit_status, merge_junit, read_child, read_collected
-from .options import SESSION_TIMEOUT_PER_TARGET
-from .resultsfile import partial_path
-from .shards import MAX_SHARDS, MIN_LEFT, SHARD_OPTION, WORTH, claims_args, progress, time_left
+from gatecheck.conformance.plugin.merge import crash_record, exit_status, merge_junit, read_child, read_collected
+from gatecheck.conformance.plugin.options import SESSION_TIMEOUT_PER_TARGET
+from gatecheck.conformance.plugin.resultsfile import partial_path
+from gatecheck.conformance.plugin.shards import MAX_SHARDS, MIN_LEFT, SHARD_OPTION, WORTH, claims_args, progress, time_left
 
 __all__ = ["Child", "JobRun", "child_args", "target_groups", "run_jobs"]
 
@@ -331,7 +331,7 @@ def target_groups(config, targets: list) -> list:
     check, then one per HTTP/2-only target (its HTTP/1.1 checks do not apply), then one child for all the TLS
     targets together (each runs only its few dozen TLS checks: a child of its own would cost more to start
     than its checks take)."""
-    from .targets import DEFAULT_TARGETS, targets_from_options
+    from gatecheck.conformance.plugin.targets import DEFAULT_TARGETS, targets_from_options
 
     opt = config.getoption
     by_target = {st.target: st for st in targets}
@@ -361,11 +361,11 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
     from _pytest.config import create_terminal_writer
     from gatecheck.servers.reaper import cancel
 
-    from .expectations import server_version
-    from .finish import FINISH_JOB, finish_if_killed
-    from .resultsfile import Results
-    from .stale import judge
-    from .summary import LineWriter, write_gatecheck_summary
+    from gatecheck.conformance.plugin.expectations import server_version
+    from gatecheck.conformance.plugin.finish import FINISH_JOB, finish_if_killed
+    from gatecheck.conformance.plugin.resultsfile import Results
+    from gatecheck.conformance.plugin.stale import judge
+    from gatecheck.conformance.plugin.summary import LineWriter, write_gatecheck_summary
 
     began = time.monotonic()
     tw = create_terminal_writer(config)
@@ -410,7 +410,7 @@ def _write(results) -> tuple:
 
 def _failures(tw, results) -> None:
     """One line per check × target that makes the run fail, as pytest's short summary has them."""
-    from .outcomes import FAILING
+    from gatecheck.conformance.plugin.outcomes import FAILING
 
     failing = [rec for rec in results.records.values() if rec["outcome"] in FAILING]
     if not failing:

@@ -18,9 +18,9 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .finish import junit_of, read_partial
-from .resultsfile import partial_path
-from .stale import Collected
+from gatecheck.conformance.plugin.finish import junit_of, read_partial
+from gatecheck.conformance.plugin.resultsfile import partial_path
+from gatecheck.conformance.plugin.stale import Collected
 
 __all__ = ["read_child", "write_collected", "read_collected", "merge_junit", "crash_record", "exit_status",
            "CRASH_CHECK"]

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX, NotSupported
+
 __all__ = ["OUTCOMES", "FAILING", "Verdict", "CheckTimeout", "decide", "worse", "SPEC_GROUP", "level_group"]
 
 OUTCOMES = ("passed", "failed", "error", "timeout", "interrupted", "noted", "known", "fixed", "unsupported",
@@ -37,7 +39,6 @@ FAILING = frozenset({"failed", "error", "timeout", "interrupted", "fixed"})
 #: when two phases disagree, the higher rank is the check's outcome (a teardown error beats a passed call)
 _RANK = {"passed": 0, "skipped": 1, "unsupported": 1, "noted": 2, "known": 2, "fixed": 3, "failed": 4, "timeout": 5,
          "error": 6, "interrupted": 7}
-UNSUPPORTED_PREFIX = "not supported:"
 SPEC_GROUP = "MUST/SHOULD (spec)"
 
 
@@ -81,10 +82,6 @@ def decide(when: str, report, excinfo, deviation, unsupported: bool, level: str 
     if level == "INFO":
         return Verdict("noted", "INFO (never fails a run): " + _short(report))
     return Verdict("failed", _short(report))
-
-
-class NotSupported(pytest.skip.Exception):
-    """Raised by a check (``not_supported(reason)``) when the target lacks what the check needs."""
 
 
 def level_group(level: str) -> str:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from gatecheck.servers import Target
 
-from .started import StartedServer
-from .targets import SessionTarget
+from gatecheck.conformance.app.started import StartedServer
+from gatecheck.conformance.plugin.targets import SessionTarget
 
 __all__ = ["ServerPool", "StartFailed"]
 

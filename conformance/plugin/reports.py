@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from _pytest.reports import TestReport
 
-from .expectations import Applied, Expectations, server_version
-from .outcomes import CheckTimeout, Verdict
-from .resultsfile import meta_of
-from .started import read_log
+from gatecheck.conformance.plugin.expectations import Applied, Expectations, server_version
+from gatecheck.conformance.plugin.outcomes import CheckTimeout, Verdict
+from gatecheck.conformance.plugin.resultsfile import meta_of
+from gatecheck.conformance.app.started import read_log
 
 __all__ = ["DEVIATION", "LOG", "report_interrupted", "deviation", "brief_if_known", "shape", "attach_log"]
 

@@ -33,40 +33,14 @@ from pathlib import Path
 
 import pytest
 
-from .outcomes import OUTCOMES, Verdict, level_group, worse
+from gatecheck.conformance.spec.results import NO_TARGET, check_id_of
+from gatecheck.conformance.plugin.outcomes import OUTCOMES, Verdict, level_group, worse
 
 __all__ = ["Results", "check_id_of", "partial_path", "partial_record", "SCHEMA_VERSION", "set_meta", "meta_of",
            "document", "document_text", "write_document", "NO_TARGET"]
 
 SCHEMA_VERSION = 2
-NO_TARGET = "no-target"     # the server parameter's id on a check that applies to none of the targets
 _META_KEY = pytest.StashKey[dict]()
-
-
-def check_id_of(item) -> str:
-    """The check id, ``file.py::function[params]``: the check's own parameter id without the target's part,
-    so the same check on several targets (or on none) shares one id. It keys the results' records, the
-    levels table's rows and the expectation entries.
-
-    The target's part is taken out as the one id pytest got from the ``server`` parametrization (pytest
-    joins one id per parametrization with "-"), never by searching the joined string."""
-    base = f"{Path(str(item.path)).name}::{getattr(item, 'originalname', item.name)}"
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return base
-    ids = callspec.id
-    if "server" in callspec.params:
-        server_id = getattr(callspec.params["server"], "id", None) or NO_TARGET
-        parts = list(getattr(callspec, "_idlist", ()))
-        if server_id in parts:
-            parts.remove(server_id)
-            ids = "-".join(parts)
-        else:  # pragma: no cover  (a pytest without CallSpec._idlist)
-            for form in (f"{server_id}-", f"-{server_id}", server_id):
-                if form in ids:
-                    ids = ids.replace(form, "", 1)
-                    break
-    return f"{base}[{ids}]" if ids else base
 
 
 def set_meta(item, meta: dict) -> None:

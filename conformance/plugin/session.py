@@ -4,12 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .interrupts import Deadlines, Interrupts
-from .pool import ServerPool
-from .expectations import Expectations
-from .resultsfile import Results
-from .shards import Claims
-from .stale import Collected
+from gatecheck.conformance.plugin.interrupts import Deadlines, Interrupts
+from gatecheck.conformance.plugin.pool import ServerPool
+from gatecheck.conformance.plugin.expectations import Expectations
+from gatecheck.conformance.plugin.resultsfile import Results
+from gatecheck.conformance.plugin.shards import Claims
+from gatecheck.conformance.plugin.stale import Collected
 
 __all__ = ["GatecheckSession", "item_meta"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .expectations import Expectations, server_version
+from gatecheck.conformance.plugin.expectations import Expectations, server_version
 
 __all__ = ["judge", "judge_session", "write_summary", "Collected"]
 

@@ -3,8 +3,8 @@ entries, what the session could not run, where the results went. A serial sessio
 records; a ``--jobs`` run from the merged records of its child sessions (``jobs.py``), so both read alike."""
 from __future__ import annotations
 
-from .outcomes import SPEC_GROUP
-from .stale import write_summary
+from gatecheck.conformance.plugin.outcomes import SPEC_GROUP
+from gatecheck.conformance.plugin.stale import write_summary
 
 __all__ = ["write_gatecheck_summary", "LineWriter"]
 

@@ -14,7 +14,7 @@ def ensure_tools(config, results, items) -> None:
             item.path.name == "test_h2spec.py" and not item.get_closest_marker("gatecheck_unsupported")
             for item in items):
         return
-    from ..h2spec_install import ensure_h2spec
+    from gatecheck.conformance.h2spec.install import ensure_h2spec
 
     _binary, problem = ensure_h2spec(lambda line: say(config, line))
     if problem:

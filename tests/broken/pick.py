@@ -19,7 +19,7 @@ from collections import Counter
 
 import pytest
 
-from gatecheck.conformance.results import check_id_of
+from gatecheck.conformance.spec.results import check_id_of
 
 ENV = "GATECHECK_PICK"
 PROFILE = "gatecheck-can-fail"

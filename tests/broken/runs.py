@@ -29,6 +29,7 @@ from urllib.parse import quote, urlencode
 
 from .pick import ENV as PICK_ENV
 from .pick import PROFILE
+from tests.installed import PYTEST, RUN_DIR
 
 __all__ = ["Via", "Run", "Outcomes", "run_all", "REPO"]
 
@@ -104,7 +105,7 @@ def _execute(batch: list, vias: dict, workdir: Path, index: int) -> tuple:
     pick = workdir / f"pick-{index}.json"
     pick.write_text(json.dumps({run.name: list(run.checks) for run in batch}), encoding="utf-8")
     results = workdir / f"results-{index}.json"
-    argv = [sys.executable, "-m", "pytest", *[f"conformance/{f}" for f in files], "-q", "-p", "no:cacheprovider",
+    argv = [*PYTEST, *[f"conformance/checks/{f}" for f in files], "-q", "-p", "no:cacheprovider",
             "-p", "tests.broken.pick", "-p", "_hypothesis_pytestplugin", "--no-expectations",
             "--results-json", str(results),
             "--server-log-dir", str(workdir / f"logs-{index}"), "--ready-timeout", "60",
@@ -112,7 +113,7 @@ def _execute(batch: list, vias: dict, workdir: Path, index: int) -> tuple:
     for run in batch:
         argv += ["--server", vias[run.via].target(run.behaviour, run.name)]
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **{PICK_ENV: str(pick)})
-    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(argv, cwd=RUN_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         output, _ = proc.communicate(timeout=DEADLINE)

@@ -20,7 +20,7 @@ def _params(item) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
-    from gatecheck.conformance.markers import clause_of
+    from gatecheck.conformance.spec.markers import clause_of
 
     with open(os.environ["GATECHECK_COLLECT_OUT"], "w", encoding="utf-8") as out:
         for item in items:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.installed import PYTEST, RUN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,10 +26,10 @@ def collected_checks(tmp_path_factory) -> list:
     (one subprocess per session, no server started): dicts {module, function, params, clause, level}, written
     by tests/conformance/collect_checks.py before the conformance session drops anything."""
     out = tmp_path_factory.mktemp("collect") / "items.jsonl"
-    cmd = [sys.executable, "-m", "pytest", "conformance", "--collect-only", "-q", "-p", "no:cacheprovider",
+    cmd = [*PYTEST, "conformance/checks", "--collect-only", "-q", "-p", "no:cacheprovider",
            "-p", "tests.conformance.collect_checks",
            "--server", "granian:asgi", "--server", "granian:wsgi", "--server", "granian:rsgi"]
     env = dict(os.environ, GATECHECK_COLLECT_OUT=str(out), PYTHONPATH=str(ROOT))
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cmd, cwd=RUN_DIR, env=env, capture_output=True, text=True, timeout=300)
     assert out.exists(), f"collection failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]

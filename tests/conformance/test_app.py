@@ -17,7 +17,7 @@ from gatecheck.conformance.client.h2 import H2Client
 from gatecheck.conformance.client.http1 import Connection, build_request
 from gatecheck.conformance.client.interop import ws_client, ws_recv
 from gatecheck.conformance.client.ws import OP_TEXT
-from gatecheck.conformance.plugin.started import StartedServer
+from gatecheck.conformance.app.started import StartedServer
 from gatecheck.conformance.plugin.targets import targets_from_options
 
 

@@ -30,6 +30,7 @@ from tests.conformance.can_fail_rows import ROWS as _HTTP_ROWS
 from tests.conformance.can_fail_rows import Row
 from tests.conformance.can_fail_rows_more import ROWS as _MORE_ROWS
 from tests.conformance.can_fail_vias import CATALOGUES, VIAS
+from tests.installed import CHECKS
 
 #: the rows (tables in can_fail_rows.py and can_fail_rows_more.py; the vias in can_fail_vias.py)
 ROWS = _HTTP_ROWS + _MORE_ROWS
@@ -99,7 +100,7 @@ def _untracked(paths: list) -> set:
 def test_every_area_has_a_row():
     """Every conformance/test_<area>.py has a row here (or a reason in UNCOVERED); an area file not yet
     committed is only reported (skipped), so a check file still being written does not break this test."""
-    files = sorted((REPO / "conformance").glob("test_*.py"))
+    files = sorted(CHECKS.glob("test_*.py"))
     covered = {row.area for row in ROWS} | set(UNCOVERED)
     missing = [p for p in files if p.stem[len("test_"):] not in covered]
     untracked = _untracked(missing) if missing else set()
@@ -131,7 +132,7 @@ def test_every_check_has_a_row_or_is_listed():
     covered = {(f"test_{row.area}.py", check.split("[")[0]) for row in ROWS for check in row.fails}
     listed = {line.strip() for line in WITHOUT_ROWS.read_text(encoding="utf-8").splitlines()
               if line.strip() and not line.startswith("#")}
-    files = [p for p in sorted((REPO / "conformance").glob("test_*.py")) if p.stem[len("test_"):] not in UNCOVERED]
+    files = [p for p in sorted(CHECKS.glob("test_*.py")) if p.stem[len("test_"):] not in UNCOVERED]
     untracked = _untracked(files)
     defined = {f"{p.name}::{name}" for p in files if p.resolve() not in untracked for name in _check_functions(p)}
     missing = sorted(c for c in defined if tuple(c.split("::")) not in covered and c not in listed)

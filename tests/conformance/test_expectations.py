@@ -20,9 +20,10 @@ from gatecheck.conformance.plugin.expectations import (
     EXPECTATIONS_DIR, ExpectationError, Expectations, load_expectation_file, load_expectations, read_expectations,
     server_version)
 from gatecheck.conformance.plugin.stale import Collected, judge
+from tests.installed import CHECKS, PYTEST
 
 ROOT = Path(__file__).resolve().parents[2]
-SCOPE_FILE = str(ROOT / "conformance" / "test_asgi_scope.py")
+SCOPE_FILE = str(CHECKS / "test_asgi_scope.py")
 CLIENT = "test_asgi_scope.py::test_client_is_host_and_int_port"                   # granian 2.8: port is a str
 SERVER = "test_asgi_scope.py::test_server_is_host_and_int_port_of_the_listener"   # granian 2.8: port is a str
 SCOPE_CLAUSE = "ASGI WWW §HTTP Connection Scope"                                   # both checks' @spec
@@ -158,7 +159,7 @@ def test_every_entry_names_a_collected_check(collected_checks, path):
 def session(repo: Path, *args, timeout=180):
     """A conformance session run from ``repo`` (a server's repository), its results in repo/r.json."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+    out = subprocess.run([*PYTEST, "-p", "no:cacheprovider", "--rootdir", str(ROOT),
                           "-c", str(ROOT / "pyproject.toml"), "--results-json", str(repo / "r.json"), *args],
                          cwd=repo, capture_output=True, text=True, timeout=timeout, env=env)
     data = json.loads((repo / "r.json").read_text()) if (repo / "r.json").exists() else {}
@@ -206,7 +207,7 @@ def test_a_command_targets_file_with_an_old_clause_warns_and_uses_the_checks_cla
                           + entry("test_wsgi_environ.py::test_query_string_is_raw*", "no version range"),
                 "own.toml") / "own.toml"
     out, checks, report = session(
-        tmp_path, str(ROOT / "conformance" / "test_wsgi_environ.py"), "-k", "test_query_string_is_raw",
+        tmp_path, str(CHECKS / "test_wsgi_environ.py"), "-k", "test_query_string_is_raw",
         "--server-cmd", "{python} -m tests.hostile.server --port {port} --mode garbage", "--interface", "wsgi",
         "--expectations", str(own))
     assert checks and {c["outcome"] for c in checks.values()} == {"known"}, out.stdout[-3000:]

@@ -88,7 +88,7 @@ def test_idle_clients_vanish_with_a_reset(request):
     # the check's own module, its marks registered as the gatecheck plugin does in a conformance session
     for name in ("spec", "interfaces", "needs"):
         request.config.addinivalue_line("markers", f"{name}: gatecheck's")
-    robustness = importlib.import_module("gatecheck.conformance.test_robustness")
+    robustness = importlib.import_module("gatecheck.conformance.checks.test_robustness")
     try:
         robustness.test_idle_connections_do_not_stop_service(server, usage)
         rec.wait_ends(500)
@@ -101,7 +101,7 @@ def test_connections_opened_before_a_failure_vanish_with_a_reset():
     """open_many failing part-way (uWSGI's one http-socket worker: connect() times out once its backlog is full)
     resets the connections it had opened: with a FIN they became the same lost-FIN sockets, which held that
     worker into the next check (test_idle_kept_alive_connections_do_not_stop_service failed 3 of 4 times)."""
-    from gatecheck.conformance.usage import open_many
+    from gatecheck.conformance.helpers.usage import open_many
 
     rec = _Recorder()
     server = SimpleNamespace(address=rec.listener.getsockname())

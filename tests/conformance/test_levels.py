@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gatecheck.conformance.levels import (LEVELS_DIR, PER_PARAMETER, LevelsError, keyword_in_sentence, load_table, row_for,
-                                row_for_check)
+from gatecheck.conformance.spec.levels import (LEVELS_DIR, PER_PARAMETER, LevelsError, keyword_in_sentence,
+                                               load_table, row_for, row_for_check)
+from tests.installed import CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = sorted(p.stem for p in (ROOT / "conformance").glob("test_*.py"))
+MODULES = sorted(p.stem for p in CHECKS.glob("test_*.py"))
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,7 @@ level = "POLICY"
 
 
 def test_parameter_keys_match_whole_parts_of_a_check_id():
-    from gatecheck.conformance.levels import _param_matches
+    from gatecheck.conformance.spec.levels import _param_matches
 
     assert _param_matches("unsupported-major", "unsupported-major")
     assert _param_matches("unsupported-major", "x-unsupported-major-chunked")

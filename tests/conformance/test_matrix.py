@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gatecheck.conformance.levels import row_for_check
+from gatecheck.conformance.spec.levels import row_for_check
 from gatecheck.conformance.matrix import (Matrix, load_results, main, render_index_html, render_index_md,
                                           render_target_html, render_target_md, slug)
 from gatecheck.conformance.matrix.model import evidence_of
@@ -133,7 +133,7 @@ def test_the_command_runs_as_a_module(tmp_path):
 
 
 def test_sentence_comes_from_the_record_or_else_the_levels_table(tmp_path):
-    from gatecheck.conformance.levels import LEVELS_DIR, load_table
+    from gatecheck.conformance.spec.levels import LEVELS_DIR, load_table
 
     stem = sorted(LEVELS_DIR.glob("test_*.toml"))[0].stem
     table_check = f"{stem}.py::{next(iter(load_table(stem)))}"

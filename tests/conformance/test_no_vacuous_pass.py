@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.installed import PYTEST_ARGS, RUN_DIR
+
 REPO = Path(__file__).resolve().parents[2]
 
 #: the HTTP/1 areas (conformance/test_<area>.py) and the interfaces whose own checks live in them
@@ -63,14 +65,14 @@ def _run(tmp: Path, mode: str, interface: str, files, keyword: str) -> dict:
     """One conformance subprocess against the hostile server in ``mode``: records, peak RSS (MB), output."""
     name = f"{mode}-{interface}"
     results = tmp / f"{name}.json"
-    argv = [sys.executable, "-c", _WRAP, *[f"conformance/{f}" for f in files], "-q", "-p", "no:cacheprovider",
+    argv = [sys.executable, "-c", _WRAP, *PYTEST_ARGS, *[f"conformance/checks/{f}" for f in files], "-q", "-p", "no:cacheprovider",
             "-p", "tests.broken.pick", "-p", "_hypothesis_pytestplugin",
             "--hypothesis-profile", "gatecheck-can-fail", "--no-expectations",
             "--server-cmd", f"{{python}} -m tests.hostile.server --port {{port}} --mode {mode}",
             "--interface", interface, "--results-json", str(results), "-k", keyword,
             "--server-log-dir", str(tmp / f"logs-{name}")]
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-    proc = subprocess.run(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.run(argv, cwd=RUN_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           stdin=subprocess.DEVNULL, timeout=DEADLINE)
     output = proc.stdout.decode("utf-8", "replace")
     rss = [int(line.split()[1]) for line in output.splitlines() if line.startswith("MAXRSS ")]

@@ -16,15 +16,16 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from tests.installed import PYTEST, RUN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
-WS_FILES = ["conformance/test_websocket.py", "conformance/test_websocket_close.py",
-            "conformance/test_websocket_asgi.py"]
-H2_FILES = ["conformance/test_h2_connection.py", "conformance/test_h2_mapping.py",
-            "conformance/test_h2_streams.py", "conformance/test_h2spec.py"]
+WS_FILES = ["conformance/checks/test_websocket.py", "conformance/checks/test_websocket_close.py",
+            "conformance/checks/test_websocket_asgi.py"]
+H2_FILES = ["conformance/checks/test_h2_connection.py", "conformance/checks/test_h2_mapping.py",
+            "conformance/checks/test_h2_streams.py", "conformance/checks/test_h2spec.py"]
 #: the same exchanges through httpx and websockets (h2c and ws here; their HTTP/1.1 check runs there too)
-INTEROP_FILES = ["conformance/test_interop.py"]
+INTEROP_FILES = ["conformance/checks/test_interop.py"]
 FAST_MODES = ("garbage", "close", "reset", "bad-header")
 SILENT_SHARDS = 12
 
@@ -53,7 +54,7 @@ def _run(mode: str, selection: list, results: Path, timeout: float = 420) -> tup
     selection = [s.replace("--mode_20silent_", f"--mode_20{mode}_") for s in selection]
     argv = [sys.executable, "-c", _PYTEST_WITH_RSS, "-p", "no:cacheprovider", "-q", "--tb=line", *selection,
             *_target_args(mode), "--results-json", str(results)]
-    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+    out = subprocess.run(argv, cwd=RUN_DIR, capture_output=True, text=True, timeout=timeout, env=env)
     rss = re.search(r"MAXRSS (\d+)", out.stderr)
     tail = (out.stdout + out.stderr)[-3000:]
     assert results.exists() and rss, f"no results from the {mode} run:\n{tail}"
@@ -63,9 +64,9 @@ def _run(mode: str, selection: list, results: Path, timeout: float = 420) -> tup
 def _first_parameter_sets(files: list, tmp_path: Path) -> list:
     """One node id per check function (its first parameter set) in ``files``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", *files,
+    out = subprocess.run([*PYTEST, "-p", "no:cacheprovider", "--collect-only", "-q", *files,
                           *_target_args("silent"), "--results-json", str(tmp_path / "collect.json")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+                         cwd=RUN_DIR, capture_output=True, text=True, timeout=120, env=env)
     seen, ids = set(), []
     for line in out.stdout.splitlines():
         if "::" in line and line.startswith("conformance/"):
@@ -103,10 +104,10 @@ def test_no_websocket_or_http2_check_passes_against_a_hostile_server(tmp_path):
 
 
 CAPPED = {
-    "ws-endless-frame": ("conformance/test_websocket.py::test_binary_message_round_trips_with_minimal_length", "0B"),
-    "ws-endless-message": ("conformance/test_websocket.py::test_text_message_round_trips_as_text", "0B"),
-    "h2-endless-data": ("conformance/test_h2_mapping.py::test_te_trailers_is_served", ""),
-    "h2-endless-headers": ("conformance/test_h2_mapping.py::test_te_trailers_is_served", ""),
+    "ws-endless-frame": ("conformance/checks/test_websocket.py::test_binary_message_round_trips_with_minimal_length", "0B"),
+    "ws-endless-message": ("conformance/checks/test_websocket.py::test_text_message_round_trips_as_text", "0B"),
+    "h2-endless-data": ("conformance/checks/test_h2_mapping.py::test_te_trailers_is_served", ""),
+    "h2-endless-headers": ("conformance/checks/test_h2_mapping.py::test_te_trailers_is_served", ""),
 }
 
 

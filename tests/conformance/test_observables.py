@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gatecheck.conformance.observables import LETTERS, OBSERVABLES, SENDABLE, observable_row
+from gatecheck.conformance.spec.observables import LETTERS, OBSERVABLES, SENDABLE, observable_row
 
 
 @pytest.fixture(scope="module")

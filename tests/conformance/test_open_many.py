@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gatecheck.conformance.usage import open_many
+from gatecheck.conformance.helpers.usage import open_many
 
 
 def test_open_many_fails_within_its_bound_when_the_backlog_is_full():

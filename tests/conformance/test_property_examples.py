@@ -33,7 +33,7 @@ if sys.argv[2] == "session":
     from gatecheck.conformance.plugin.profiles import load_profile
     load_profile()
 from hypothesis import given, settings
-from gatecheck.conformance.strategies import VALUE, queries, utf8_path
+from gatecheck.conformance.helpers.strategies import VALUE, queries, utf8_path
 seen = []
 
 @settings(max_examples=150, derandomize=True, database=None, deadline=None)

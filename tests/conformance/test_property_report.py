@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 _PROBE = '''
 import json, os, sys
+from tests.installed import PYTEST, RUN_DIR
 
 def pytest_sessionfinish(session):
     with open(os.environ["GATECHECK_TEST_PROBE_OUT"], "w") as fh:
@@ -29,11 +30,11 @@ def test_a_failed_property_check_builds_no_source_patch(tmp_path):
     # the hostile server's "ok" mode answers every request 200 "ok": the probe's JSON never comes, so the
     # property check fails on its first example
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "libcst_probe",
-         "conformance/test_properties.py", "-k", "utf8_path_reaches_the_app_decoded",
+        [*PYTEST, "-p", "no:cacheprovider", "-p", "libcst_probe",
+         "conformance/checks/test_properties.py", "-k", "utf8_path_reaches_the_app_decoded",
          "--server-cmd", "{python} -m tests.hostile.server --port {port} --mode ok", "--interface", "asgi",
          "--no-expectations", "--results-json", str(results)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240, env=env)
+        cwd=RUN_DIR, capture_output=True, text=True, timeout=240, env=env)
     (check,) = json.loads(results.read_text())["checks"]
     assert check["outcome"] == "failed", out.stdout[-2000:]
     assert "Failing test case: test_utf8_path_reaches_the_app_decoded(" in check["message"], check["message"]

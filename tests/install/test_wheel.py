@@ -37,7 +37,7 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
     return zipfile.ZipFile(built)
 
 
-LAYERS = ("gatecheck", "servers", "fixtures", "conformance", "load")
+LAYERS = ("src/gatecheck", "servers", "fixtures", "conformance", "load")
 LAB = ("load/experiments/",)  # evidence of the load docs, not part of the product
 
 
@@ -69,7 +69,7 @@ def test_every_file_of_the_package_folders_is_in_the_wheel_under_gatecheck(wheel
     names = set(wheel.namelist())
     tops = {name.split("/", 1)[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"gatecheck"}
-    wanted = {n if n.startswith("gatecheck/") else f"gatecheck/{n}" for n in _shipped_files()}
+    wanted = {n[len("src/"):] if n.startswith("src/") else f"gatecheck/{n}" for n in _shipped_files()}
     assert len(wanted) > 200
     assert sorted(wanted - names) == []
     assert not [n for n in names if n.startswith("gatecheck/load/experiments")]

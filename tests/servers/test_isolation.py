@@ -1,5 +1,5 @@
 """A server started with ``python=`` sees its own environment and the staged fixture apps, nothing of the
-harness's (issue 13, item 3): an installed gatecheck once put site-packages first on the server's PYTHONPATH.
+harness's: an installed gatecheck once put site-packages first on the server's PYTHONPATH.
 
 The harness here is a real subprocess whose import root (what holds ``gatecheck``) also holds a shadowing
 ``click`` (Granian's CLI imports click; the fake one, imported in a server process, leaves a marker file
@@ -20,15 +20,13 @@ import pytest
 
 from gatecheck.servers import staging
 from gatecheck.servers.tree import TOKEN_ENV
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.installed import PKG
 
 HARNESS = textwrap.dedent("""
     import json, sys
     import httpx
     import gatecheck
     from gatecheck.servers import Target, start_server
-    assert gatecheck.IMPORT_ROOT == sys.argv[1], (gatecheck.IMPORT_ROOT, sys.argv[1])
     target = Target.parse("granian:asgi:h1?python=" + sys.argv[2])
     with start_server(target, app="gatecheck.fixtures.apps.asgi:app", log_dir=sys.argv[3]) as srv:
         answer = httpx.get(srv.url + "/ping", timeout=10)
@@ -39,8 +37,7 @@ HARNESS = textwrap.dedent("""
 def _import_root_with_shadows(tmp_path: Path, marker: Path) -> Path:
     root = tmp_path / "site"
     root.mkdir()
-    for name in ("gatecheck", "servers", "fixtures", "conformance", "load", "pyproject.toml"):
-        (root / name).symlink_to(ROOT / name)
+    (root / "gatecheck").symlink_to(PKG)  # the installed package: its layers inside it
     (root / "click").mkdir()
     (root / "click" / "__init__.py").write_text(  # the harness itself may import it: only a server's import counts
         f"import os, sys\nif os.environ.get({TOKEN_ENV!r}):\n    open({str(marker)!r}, 'w').write(repr(sys.argv))\n"

@@ -33,6 +33,7 @@ os.chmod(path, 0o755)
 
 FAKE_CARGO = """
 import os, sys, time
+from tests.installed import PYTEST, RUN_DIR
 open(os.environ["FAKE_LOG"], "a").write(" ".join(sys.argv[1:]) + "\\n")
 print("   Compiling oha v1.16.0", flush=True)
 root = sys.argv[sys.argv.index("--root") + 1]
@@ -60,12 +61,12 @@ def _env(tmp_path: Path, **extra: str) -> dict:
 
 
 def _python(code: str, env: dict, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=str(ROOT),
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=RUN_DIR,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
 ENSURE_H2SPEC = """
-    from gatecheck.conformance.h2spec_install import ensure_h2spec
+    from gatecheck.conformance.h2spec.install import ensure_h2spec
     print("RESULT", ensure_h2spec(lambda line: print("SAY", line, flush=True)))
 """
 
@@ -152,9 +153,9 @@ def test_a_session_without_h2spec_says_so_once_and_is_incomplete(tmp_path):
     env = _env(tmp_path, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     (tmp_path / "bin" / "go").unlink()
     results = tmp_path / "r.json"
-    done = subprocess.run([sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", "-q",
+    done = subprocess.run([*PYTEST, "conformance/checks", "-p", "no:cacheprovider", "-q",
                            "--server", "granian:asgi", "-k", "h2spec", "--results-json", str(results)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=RUN_DIR, env=env, capture_output=True, text=True, timeout=300)
     out = done.stdout
     assert done.returncode == 1, out[-3000:]
     assert out.count("gatecheck: h2spec not installed — Go is missing") == 1, out[-3000:]
