@@ -39,10 +39,13 @@ from typing import Callable, Sequence
 import psutil
 
 from . import reaper, staging  # noqa: F401  (both register atexit first: they run after stop_all)
+from .peak import PeakTracker
+from .ports import free_port, port_is_free
 from .errors import PortTaken, ServerExited, ServerNotReady, ServerStartError, TargetError
 from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
 
-__all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids", "available_cpus"]
+__all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids", "available_cpus",
+           "free_port", "port_is_free"]
 
 _LIVE: "set[ServerProcess]" = set()
 _LIVE_LOCK = threading.Lock()
@@ -338,41 +341,6 @@ def _checked_cpus(cpus: Sequence[int] | None) -> list | None:
     return chosen
 
 
-class PeakTracker:
-    """Samples a ServerProcess in a background thread; gives peak RSS and CPU seconds used."""
-
-    def __init__(self, proc: ServerProcess, interval: float) -> None:
-        self._proc = proc
-        self._interval = interval
-        self._stop = threading.Event()
-        self.peak_rss_bytes = 0
-        self.cpu_seconds = 0.0
-        self._cpu_start = 0.0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self._take()
-
-    def _take(self) -> ResourceSample:
-        sample = self._proc.sample()
-        self.peak_rss_bytes = max(self.peak_rss_bytes, sample.rss_bytes)
-        self.cpu_seconds = max(self.cpu_seconds, sample.cpu_seconds - self._cpu_start)
-        return sample
-
-    def __enter__(self) -> PeakTracker:
-        first = self._proc.sample()
-        self._cpu_start = first.cpu_seconds
-        self.peak_rss_bytes = first.rss_bytes
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._take()
-
-
 def live_pids() -> list[int]:
     with _LIVE_LOCK:
         return [p.pid for p in _LIVE]
@@ -390,20 +358,3 @@ def stop_all(grace: float = 3.0) -> None:
 
 
 atexit.register(stop_all)
-
-
-def port_is_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port the kernel considers free right now (a race with other processes is possible; the
-    launcher retries on a bind failure)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]

@@ -2,7 +2,7 @@
 raise, shutdown after the connections closed and waited for, and lifespan state as a shallow copy.
 
 The fixture app logs every lifespan event to token ``lifespan`` (``fixtures/ROUTES.md``); checks that need a
-misbehaving lifespan start a private server with ``GATECHECK_LIFESPAN=<mode>`` (``conformance/private.py``),
+misbehaving lifespan start a private server with ``GATECHECK_LIFESPAN=<mode>`` (``conformance/app/private.py``),
 once per target per module, and assert on what that run recorded.
 """
 from __future__ import annotations

@@ -6,11 +6,11 @@ client has gone, and not before. Response side: omitted keys take their defaults
 transfer coding, every body message is flushed before send() returns, and messages after the response
 completed change nothing on the wire. Every script and event name comes from ``fixtures/apps/_asgi_script.py``.
 
-Application shapes (issue 11, dimension 1; tables in conformance/dimensions.py): the response headers go out
+Application shapes (tables in conformance/spec/dimensions.py): the response headers go out
 in every container the text's ``Iterable`` allows (a list of lists or of tuples, a tuple, another iterable),
 and the body in every shape of body messages the defaults allow. The letter (dimension 6, INFO; table in
-conformance/observables.py): messages after completion are ignored, and every receive() after the response
-returns http.disconnect. Helpers: conformance/asgi_http.py.
+conformance/spec/observables.py): messages after completion are ignored, and every receive() after the response
+returns http.disconnect. Helpers: conformance/helpers/asgi_http.py.
 """
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ _AGAIN = 3   # receive() calls after the first http.disconnect
 
 @spec(_DISC, "INFO")
 def test_receive_after_disconnect_keeps_returning_disconnect(server):
-    """INFO (dimension 6, conformance/observables.py): the text says http.disconnect is what receive() returns
+    """INFO (dimension 6, conformance/spec/observables.py): the text says http.disconnect is what receive() returns
     when "called after a response has been sent", which every later call is too; a server whose later
     receive() raises or waits contradicts that letter, breaking no must/should (apps that stop at the first
     http.disconnect never see it). Evidence: the app's log shows each receive() and what it returned."""

@@ -1,4 +1,4 @@
-"""Byte classes everywhere a field crosses the gateway (issue 11, dimension 2; tables in conformance/dimensions.py).
+"""Byte classes everywhere a field crosses the gateway (tables in conformance/spec/dimensions.py).
 
 Request field values and names over HTTP/1.1, HTTP/2 and the WebSocket handshake, and the fields an app
 hands over for its response. Each class has one verdict from its sentence (``KEEP``, ``REJECT_OR_SP``,

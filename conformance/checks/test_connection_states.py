@@ -1,4 +1,4 @@
-"""Connection states (issue 11, dimension 3; the positions table is in conformance/dimensions.py).
+"""Connection states (the positions table is in conformance/spec/dimensions.py).
 
 Request-scoped rules checked wherever a request can stand on an HTTP/1.1 connection: alone, the 2nd or 3rd
 of a kept-alive connection, and the 1st, 2nd or 3rd of a pipeline of three. Every response on the

@@ -266,7 +266,7 @@ def test_head_response_has_no_content(server):
 def test_wsgi_exc_info_before_headers_replaces_status_and_headers(server):
     """Over HTTP/2 too, start_response(..., exc_info) before anything was sent replaces the stored status and
     headers: the stream's :status is the one the error handler names (a row of dimension 5's table,
-    conformance/observables.py)."""
+    conformance/spec/observables.py)."""
     row = observable_row("test_h2_mapping.py::test_wsgi_exc_info_before_headers_replaces_status_and_headers")
     resp = run_script(server, [list(s) for s in row.steps], over="h2", wait=False).exchange
     assert resp.status in row.allowed, resp.describe()

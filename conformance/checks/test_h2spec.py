@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from gatecheck.conformance import h2spec
+from gatecheck.conformance.h2spec import tool as h2spec
 from gatecheck.conformance.spec.markers import needs, spec
 from gatecheck.conformance.app.private import private_server
 

@@ -3,7 +3,7 @@
 Rules of this module:
 
 1. Every check ends by proving the server still answers a normal request on a new connection.
-2. Resources are measured, not guessed (conformance/usage.py: RSS and descriptors before and after, a
+2. Resources are measured, not guessed (conformance/helpers/usage.py: RSS and descriptors before and after, a
    leak only beyond a generous margin); the spec is silent on resource limits, so these readings are
    suite POLICY and say so. Clients that vanish mid-exchange are in test_vanishing_clients.py.
 """

@@ -7,7 +7,7 @@ second response call, an empty or inverted range, a range past EOF, a missing fi
 returns without responding — so those checks are POLICY and ask only for a well-formed wire, an error
 rather than a fake success, and no hang. The app side is the fixture's ``/script`` RSGI interpreter.
 
-Application shapes (issue 11, dimension 1; the table is in conformance/dimensions.py): the status and the
+Application shapes (the table is in conformance/spec/dimensions.py): the status and the
 headers are checked through every response method.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Rules of this module:
 
 1. Every check ends by proving the server still answers a normal request on a new connection, and that
-   the server tree's descriptors and memory came back (conformance/usage.py).
+   the server tree's descriptors and memory came back (conformance/helpers/usage.py).
 2. Where a spec names how the app learns that its client left (ASGI ``http.disconnect``, RSGI
    ``client_disconnect``, WSGI ``close()``), the fixture event log is the proof; elsewhere the reading is
    suite POLICY and says so.

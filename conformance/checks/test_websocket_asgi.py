@@ -2,7 +2,7 @@
 
 The app side is a fixture script (``/script?s=…``, fixtures/ROUTES.md); what the app was handed and what its
 ``send()`` calls did comes back through the event log; the wire is read with the raw client (helpers:
-conformance/ws_asgi.py). A later spec version's behaviour is checked only where the server advertises it.
+conformance/helpers/ws_asgi.py). A later spec version's behaviour is checked only where the server advertises it.
 
 Evidence: a check whose rule is an absence (no code on the wire, no subprotocol) passes only when the
 event log shows the app did what the check scripted and the wire shows the server's answer to it: a
@@ -119,7 +119,7 @@ def test_no_101_before_the_app_accepts(server):
 @spec("ASGI WWW §Close", "MUST")
 def test_close_before_accept_is_http_403(server):
     """websocket.close before accept rejects the handshake with HTTP 403 and no 101 (a row of dimension 5's
-    table, conformance/observables.py)."""
+    table, conformance/spec/observables.py)."""
     row = observable_row("test_websocket_asgi.py::test_close_before_accept_is_http_403")
     conn, _ = ws_script(server, [list(s) for s in row.steps])
     conn.close()
@@ -238,7 +238,7 @@ def test_ping_is_answered_without_the_app(server):
 @pytest.mark.parametrize("row", observable_params("test_websocket_asgi.py::test_app_close_code_reaches_the_client"))
 def test_app_close_code_reaches_the_client(server, row):
     """websocket.close after accept sends a Close frame with the app's code (1000 when omitted); the rows
-    are dimension 5's (conformance/observables.py)."""
+    are dimension 5's (conformance/spec/observables.py)."""
     conn, _ = ws_script(server, [list(s) for s in row.steps])
     with ws_accepted(conn):
         _, close, end = conn.read_frames_until_close()

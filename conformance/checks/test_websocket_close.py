@@ -156,7 +156,7 @@ def test_message_sent_with_the_close_is_never_echoed_after_it(server):
         conn.close()
 
 
-# -- the code of the close the server sends because the app ended (issue 11, dimension 5) -----------------
+# -- the code of the close the server sends because the app ended  -----------------
 
 _ENDED = "test_websocket_close.py::test_close_code_after_the_app_ended"
 _MEANING = {1000: "normal closure: the purpose was fulfilled", 1001: "going away", 1002: "protocol error",
@@ -168,7 +168,7 @@ _MEANING = {1000: "normal closure: the purpose was fulfilled", 1001: "going away
 @pytest.mark.parametrize("ending", observable_names(_ENDED))
 def test_close_code_after_the_app_ended(server, ending):
     """When the app raises (or returns) after accepting, without closing, and the server sends a Close frame
-    for it, the frame's code is one the text allows (conformance/observables.py): after a raise 1011 (the code
+    for it, the frame's code is one the text allows (conformance/spec/observables.py): after a raise 1011 (the code
     defined for "an unexpected condition that prevented it from fulfilling the request") or no code, since
     1000 would tell the client the purpose was fulfilled; after a return any code an endpoint may send, never
     1005, 1006 or 1015, or no code. A connection that ends without a Close frame has no code to judge (not

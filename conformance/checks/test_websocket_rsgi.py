@@ -117,7 +117,7 @@ def test_send_str_and_send_bytes_make_text_and_binary_frames(server):
 @pytest.mark.parametrize("row", observable_params("test_websocket_rsgi.py::test_close_before_accept_is_that_http_status"))
 def test_close_before_accept_is_that_http_status(server, row):
     """POLICY: protocol.close(status) before accept() refuses the handshake with that HTTP status, no 101 (rows
-    of dimension 5's table, conformance/observables.py)."""
+    of dimension 5's table, conformance/spec/observables.py)."""
     conn, _ = ws_script(server, [list(s) for s in row.steps])
     conn.close()
     assert conn.handshake.status in row.allowed, conn.handshake.raw[:300]
@@ -127,7 +127,7 @@ def test_close_before_accept_is_that_http_status(server, row):
 @pytest.mark.parametrize("row", observable_params("test_websocket_rsgi.py::test_close_after_accept_sends_that_close_code"))
 def test_close_after_accept_sends_that_close_code(server, row):
     """POLICY: protocol.close(code) after accept() sends a Close frame carrying that code (rows of dimension
-    5's table, conformance/observables.py)."""
+    5's table, conformance/spec/observables.py)."""
     conn, _ = ws_script(server, [list(s) for s in row.steps])
     with ws_accepted(conn):
         _, close, end = conn.read_frames_until_close()

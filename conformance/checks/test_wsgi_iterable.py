@@ -9,7 +9,7 @@ server offers it, sends from the file's current position, honours Content-Length
 without fileno(), and sends nothing when the app drops it. The app side is the fixture's ``/script`` WSGI
 interpreter: its iterable logs ``wsgi.close``/``wsgi.next_after_close``, its files ``file.close``.
 
-Application shapes (issue 11, dimension 1; the table is in conformance/dimensions.py): close() is checked
+Application shapes (the table is in conformance/spec/dimensions.py): close() is checked
 for every shape whose iterable has one (an iterator class, wsgi.file_wrapper, write() before the iterable,
 start_response inside the first next(), a first or later next() that raises), and every Content-Length
 rule (exact, longer, shorter, absent) for every shape that delivers a body (those, a list and a generator).

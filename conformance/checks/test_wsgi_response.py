@@ -143,7 +143,7 @@ def test_start_response_inside_the_first_iteration_is_honoured(server):
 @spec(_SR, "SHOULD")
 def test_exc_info_before_headers_replaces_status_and_headers(server):
     """start_response(..., exc_info) before anything was sent replaces the stored status and headers (a row of
-    dimension 5's table, conformance/observables.py: the status is the one the error handler names)."""
+    dimension 5's table, conformance/spec/observables.py: the status is the one the error handler names)."""
     row = observable_row("test_wsgi_response.py::test_exc_info_before_headers_replaces_status_and_headers")
     token, ex, _ = run_script(server, [list(s) for s in row.steps], timeout=REPLY_TIMEOUT, wait=False)
     resp = ex.first

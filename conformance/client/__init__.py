@@ -10,6 +10,6 @@
 Each client opens its socket with :func:`connect.connect` and reads through :mod:`bounded`, so each works
 over TLS the same way (``tls=True``) and none can hang or buffer without limit; the exception is
 ``interop.py``, where httpx and websockets read through their own code, bounded by the timeouts and caps it
-sets. Nothing here knows the fixture app (``conformance/app.py``) or judges a result (the checks,
+sets. Nothing here knows the fixture app (``conformance/app/view.py``) or judges a result (the checks,
 ``conformance/verdicts.py``).
 """

@@ -21,8 +21,8 @@ Rules of this module:
    thread writes, on one TLS connection, and OpenSSL's connection object is not safe for that. As
    websockets leaves it (the socket blocking after the TLS handshake), three clients opening 3,000
    connections each to one Granian: twice, two of the three stuck for ever in the opening handshake,
-   joining a reader blocked in a read that closing the socket does not end (the signature of the CI
-   timeouts of 2026-11-27 and 28); a client alone: 14 handshakes in 5,000 waited 10 s for a 101; with a
+   joining a reader blocked in a read that closing the socket does not end (the signature of earlier CI
+   timeouts); a client alone: 14 handshakes in 5,000 waited 10 s for a 101; with a
    deadline on that socket, 4 in 1,500 ended in a false end of stream; a single-threaded client of the
    same exchange, none in 3,000. :func:`ws_client` therefore gives websockets a TLS context whose sockets
    take turns (:class:`_SerializedSSLSocket`): every TLS call runs under one lock on a socket that never
@@ -32,7 +32,7 @@ Rules of this module:
    connections failed or stuck, three clients at once included. On ``ws`` the socket websockets is
    handed keeps :data:`TIMEOUT`. The close is bounded as well (:func:`ws_close`,
    :data:`CLOSE_BOUND`): a close still running then (its thread stuck past every timeout websockets was
-   given: seen on wss, on a loaded 2-core machine, 2026-11-27 and 28, before the sockets took turns)
+   given: seen on wss, on a loaded 2-core machine, before the sockets took turns)
    gets its socket shut and is left to end on its own (websockets' threads are daemons). Leaving
    :func:`ws_client` does not wait for more: the check's verdict was decided by the exchange inside it. A
    check whose verdict is the close itself gets :class:`ClientStuck`, an error (undecided), never a failure.

@@ -1,4 +1,4 @@
-"""Hypothesis strategies and settings of the property checks (conformance/test_properties.py).
+"""Hypothesis strategies and settings of the property checks (conformance/checks/test_properties.py).
 
 Rules of this module: it only describes inputs (request targets, field names and values, body sizes, method
 tokens) and the budgets of the examples; the checks that send them and judge what the app saw stay in

@@ -13,7 +13,6 @@ the partial file is gone (the session finished normally).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path

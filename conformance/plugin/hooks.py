@@ -24,12 +24,14 @@ from gatecheck.conformance.plugin.interrupts import Deadlines, Interrupts
 from gatecheck.conformance.plugin.options import add_options, check_output_paths, jobs_wanted, session_timeout
 from gatecheck.conformance.plugin.outcomes import Verdict, decide
 from gatecheck.conformance.plugin.profiles import load_profile
-from gatecheck.conformance.plugin.pool import ServerPool, StartFailed
+from gatecheck.conformance.plugin.pool import ServerPool
 from gatecheck.conformance.plugin.resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
+from gatecheck.conformance.plugin.session import SESSION as _SESSION
 from gatecheck.conformance.plugin.session import GatecheckSession, item_meta
+from gatecheck.conformance.plugin.watch import _server_watch, death, server  # noqa: F401  (fixtures of the plugin)
 from gatecheck.conformance.plugin.shards import Claims
 from gatecheck.conformance.plugin.merge import write_collected
-from gatecheck.conformance.plugin.reports import DEVIATION, LOG, attach_log, brief_if_known, deviation, report_interrupted, shape
+from gatecheck.conformance.plugin.reports import DEVIATION, attach_log, brief_if_known, deviation, report_interrupted, shape
 from gatecheck.conformance.plugin.stale import judge_session
 from gatecheck.conformance.plugin.summary import write_gatecheck_summary
 from gatecheck.conformance.plugin.targets import targets_from_options
@@ -41,15 +43,13 @@ __all__ = [
     "pytest_runtest_protocol",
     "pytest_runtest_protocol_records",
     "pytest_runtest_call", "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary",
-    "pytest_keyboard_interrupt", "pytest_internalerror", "server", "usage", "_server_watch", "server_pool",
+    "pytest_keyboard_interrupt", "pytest_internalerror", "server", "_server_watch", "server_pool",
 ]
 
-_SESSION = pytest.StashKey[GatecheckSession]()
 _CALLED = pytest.StashKey[bool]()
 _ELSEWHERE = pytest.StashKey[bool]()  # the check's module is run by another child of its target (shards.py)
 _ACTIVATED: weakref.WeakSet = weakref.WeakSet()
 _CHECKS_DIR = Path(__file__).resolve().parent.parent / "checks"
-_EXIT_GRACE = 0.05  # seconds: waited only when a call failed and its server still runs
 
 
 def pytest_addoption(parser):
@@ -245,66 +245,6 @@ def _is_check(item) -> bool:
     return Path(str(getattr(item, "path", ""))).parent == _CHECKS_DIR
 
 
-@pytest.fixture(scope="session")
-def server(request):
-    """This check's target as a ``StartedServer`` (started on first use; ``_server_watch`` restarts it)."""
-    st = request.param
-    return request.config.stash[_SESSION].pool.get(st)
-
-
-@pytest.fixture
-def usage(server, request):
-    """The server tree's RSS and descriptors before a robustness scenario; ``usage.check()`` judges after.
-    Its measurements become the check's JUnit properties (``user_properties``: what ``record_property`` does,
-    without its warning under the default xunit2 family)."""
-    from gatecheck.conformance.helpers.usage import Usage
-
-    return Usage(server, lambda name, value: request.node.user_properties.append((name, value)))
-
-
-@pytest.fixture(autouse=True)
-def _server_watch(request):
-    """Around each check: a dead server is restarted first (an error with the reason when it cannot be);
-    a server that dies during a check makes that check an error, and is restarted for the next ones."""
-    if "server" not in request.fixturenames or _session(request.config) is None:
-        yield
-        return
-    pool = request.config.stash[_SESSION].pool
-    started = request.getfixturevalue("server")
-    try:
-        pool.get(started.session_target)
-        pool.check(started.target)
-        failure = None
-    except StartFailed as exc:
-        failure = str(exc)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
-    request.node.stash[LOG] = (started, started.handle, started.log_size())
-    yield
-    if pool.stopping:
-        return
-    died = _death(request.node, pool)
-    if died is not None or not started.alive():
-        pool.get(started.session_target)  # restart now; a failure is reported by the next check of this target
-    if died:
-        pytest.fail(died, pytrace=False)
-
-
-def _death(item, pool, failed: bool = False) -> str | None:
-    """Once per check: the message when the check's server process exited while the check ran. After a failed
-    call the process gets _EXIT_GRACE to finish exiting (a server dying under a check closes its sockets first)."""
-    watched = item.stash.get(LOG, None)
-    if watched is None or pool.stopping:
-        return None
-    started, handle, offset = watched
-    if started.handle is not handle or not handle.exited_within(_EXIT_GRACE if failed else 0):
-        return None
-    item.stash[LOG] = (started, None, offset)  # reported: the call's report or the teardown's, not both
-    log = started.log_since(offset)
-    code = started.stop()
-    return f"the server process exited during this check (exit code {code}); log:\n{log}"
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     """Past the session deadline, no check starts: the session stops (exit status 2). With a claims directory
@@ -326,7 +266,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def _module_of(item) -> str:
-    """The node id of the check's file (``conformance/test_x.py``): what children claim (``shards.py``)."""
+    """The node id of the check's file (``conformance/checks/test_x.py``): what children claim (``shards.py``)."""
     return item.nodeid.split("::")[0]
 
 
@@ -380,7 +320,7 @@ def pytest_runtest_makereport(item, call):
     if call.when == "call" and verdict.outcome != "interrupted":
         # A server that died during the call makes the call an error (in the call's report, so JUnit keeps one
         # test case per check, as the results do); the watch fixture restarts it.
-        died = _death(item, gs.pool, failed=report.failed)
+        died = death(item, gs.pool, failed=report.failed)
         verdict = Verdict("error", died) if died else verdict
     shape(report, verdict)
     attach_log(item, report)

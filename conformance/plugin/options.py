@@ -42,7 +42,7 @@ def _jobs(text: str) -> str:
 
 def jobs_wanted(given: str) -> int:
     """How many child sessions run at once: ``auto`` is 4 per CPU this process may use, at most 16 (8 on 2 cores). The checks mostly
-    wait on servers: measured for tox -e granian's 13 targets on 2 cores (2026-11-27), --jobs 4 took 115 s, 6 102 s,
+    wait on servers: measured for tox -e granian's 13 targets on 2 cores, --jobs 4 took 115 s, 6 102 s,
     8 93 s and 90 s, 12 104 s. With fewer targets than that, their checks are split over the sessions left free
     (``shards.py``); 1 runs every target in this process, one after another."""
     return min(AUTO_JOBS_MAX, AUTO_JOBS_PER_CPU * len(available_cpus())) if given == "auto" else int(given)

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX, NotSupported
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from gatecheck.conformance.plugin.interrupts import Deadlines, Interrupts
 from gatecheck.conformance.plugin.pool import ServerPool
 from gatecheck.conformance.plugin.expectations import Expectations
@@ -11,7 +13,7 @@ from gatecheck.conformance.plugin.resultsfile import Results
 from gatecheck.conformance.plugin.shards import Claims
 from gatecheck.conformance.plugin.stale import Collected
 
-__all__ = ["GatecheckSession", "item_meta"]
+__all__ = ["GatecheckSession", "SESSION", "item_meta"]
 
 
 @dataclass
@@ -37,3 +39,7 @@ def item_meta(item, st, check: str, row: tuple) -> dict:
             "server": st.target.server if st is not None else "", "interface": st.interface if st is not None else "",
             "clause": clause, "level": level, "sentence": sentence, "accepts": accepts,
             "area": Path(str(item.path)).stem.removeprefix("test_")}
+
+
+#: where a pytest run keeps its GatecheckSession (``config.stash[SESSION]``)
+SESSION = pytest.StashKey[GatecheckSession]()

@@ -114,7 +114,7 @@ class Claims:
         return not self._mine.get(module, False) and (self.directory / _file_name(module)).exists()
 
     def mine(self, module: str) -> bool:
-        """Whether this child runs ``module`` (a check file's node id, e.g. ``conformance/test_x.py``): claimed
+        """Whether this child runs ``module`` (a check file's node id, e.g. ``conformance/checks/test_x.py``): claimed
         now if no child has it yet."""
         if module not in self._mine:
             try:

@@ -6,7 +6,7 @@ version its ``versions`` range holds:
     matched       its check ran on one of them (whatever the outcome: known, fixed, unsupported ...)
     not selected  its check was collected for one of them but did not run (``-k``, ``--deselect``, a session
                   that stopped early), or applies to none of the session's interfaces, or its file was not
-                  collected at all (``pytest conformance/test_x.py``): not stale
+                  collected at all (``pytest conformance/checks/test_x.py``): not stale
     out of range  the session has targets it is for, but none whose version its range holds (or their
                   version is unknown): it does not apply, and is not stale
     stale         none of the above: its check was renamed, split or removed, or never ran where its
@@ -116,4 +116,4 @@ def _why(entry, targets: list, collected: Collected) -> str:
         return f"there is no check file {file}"
     if any(entry.names(check) for check, _ in collected.pairs):
         return "its check ran on none of its targets here: " + ", ".join(targets)
-    return f"no check has this id (renamed or split? the results file's 'check' field has the ids)"
+    return "no check has this id (renamed or split? the results file's 'check' field has the ids)"

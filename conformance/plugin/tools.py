@@ -1,5 +1,5 @@
 """The tools a session needs that are not Python packages: h2spec, found or installed before the first check
-(``conformance/h2spec_install.py``); where it cannot be, the session is incomplete (one line now, the summary,
+(``conformance/h2spec/install.py``); where it cannot be, the session is incomplete (one line now, the summary,
 the results' ``incomplete``, exit status 1).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Three of issue 11's dimensions as tables: application shapes, byte classes and connection states.
+"""Three dimensions of the checks as tables: application shapes, byte classes and connection states.
 
 A check parametrized over a table gets every entry of it, and an entry added here reaches every check that
 uses the table. Each entry carries what the spec text says about it (the verdict) and the clause and level

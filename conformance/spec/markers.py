@@ -8,7 +8,7 @@
 
 A check without ``spec`` is a collection error: every check must cite its clause. The sentence of the clause
 and the answers that pass live in the levels table (``conformance/levels/*.toml``, read by
-``conformance/levels.py``); ``row_of(item)`` gives (clause, level, sentence, accepts) for an item.
+``conformance/spec/levels.py``); ``row_of(item)`` gives (clause, level, sentence, accepts) for an item.
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def applicable_interfaces(definition_marks) -> set:
 
 def row_of(item) -> tuple:
     """(clause, level, sentence, accepts) of an item from the levels table; the sentence and accepts are ""
-    when the table has no row for it (tests/conformance/test_levels.py fails on that)."""
+    when the table has no row for it (tests/conformance/checks/test_levels.py fails on that)."""
     from gatecheck.conformance.spec.levels import PER_PARAMETER, row_for_check
     from gatecheck.conformance.spec.results import check_id_of
 

@@ -13,7 +13,7 @@
     runs.py                     batches of conformance subprocesses against broken targets and controls
     chunks.py                   a helper the ASGI and RSGI breaks share
 
-``tests/conformance/test_checks_can_fail.py`` runs the table (``can_fail_rows.py``, ``can_fail_rows_more.py``;
+``tests/conformance/checks/test_checks_can_fail.py`` runs the table (``can_fail_rows.py``, ``can_fail_rows_more.py``;
 the vias in ``can_fail_vias.py``): area, how it is served, break, checks that must fail (and pass on the
 unbroken control).
 """

@@ -320,7 +320,7 @@ def finish_unfinished_responses(app, on_error: bool = False):
     return broken
 
 
-# -- breaks the field's own clients must catch (conformance/test_interop.py) ---------------------------------
+# -- breaks the field's own clients must catch (conformance/checks/test_interop.py) ---------------------------------
 
 def ws_bytes_short_by_one(send):
     """Every binary WebSocket message the app sends loses its last byte."""

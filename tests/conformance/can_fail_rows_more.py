@@ -158,9 +158,9 @@ ROWS = [
     Row("tls", "rsgi-tls", "scheme_http", ("test_rsgi_scheme_is_https",)),
 ]
 
-# issue 11's dimensions (conformance/dimensions.py, conformance/observables.py)
+# issue 11's dimensions (conformance/spec/dimensions.py, conformance/spec/observables.py)
 ROWS += [
-    # byte classes (conformance/dimensions.py): request fields over HTTP/1.1, HTTP/2, the WebSocket handshake;
+    # byte classes (conformance/spec/dimensions.py): request fields over HTTP/1.1, HTTP/2, the WebSocket handshake;
     # the app's response fields
     Row("byte_classes", "wire", "nul_in_values_kept", ("test_request_field_value_octets_over_http1[nul]",)),
     Row("byte_classes", "wire", "any_field_name", ("test_request_field_name_octets_over_http1[delimiters]",)),

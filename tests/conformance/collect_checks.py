@@ -1,4 +1,4 @@
-"""A pytest plugin for tests/conformance/test_levels.py: at collection, before the conformance session
+"""A pytest plugin for tests/conformance/checks/test_levels.py: at collection, before the conformance session
 drops anything, write every check item as JSON lines {module, function, params, clause, level} to the
 file named by GATECHECK_COLLECT_OUT. Loaded with ``-p tests.conformance.collect_checks`` in a subprocess."""
 from __future__ import annotations

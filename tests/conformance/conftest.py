@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def pytest_configure(config):
     """The checks' own markers, so a harness test may import a table that marks its rows (conformance/
-    dimensions.py, conformance/observables.py) under --strict-markers without the gatecheck session."""
+    dimensions.py, conformance/spec/observables.py) under --strict-markers without the gatecheck session."""
     for name in ("spec", "interfaces", "needs"):
-        config.addinivalue_line("markers", f"{name}: a conformance check's marker (conformance/markers.py)")
+        config.addinivalue_line("markers", f"{name}: a conformance check's marker (conformance/spec/markers.py)")
 
 
 @pytest.fixture(scope="session")

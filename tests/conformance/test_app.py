@@ -1,4 +1,4 @@
-"""conformance/app.py and the clients under it, against a real server serving the fixture app.
+"""conformance/app/view.py and the clients under it, against a real server serving the fixture app.
 
 One Granian ASGI server on TLS (``tls=on``, the suite's test certificate) carries every exchange here, so the one
 ``connect(..., tls=True)`` is exercised by each client: HTTP/1.1 (``Connection``), HTTP/2 by ALPN (``H2Client``)

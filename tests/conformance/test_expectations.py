@@ -159,8 +159,7 @@ def test_every_entry_names_a_collected_check(collected_checks, path):
 def session(repo: Path, *args, timeout=180):
     """A conformance session run from ``repo`` (a server's repository), its results in repo/r.json."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([*PYTEST, "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-                          "-c", str(ROOT / "pyproject.toml"), "--results-json", str(repo / "r.json"), *args],
+    out = subprocess.run([*PYTEST, "-p", "no:cacheprovider", "--results-json", str(repo / "r.json"), *args],
                          cwd=repo, capture_output=True, text=True, timeout=timeout, env=env)
     data = json.loads((repo / "r.json").read_text()) if (repo / "r.json").exists() else {}
     return out, {c["check"]: c for c in data.get("checks", [])}, data.get("expectations")

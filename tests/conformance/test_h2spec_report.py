@@ -7,7 +7,7 @@ import h2.config
 import h2.connection
 import h2.events
 
-from gatecheck.conformance import h2spec
+from gatecheck.conformance.h2spec import tool as h2spec
 from gatecheck.conformance.client.h2 import GOAWAY, PING, H2Client, StreamState
 
 DRYRUN = """Generic tests for HTTP/2 server

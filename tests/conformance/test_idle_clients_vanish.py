@@ -1,4 +1,4 @@
-"""The idle-connections check (conformance/test_robustness.py) makes its 500 silent clients vanish with a reset.
+"""The idle-connections check (conformance/checks/test_robustness.py) makes its 500 silent clients vanish with a reset.
 
 With a FIN, a listener that defers accept until data arrives (TCP_DEFER_ACCEPT: uWSGI's default) and whose
 listen queue overflows into SYN cookies ends up with sockets that became established on its side after the

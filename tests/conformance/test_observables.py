@@ -1,4 +1,4 @@
-"""Issue 11's dimensions 5 and 6 (conformance/observables.py) against the checks: every row names a collected
+"""Issue 11's dimensions 5 and 6 (conformance/spec/observables.py) against the checks: every row names a collected
 check (and parameter) whose @spec is the row's clause and level, every letter row is INFO, and an observable
 row allows only values its text could name (a close code an endpoint may send, an HTTP status). The checks
 are collected by the real pytest run of tests/conformance/conftest.py's ``collected_checks``."""

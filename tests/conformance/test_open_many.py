@@ -1,4 +1,4 @@
-"""``open_many`` (conformance/usage.py) fails within its bound against a listener that never accepts.
+"""``open_many`` (conformance/helpers/usage.py) fails within its bound against a listener that never accepts.
 
 uWSGI's http-socket and cheroot stop accepting once their worker is busy: the backlog fills and every further
 connect() waits. Opening 500 connections one 5 s connect timeout at a time ran the idle-connections check past

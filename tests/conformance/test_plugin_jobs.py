@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from gatecheck.conformance.plugin.children import child_env
 from gatecheck.conformance.plugin.jobs import child_args
 from gatecheck.conformance.plugin.merge import exit_status, read_collected, write_collected
 from gatecheck.conformance.plugin.shards import SHARD_OPTION, Claims, claims_args, modules_left
@@ -309,10 +310,10 @@ def test_children_share_a_bytecode_cache_kept_in_gatecheck_s_cache_never_beside_
     monkeypatch.setenv("GATECHECK_CACHE", str(tmp_path))
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
-    env = jobs._child_env(jobs.cache_dir() / "pycache")
+    env = child_env(jobs.cache_dir() / "pycache")
     assert env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "pycache") and "PYTHONDONTWRITEBYTECODE" not in env
     monkeypatch.setenv("PYTHONPYCACHEPREFIX", "/elsewhere")  # the caller's own choice is kept
-    assert jobs._child_env(jobs.cache_dir() / "pycache")["PYTHONPYCACHEPREFIX"] == "/elsewhere"
+    assert child_env(jobs.cache_dir() / "pycache")["PYTHONPYCACHEPREFIX"] == "/elsewhere"
 
 
 def test_a_check_counts_as_collected_without_target_only_if_no_child_had_it_with_one(tmp_path):

@@ -15,7 +15,7 @@ from urllib.parse import unquote_to_bytes
 
 import pytest
 
-from gatecheck.conformance import strategies
+from gatecheck.conformance.helpers import strategies
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.installed import PYTEST, RUN_DIR
+
 ROOT = Path(__file__).resolve().parents[2]
 
 _PROBE = '''
 import json, os, sys
-from tests.installed import PYTEST, RUN_DIR
 
 def pytest_sessionfinish(session):
     with open(os.environ["GATECHECK_TEST_PROBE_OUT"], "w") as fh:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gatecheck.conformance.h2spec import H2SPEC_PACKAGE, INSTALL_HINT
 from gatecheck.load.oha import OHA_VERSION
+from tests.installed import PYTEST, RUN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +34,6 @@ os.chmod(path, 0o755)
 
 FAKE_CARGO = """
 import os, sys, time
-from tests.installed import PYTEST, RUN_DIR
 open(os.environ["FAKE_LOG"], "a").write(" ".join(sys.argv[1:]) + "\\n")
 print("   Compiling oha v1.16.0", flush=True)
 root = sys.argv[sys.argv.index("--root") + 1]
@@ -61,7 +61,7 @@ def _env(tmp_path: Path, **extra: str) -> dict:
 
 
 def _python(code: str, env: dict, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=RUN_DIR,
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=str(ROOT),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
