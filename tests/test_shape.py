@@ -3,7 +3,8 @@
 - no module over 400 lines and no function over 60, in every layer (src/gatecheck, servers, fixtures,
   conformance, load);
 - the imports flow one way inside conformance/: checks, helpers, the app view, the rule layer and the client
-  never import the plugin; the plugin never imports a check or a helper.
+  never import the plugin; the plugin never imports a check or a helper;
+- every socket of a check is opened by the client layer (``conformance/client``).
 """
 from __future__ import annotations
 
@@ -66,3 +67,17 @@ def test_the_plugin_imports_no_check_and_no_helper():
     offenders = {str(p.relative_to(ROOT)): m for p in (ROOT / "conformance" / "plugin").rglob("*.py")
                  for m in _imports(p) if m.startswith(above)}
     assert offenders == {}
+
+
+def test_every_socket_of_the_checks_is_opened_by_the_client():
+    """Checks, helpers and the app view open connections through ``conformance.client`` (``connect``), the one
+    place where TLS and ALPN are switched on, so a check can run over TLS by one switch."""
+    opened = {}
+    for folder in ("checks", "helpers", "app", "spec"):
+        for path in (ROOT / "conformance" / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                func = node.func if isinstance(node, ast.Call) else None
+                if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "socket"
+                        and func.attr in ("socket", "create_connection", "socketpair", "fromfd")):
+                    opened.setdefault(str(path.relative_to(ROOT)), []).append(node.lineno)
+    assert opened == {}

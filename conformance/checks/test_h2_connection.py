@@ -9,7 +9,6 @@ read the HTTP/1.1 answer strictly (a malformed response is a failure that shows 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 
@@ -27,6 +26,7 @@ from gatecheck.conformance.client.h2 import CONNECTION_CAP, GOAWAY, SETTINGS, H2
 from gatecheck.conformance.client.http1 import ParseError, parse_responses
 from gatecheck.conformance.spec.markers import needs, spec
 from gatecheck.conformance.app.private import private_server
+from gatecheck.conformance.client.connect import connect
 
 pytestmark = needs("h2c")
 
@@ -64,7 +64,7 @@ def _upgrade(server, settings_fields: int = 1, token: str = "h2c", path: str = "
     lines = [f"GET {path} HTTP/1.1".encode(), f"Host: {server.authority}".encode(),
              b"Connection: Upgrade, HTTP2-Settings", b"Upgrade: " + token.encode()]
     lines += [b"HTTP2-Settings: " + settings] * settings_fields
-    sock = socket.create_connection(server.address, timeout=5)
+    sock = connect(server, timeout=5)
     sock.sendall(b"\r\n".join(lines) + b"\r\n\r\n")
     data = bytearray()
     end = bounded.read_until(sock, data, lambda b: b"\r\n\r\n" in b, deadline=time.monotonic() + 5, cap=_HEAD_CAP)

@@ -19,6 +19,7 @@ from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.spec.markers import spec
 from gatecheck.conformance.helpers.usage import MiB, RSS_MARGIN, abort, open_many, served_promptly
 from gatecheck.conformance.helpers.wire import assert_serves, deliver, describe, request, says_close
+from gatecheck.conformance.client.connect import connect
 
 QUIESCE = 20.0           # at most this long a check waits for its own leftovers before the next check
 QUIET = 2.5              # ... which are gone once RSS stayed within RSS_MARGIN for this long
@@ -103,7 +104,7 @@ def test_client_that_never_reads_keeps_server_memory_bounded(server, usage):
     """POLICY: an app streaming 256 MiB to a client that reads nothing does not make the server buffer it:
     the server's RSS stays within 128 MiB of where it started while the client stalls (see ``_stall``)."""
     data = request(server, "GET", script_target(_UNREAD[server.interface]))
-    sock = socket.create_connection(server.address, timeout=5.0)
+    sock = connect(server, timeout=5.0)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
         sock.sendall(data)

@@ -12,7 +12,6 @@ test_rsgi_responses.py. The app side is the fixture's ``/script`` RSGI interpret
 from __future__ import annotations
 
 import hashlib
-import socket
 import time
 
 import pytest
@@ -25,6 +24,7 @@ from gatecheck.conformance.client.http1 import Connection, read_raw
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.app.private import private_server
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe
+from gatecheck.conformance.client.connect import connect
 
 pytestmark = [interfaces("rsgi"), needs("http1")]
 
@@ -46,7 +46,7 @@ def _abandon(server, sent, *, after: float = 0.3, read_first: bool = False) -> s
     """Open a connection, send ``sent(token)``, optionally wait for the first response bytes, then leave;
     return the token."""
     token = new_token()
-    with socket.create_connection(server.address, timeout=REPLY_TIMEOUT) as sock:
+    with connect(server, timeout=REPLY_TIMEOUT) as sock:
         sock.sendall(sent(token))
         if read_first:
             read_raw(sock, bool, timeout=REPLY_TIMEOUT, cap=4096)   # the first bytes, then leave

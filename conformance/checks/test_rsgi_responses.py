@@ -13,7 +13,6 @@ headers are checked through every response method.
 from __future__ import annotations
 
 import base64
-import socket
 
 import pytest
 
@@ -24,6 +23,7 @@ from gatecheck.conformance.spec.dimensions import RSGI_METHODS, rsgi_steps
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.app import events_until, new_token, ping, run_script, script_request, step
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, assert_answered_in_order, describe
+from gatecheck.conformance.client.connect import connect
 
 pytestmark = [interfaces("rsgi"), needs("http1")]
 
@@ -241,7 +241,7 @@ def test_stream_send_after_the_client_left_never_blocks_the_app(server):
     token = new_token()
     steps = [["stream", 200, _PLAIN], ["send_bytes", "first"], ["sleep", 0.3],
              ["repeat", 30, [["send_bytes", {"size": 20000}]]]]
-    with socket.create_connection(server.address, timeout=REPLY_TIMEOUT) as sock:
+    with connect(server, timeout=REPLY_TIMEOUT) as sock:
         sock.sendall(script_request(server, steps, token=token))
         read_raw(sock, bool, timeout=REPLY_TIMEOUT, cap=4096)   # the first bytes, then leave
     events = events_until(server, token, ("script.end", "request.end"), timeout=5.0)

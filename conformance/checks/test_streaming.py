@@ -8,7 +8,6 @@ back as it reads it: a client that wrote everything first could deadlock on full
 from __future__ import annotations
 
 import random
-import socket
 import threading
 import time
 
@@ -21,6 +20,7 @@ from gatecheck.conformance.client.bounded import RESET
 from gatecheck.conformance.client.http1 import ParseError, broken_start, parse_responses, read_raw
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, request
+from gatecheck.conformance.client.connect import connect
 
 pytestmark = needs("http1")
 
@@ -44,7 +44,7 @@ def _exchange_streaming(server, head: bytes, payload: bytes, rng: random.Random)
     """Send ``head`` + ``payload`` in random writes from a thread while reading until the server closes
     (the request says Connection: close) or its bytes cannot be a response any more. Returns (raw
     response bytes, error from the writer or None)."""
-    sock = socket.create_connection(server.address, timeout=REPLY_TIMEOUT)
+    sock = connect(server, timeout=REPLY_TIMEOUT)
     writes = [head] + _pieces(payload, rng)
     failure: list = []
 
@@ -111,7 +111,7 @@ def _chunk_arrivals(server) -> dict:
     """Ask the app for three chunks with _PAUSE seconds between them; return {mark: arrival time}."""
     steps = response_script(server.interface, 200, [("content-type", "text/plain")],
                             [m.decode() for m in _MARKS], pause=_PAUSE)
-    sock = socket.create_connection(server.address, timeout=REPLY_TIMEOUT)
+    sock = connect(server, timeout=REPLY_TIMEOUT)
     arrivals: dict = {}
 
     def all_arrived(received) -> bool:   # called after every read: the time each mark first showed up
@@ -169,7 +169,7 @@ def test_many_small_streamed_chunks_arrive_byte_exact(server):
         "rsgi": [["stream", 200, []], ["repeat", 500, [["send_bytes", piece]]]],
         "wsgi": [["start_response", "200 OK", []], ["repeat", 500, [["yield", piece]]]],
     }[server.interface]
-    sock = socket.create_connection(server.address, timeout=REPLY_TIMEOUT)
+    sock = connect(server, timeout=REPLY_TIMEOUT)
     try:
         sock.sendall(request(server, "GET", script_target(steps), [("Connection", "close")]))
         received, _ = read_raw(sock, broken_start, timeout=REPLY_TIMEOUT * 2)

@@ -12,7 +12,6 @@ Rules of this module:
 """
 from __future__ import annotations
 
-import socket
 import time
 
 from gatecheck.conformance.client.http1 import build_request, read_raw
@@ -20,6 +19,7 @@ from gatecheck.conformance.spec.markers import interfaces, spec
 from gatecheck.conformance.app import new_token, script_target
 from gatecheck.conformance.helpers.usage import abort, open_many
 from gatecheck.conformance.helpers.wire import assert_serves, request
+from gatecheck.conformance.client.connect import connect
 
 
 def _vanish_after(server, steps: list, *, prefix: bytes = b"", read_first: int = 0, method="GET") -> str:
@@ -29,7 +29,7 @@ def _vanish_after(server, steps: list, *, prefix: bytes = b"", read_first: int =
     headers = [("x-gatecheck-token", token)]
     if prefix:
         headers.append(("Content-Length", "100000"))
-    sock = socket.create_connection(server.address, timeout=5.0)
+    sock = connect(server, timeout=5.0)
     try:
         sock.sendall(build_request(method, script_target(steps), headers, host=server.authority,
                                    content_length=False) + prefix)

@@ -17,7 +17,6 @@ rule (exact, longer, shorter, absent) for every shape that delivers a body (thos
 from __future__ import annotations
 
 import base64
-import socket
 import time
 
 import pytest
@@ -31,6 +30,7 @@ from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.app import (events_of, events_until, named, new_token, ping, run_script, script_request,
                                        step, steps_of, wait_step, wait_steps)
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe
+from gatecheck.conformance.client.connect import connect
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
 
@@ -143,7 +143,7 @@ def abandoned_stream(server):
     """A slow stream the client leaves after its first bytes: (close events, all events, time it left)."""
     token = new_token()
     steps = [_sr(), ["repeat", _STREAM_BLOCKS, [["yield", {"size": 1000}], ["sleep", _BLOCK_PAUSE]]]]
-    with socket.create_connection(server.address, timeout=REPLY_TIMEOUT) as sock:
+    with connect(server, timeout=REPLY_TIMEOUT) as sock:
         sock.sendall(script_request(server, steps, token=token))
         read_raw(sock, bool, timeout=REPLY_TIMEOUT, cap=4096)   # the first bytes, then leave
         time.sleep(0.2)

@@ -12,7 +12,6 @@ wsgi.file_wrapper in test_wsgi_iterable.py.
 """
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -22,6 +21,7 @@ from gatecheck.conformance.client.http1 import ParseError, read_raw
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.observables import observable_row
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe
+from gatecheck.conformance.client.connect import connect
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
 
@@ -57,7 +57,7 @@ def _timed(server, steps: list, marker: bytes, end: bytes, timeout: float = 5.0)
             seen = time.monotonic() - start
         return end in body
 
-    with socket.create_connection(server.address, timeout=timeout) as sock:
+    with connect(server, timeout=timeout) as sock:
         start = time.monotonic()
         sock.sendall(data)
         buf, _ = read_raw(sock, over, timeout=timeout)

@@ -24,6 +24,7 @@ import psutil
 from gatecheck.servers.tree import descendants
 
 from gatecheck.conformance.helpers.wire import deliver, describe, request
+from gatecheck.conformance.client.connect import connect
 
 __all__ = ["MiB", "RSS_MARGIN", "FD_MARGIN", "SETTLE", "Usage", "open_fds", "abort", "open_many", "served_promptly"]
 
@@ -102,7 +103,7 @@ def open_many(server, count: int, first: bytes | list = b"", within: float = 30.
             remaining = deadline - time.monotonic()
             assert remaining > 0, f"opening {count} connections took over {within:.0f} s ({n} were open)"
             try:
-                sock = socket.create_connection(server.address, timeout=min(5.0, remaining))
+                sock = connect(server, timeout=min(5.0, remaining))
             except socket.timeout:
                 raise AssertionError(f"connect() {n + 1} of {count} timed out after {min(5.0, remaining):.1f} s "
                                      f"({n} were open)") from None
