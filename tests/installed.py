@@ -1,6 +1,8 @@
 """The installed gatecheck, as the harness's tests run it: the check files of the installed package (the wheel
-tox installed), never the checkout's. A conformance session in a child process runs from the package's folder,
-so ``conformance/checks/test_echo.py`` names a check file and node ids read as they do for a user.
+tox installed), never the checkout's. A conformance session in a child process runs from the folder that holds
+the package (site-packages), rooted there, so ``gatecheck/conformance/checks/test_echo.py`` names a check file
+both on its command line and in its output. Not from the package's own folder: a server that finds its app
+module by walking up from the working directory (granian does) would read it as a package.
 """
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ __all__ = ["PKG", "CONFORMANCE", "CHECKS", "PYTEST", "PYTEST_ARGS", "RUN_DIR"]
 PKG = Path(gatecheck.__file__).resolve().parent
 CONFORMANCE = PKG / "conformance"
 CHECKS = CONFORMANCE / "checks"
-#: pytest as `gatecheck conformance` runs it: the checks' own settings, rooted at the package
-PYTEST_ARGS = ["-c", str(CONFORMANCE / "data" / "pytest.ini"), "--rootdir", str(PKG)]
+#: pytest with the checks' own settings, as `gatecheck conformance` runs it
+PYTEST_ARGS = ["-c", str(CONFORMANCE / "data" / "pytest.ini"), "--rootdir", str(PKG.parent)]
 PYTEST = [sys.executable, "-m", "pytest", *PYTEST_ARGS]
 #: the working directory of a conformance session in a child process
-RUN_DIR = PKG
+RUN_DIR = PKG.parent

@@ -105,7 +105,7 @@ def _execute(batch: list, vias: dict, workdir: Path, index: int) -> tuple:
     pick = workdir / f"pick-{index}.json"
     pick.write_text(json.dumps({run.name: list(run.checks) for run in batch}), encoding="utf-8")
     results = workdir / f"results-{index}.json"
-    argv = [*PYTEST, *[f"conformance/checks/{f}" for f in files], "-q", "-p", "no:cacheprovider",
+    argv = [*PYTEST, *[f"gatecheck/conformance/checks/{f}" for f in files], "-q", "-p", "no:cacheprovider",
             "-p", "tests.broken.pick", "-p", "_hypothesis_pytestplugin", "--no-expectations",
             "--results-json", str(results),
             "--server-log-dir", str(workdir / f"logs-{index}"), "--ready-timeout", "60",

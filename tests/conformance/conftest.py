@@ -26,7 +26,7 @@ def collected_checks(tmp_path_factory) -> list:
     (one subprocess per session, no server started): dicts {module, function, params, clause, level}, written
     by tests/conformance/collect_checks.py before the conformance session drops anything."""
     out = tmp_path_factory.mktemp("collect") / "items.jsonl"
-    cmd = [*PYTEST, "conformance/checks", "--collect-only", "-q", "-p", "no:cacheprovider",
+    cmd = [*PYTEST, "gatecheck/conformance/checks", "--collect-only", "-q", "-p", "no:cacheprovider",
            "-p", "tests.conformance.collect_checks",
            "--server", "granian:asgi", "--server", "granian:wsgi", "--server", "granian:rsgi"]
     env = dict(os.environ, GATECHECK_COLLECT_OUT=str(out), PYTHONPATH=str(ROOT))

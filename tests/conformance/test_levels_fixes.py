@@ -49,41 +49,41 @@ ROOT = Path(__file__).resolve().parents[2]
 
 HOSTILE = "{python} -m tests.hostile.server --port {port} --mode "
 CASES = {
-    "{python} -m tests.broken.server --host {host} --port {port} --variant any_major_served": (["conformance/checks/test_http1_fields.py"], "unsupported_major",
+    "{python} -m tests.broken.server --host {host} --port {port} --variant any_major_served": (["gatecheck/conformance/checks/test_http1_fields.py"], "unsupported_major",
            {"test_http1_fields.py::test_unsupported_major_version_is_505_or_served": "passed"}),
-    "{python} -m tests.broken.server --host {host} --port {port} --variant unknown_coding_501": (["conformance/checks/test_http1_smuggling.py"], "obfuscated and nul-suffix",
+    "{python} -m tests.broken.server --host {host} --port {port} --variant unknown_coding_501": (["gatecheck/conformance/checks/test_http1_smuggling.py"], "obfuscated and nul-suffix",
                {"test_http1_smuggling.py::test_obfuscated_transfer_encoding_never_falls_back_to_content_length"
                 "[nul-suffix]": "passed",
                 "test_http1_smuggling.py::test_obfuscated_transfer_encoding_closes_the_connection[nul-suffix]":
                     "passed"}),
     "{python} -m tests.broken.server --host {host} --port {port} --variant request_line_bare_cr_as_space": (
-        ["conformance/checks/test_http1_fields.py"], "bare_cr_in_the_request_line",
+        ["gatecheck/conformance/checks/test_http1_fields.py"], "bare_cr_in_the_request_line",
         {"test_http1_fields.py::test_bare_cr_in_the_request_line_is_rejected": "passed"}),
     "{python} -m uvicorn --host {host} --port {port} --no-access-log tests.broken.asgi:ws_local_close_refused": (
-        ["conformance/checks/test_websocket_asgi.py"], "local_only_code",
+        ["gatecheck/conformance/checks/test_websocket_asgi.py"], "local_only_code",
         {f"test_websocket_asgi.py::test_app_close_with_local_only_code_never_reaches_the_wire[{code}]": "passed"
          for code in (1005, 1006, 1015)}, ["--interface", "asgi", "--features", "websockets"]),
     "{python} -m tests.broken.server --host {host} --port {port} --variant write_past_length_raises_after_sending": (
-        ["conformance/checks/test_wsgi_response.py"], "write_past_content_length",
+        ["gatecheck/conformance/checks/test_wsgi_response.py"], "write_past_content_length",
         {"test_wsgi_response.py::test_write_past_content_length_raises": "passed",
          "test_wsgi_response.py::test_write_past_content_length_is_not_sent": "failed"}),
     "{python} -m uvicorn --host {host} --port {port} --no-access-log tests.broken.asgi:ws_unoffered_accept_refused": (
-        ["conformance/checks/test_websocket_asgi.py"], "did_not_offer",
+        ["gatecheck/conformance/checks/test_websocket_asgi.py"], "did_not_offer",
         {f"test_websocket_asgi.py::test_subprotocol_the_client_did_not_offer_never_reaches_the_wire[{offered}]":
              "passed" for offered in ("none-offered", "other-offered")},
         ["--interface", "asgi", "--features", "websockets"]),
     "{python} -m uvicorn --host {host} --port {port} --no-access-log "
     "tests.broken.asgi:invalid_start_raises_then_malformed": (
-        ["conformance/checks/test_asgi_messages_errors.py"], "invalid_event and status",
+        ["gatecheck/conformance/checks/test_asgi_messages_errors.py"], "invalid_event and status",
         {f"test_asgi_messages_errors.py::test_invalid_event_raises_from_send[{case}]": "passed"
          for case in ("missing-status", "str-status")}, ["--interface", "asgi"]),
-    HOSTILE + "one-per-connection": (["conformance/checks/test_http1_smuggling.py"], "garbage",
+    HOSTILE + "one-per-connection": (["gatecheck/conformance/checks/test_http1_smuggling.py"], "garbage",
                            {"test_http1_smuggling.py::test_garbage_after_a_pipelined_request_is_rejected":
                                 "unsupported",
                             "test_http1_smuggling.py::test_garbage_after_a_pipelined_request_closes_the_connection":
                                 "unsupported"}),
     "{python} -m tests.broken.server --host {host} --port {port} --break no_persistent_connections "
-    "--break close_unannounced": (["conformance/checks/test_connection_states.py"], "each_position or pipelined_after or half_closed", {
+    "--break close_unannounced": (["gatecheck/conformance/checks/test_connection_states.py"], "each_position or pipelined_after or half_closed", {
         **{f"test_connection_states.py::test_app_sees_the_request_at_each_position[{p}]": "unsupported"
            for p in ("keep-alive-2nd", "keep-alive-3rd", "pipelined-2nd", "pipelined-3rd")},
         **{f"test_connection_states.py::test_app_sees_the_request_at_each_position[{p}]": "passed"

@@ -65,7 +65,7 @@ def _run(tmp: Path, mode: str, interface: str, files, keyword: str) -> dict:
     """One conformance subprocess against the hostile server in ``mode``: records, peak RSS (MB), output."""
     name = f"{mode}-{interface}"
     results = tmp / f"{name}.json"
-    argv = [sys.executable, "-c", _WRAP, *PYTEST_ARGS, *[f"conformance/checks/{f}" for f in files], "-q", "-p", "no:cacheprovider",
+    argv = [sys.executable, "-c", _WRAP, *PYTEST_ARGS, *[f"gatecheck/conformance/checks/{f}" for f in files], "-q", "-p", "no:cacheprovider",
             "-p", "tests.broken.pick", "-p", "_hypothesis_pytestplugin",
             "--hypothesis-profile", "gatecheck-can-fail", "--no-expectations",
             "--server-cmd", f"{{python}} -m tests.hostile.server --port {{port}} --mode {mode}",

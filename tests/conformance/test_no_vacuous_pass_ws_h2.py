@@ -20,12 +20,12 @@ from tests.installed import PYTEST, RUN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
-WS_FILES = ["conformance/checks/test_websocket.py", "conformance/checks/test_websocket_close.py",
-            "conformance/checks/test_websocket_asgi.py"]
-H2_FILES = ["conformance/checks/test_h2_connection.py", "conformance/checks/test_h2_mapping.py",
-            "conformance/checks/test_h2_streams.py", "conformance/checks/test_h2spec.py"]
+WS_FILES = ["gatecheck/conformance/checks/test_websocket.py", "gatecheck/conformance/checks/test_websocket_close.py",
+            "gatecheck/conformance/checks/test_websocket_asgi.py"]
+H2_FILES = ["gatecheck/conformance/checks/test_h2_connection.py", "gatecheck/conformance/checks/test_h2_mapping.py",
+            "gatecheck/conformance/checks/test_h2_streams.py", "gatecheck/conformance/checks/test_h2spec.py"]
 #: the same exchanges through httpx and websockets (h2c and ws here; their HTTP/1.1 check runs there too)
-INTEROP_FILES = ["conformance/checks/test_interop.py"]
+INTEROP_FILES = ["gatecheck/conformance/checks/test_interop.py"]
 FAST_MODES = ("garbage", "close", "reset", "bad-header")
 SILENT_SHARDS = 12
 
@@ -69,7 +69,7 @@ def _first_parameter_sets(files: list, tmp_path: Path) -> list:
                          cwd=RUN_DIR, capture_output=True, text=True, timeout=120, env=env)
     seen, ids = set(), []
     for line in out.stdout.splitlines():
-        if "::" in line and line.startswith("conformance/"):
+        if "::" in line and line.startswith("gatecheck/conformance/"):
             function = line.split("[", 1)[0]
             if function not in seen:
                 seen.add(function)
@@ -104,10 +104,10 @@ def test_no_websocket_or_http2_check_passes_against_a_hostile_server(tmp_path):
 
 
 CAPPED = {
-    "ws-endless-frame": ("conformance/checks/test_websocket.py::test_binary_message_round_trips_with_minimal_length", "0B"),
-    "ws-endless-message": ("conformance/checks/test_websocket.py::test_text_message_round_trips_as_text", "0B"),
-    "h2-endless-data": ("conformance/checks/test_h2_mapping.py::test_te_trailers_is_served", ""),
-    "h2-endless-headers": ("conformance/checks/test_h2_mapping.py::test_te_trailers_is_served", ""),
+    "ws-endless-frame": ("gatecheck/conformance/checks/test_websocket.py::test_binary_message_round_trips_with_minimal_length", "0B"),
+    "ws-endless-message": ("gatecheck/conformance/checks/test_websocket.py::test_text_message_round_trips_as_text", "0B"),
+    "h2-endless-data": ("gatecheck/conformance/checks/test_h2_mapping.py::test_te_trailers_is_served", ""),
+    "h2-endless-headers": ("gatecheck/conformance/checks/test_h2_mapping.py::test_te_trailers_is_served", ""),
 }
 
 

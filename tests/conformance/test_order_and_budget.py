@@ -43,7 +43,7 @@ def _run(tmp_path, variant: str, files: list, keyword: str, features: str = "web
 
 def test_round_trip_property_fails_within_the_check_timeout(tmp_path):
     check = "test_properties.py::test_websocket_messages_round_trip_whatever_the_fragmentation"
-    got = _run(tmp_path, "ws_empty_message_dropped", ["conformance/checks/test_properties.py"],
+    got = _run(tmp_path, "ws_empty_message_dropped", ["gatecheck/conformance/checks/test_properties.py"],
                "test_websocket_messages_round_trip")
     assert got[check]["outcome"] == "failed", f"{got[check]['outcome']}: {got[check]['message'][:500]}"
     assert "sent 0 B" in got[check]["message"], got[check]["message"][:500]
@@ -51,7 +51,7 @@ def test_round_trip_property_fails_within_the_check_timeout(tmp_path):
 
 def test_mid_response_exceptions_leave_the_session_server_intact(tmp_path):
     got = _run(tmp_path, "mid_response_error_poisons",
-               ["conformance/checks/test_asgi_messages_errors.py", "conformance/checks/test_websocket_asgi.py"],
+               ["gatecheck/conformance/checks/test_asgi_messages_errors.py", "gatecheck/conformance/checks/test_websocket_asgi.py"],
                "exception_after_start_never_looks_complete or app_ending and raise")
     assert any("never_looks_complete" in check for check in got), f"the mid-response checks did not run: {sorted(got)}"
     for check in ("test_websocket_asgi.py::test_app_ending_before_accept_is_refused_with_http_error[raise]",
@@ -61,7 +61,7 @@ def test_mid_response_exceptions_leave_the_session_server_intact(tmp_path):
 
 def test_never_reads_check_waits_for_the_abandoned_apps_work(tmp_path):
     check = "test_robustness.py::test_client_that_never_reads_keeps_server_memory_bounded"
-    got = _run(tmp_path, "abandoned_stream_keeps_working", ["conformance/checks/test_robustness.py"], "never_reads_keeps",
+    got = _run(tmp_path, "abandoned_stream_keeps_working", ["gatecheck/conformance/checks/test_robustness.py"], "never_reads_keeps",
                features="")
     assert got[check]["outcome"] == "passed", got[check]["message"][:400]
     assert got[check]["duration"] >= 2.0 + ABANDONED_WORK, (

@@ -23,7 +23,7 @@ from tests.hostile.procs import descendants_running
 from tests.installed import PYTEST, RUN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
-SUBSET = ["conformance/checks/test_asgi_scope.py", "conformance/checks/test_wsgi_environ.py", "-k", "version or method"]
+SUBSET = ["gatecheck/conformance/checks/test_asgi_scope.py", "gatecheck/conformance/checks/test_wsgi_environ.py", "-k", "version or method"]
 # An entry for the wsgi target on a check that applies to asgi only: stale in one session of both targets
 # (its check ran on none of its targets), while a child session of the wsgi target alone never collects it
 # with a target, so judging it per child would call it "not selected".
@@ -70,7 +70,7 @@ def test_a_jobs_run_writes_what_a_serial_run_writes(tmp_path):
 
 def test_a_failing_target_fails_the_run_as_serially(tmp_path):
     hostile = f"{sys.executable} -m tests.hostile.server --port {{port}} --mode garbage"
-    common = ["conformance/checks/test_asgi_scope.py", "-k", "asgi_version", "--server", "granian:asgi",
+    common = ["gatecheck/conformance/checks/test_asgi_scope.py", "-k", "asgi_version", "--server", "granian:asgi",
               "--server-cmd", hostile, "--interface", "asgi", "--ready-timeout", "10"]
     serial = run_pytest(*common, "--results-json", str(tmp_path / "s.json"))
     jobs = run_pytest(*common, "--jobs", "2", "--results-json", str(tmp_path / "j.json"))
@@ -84,14 +84,14 @@ def test_a_failing_target_fails_the_run_as_serially(tmp_path):
     (["--jobs", "2", "--server", "granian:asgi", "--server", "nginx:asgi"], "unknown server 'nginx'"),
 ])
 def test_usage_errors_are_one_line_before_anything_starts(tmp_path, args, said):
-    out = run_pytest("conformance/checks", *args, "--results-json", str(tmp_path / "r.json"), timeout=60)
+    out = run_pytest("gatecheck/conformance/checks", *args, "--results-json", str(tmp_path / "r.json"), timeout=60)
     assert out.returncode == 4 and said in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert not (tmp_path / "r.json.partial.jsonl").exists()
 
 
 def _start(tmp_path, *args):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([*PYTEST, "-p", "no:cacheprovider", "conformance/checks/test_robustness.py",
+    return subprocess.Popen([*PYTEST, "-p", "no:cacheprovider", "gatecheck/conformance/checks/test_robustness.py",
                              "--server", "granian:asgi", "--server", "granian:wsgi", "--jobs", "2", *args,
                              "--results-json", str(tmp_path / "r.json")],
                             cwd=RUN_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -212,15 +212,15 @@ def test_each_single_cleartext_target_gets_a_claims_directory_of_its_own_never_t
 
 def test_each_module_is_claimed_by_one_shard_the_first_to_ask(tmp_path):
     first, second = Claims(tmp_path), Claims(tmp_path)
-    assert first.mine("conformance/checks/test_a.py") and not second.mine("conformance/checks/test_a.py")
-    assert second.mine("conformance/checks/test_b.py") and not first.mine("conformance/checks/test_b.py")
-    assert first.mine("conformance/checks/test_a.py")  # asked again: still its own
+    assert first.mine("gatecheck/conformance/checks/test_a.py") and not second.mine("gatecheck/conformance/checks/test_a.py")
+    assert second.mine("gatecheck/conformance/checks/test_b.py") and not first.mine("gatecheck/conformance/checks/test_b.py")
+    assert first.mine("gatecheck/conformance/checks/test_a.py")  # asked again: still its own
     late = Claims(tmp_path)  # a shard started now leaves both out of its collection, never its own
-    assert late.taken("conformance/checks/test_a.py") and late.taken("conformance/checks/test_b.py")
-    assert not late.taken("conformance/checks/test_c.py") and not first.taken("conformance/checks/test_a.py")
+    assert late.taken("gatecheck/conformance/checks/test_a.py") and late.taken("gatecheck/conformance/checks/test_b.py")
+    assert not late.taken("gatecheck/conformance/checks/test_c.py") and not first.taken("gatecheck/conformance/checks/test_a.py")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conformance%test_a.py", "conformance%test_b.py"]
     assert modules_left(tmp_path) == 0  # no list yet: nothing to help with
-    first.list_modules(["conformance/checks/test_a.py", "conformance/checks/test_b.py", "conformance/checks/test_c.py"])
+    first.list_modules(["gatecheck/conformance/checks/test_a.py", "gatecheck/conformance/checks/test_b.py", "gatecheck/conformance/checks/test_c.py"])
     assert first.listed and modules_left(tmp_path) == 1
 
 
@@ -238,7 +238,7 @@ def test_a_free_slot_helps_the_target_that_should_end_last(tmp_path):
     def target(name: str, listed: int, claimed: int, children: int, for_s: float) -> list:
         claims = tmp_path / name
         claims.mkdir()
-        modules = [f"conformance/checks/test_{name}_{i}.py" for i in range(listed)]
+        modules = [f"gatecheck/conformance/checks/test_{name}_{i}.py" for i in range(listed)]
         lister = Claims(claims)
         lister.list_modules(modules)
         for module in modules[:claimed]:
@@ -261,7 +261,7 @@ def test_a_free_slot_helps_the_target_that_should_end_last(tmp_path):
     assert run._shard(done_soon) is None
     assert time_left(30, 0, 60.0, 1) == 0.0 and time_left(30, 30, 60.0, 1) == float("inf")
     shard = Claims(tmp_path / "slow")  # a shard's shorter list never replaces the first child's
-    shard.list_modules(["conformance/checks/test_slow_29.py"])
+    shard.list_modules(["gatecheck/conformance/checks/test_slow_29.py"])
     assert shard.listed and progress_of(tmp_path / "slow") == (30, 6)
 
 
@@ -274,9 +274,9 @@ def progress_of(directory):
 def test_one_target_split_over_free_sessions_writes_what_a_serial_run_writes(tmp_path):
     # the slowest module first (about 8 s): while it runs, the pace of claims says the rest needs more than
     # shards.WORTH, whatever the machine's speed (with quick modules first a fast machine ends before that)
-    common = ["conformance/checks/test_asgi_messages_errors.py", "conformance/checks/test_asgi_scope.py",
-              "conformance/checks/test_http1_connection.py", "conformance/checks/test_echo.py", "conformance/checks/test_http1_fields.py",
-              "conformance/checks/test_asgi_messages.py", "--server", "granian:asgi"]
+    common = ["gatecheck/conformance/checks/test_asgi_messages_errors.py", "gatecheck/conformance/checks/test_asgi_scope.py",
+              "gatecheck/conformance/checks/test_http1_connection.py", "gatecheck/conformance/checks/test_echo.py", "gatecheck/conformance/checks/test_http1_fields.py",
+              "gatecheck/conformance/checks/test_asgi_messages.py", "--server", "granian:asgi"]
     serial = run_pytest(*common, "--results-json", str(tmp_path / "s.json"), "--junitxml", str(tmp_path / "s.xml"))
     jobs = run_pytest(*common, "--jobs", "3", "--results-json", str(tmp_path / "j.json"),
                       "--junitxml", str(tmp_path / "j.xml"))

@@ -22,7 +22,7 @@ HOSTILE = "{python} -m tests.hostile.server --port {port} --mode "
 ENVIRON = "test_wsgi_environ and (query_string or path_info)"   # 7 cheap WSGI checks, one request each
 
 
-ENVIRON_FILE = "conformance/checks/test_wsgi_environ.py"
+ENVIRON_FILE = "gatecheck/conformance/checks/test_wsgi_environ.py"
 
 
 def pytest_args(tmp_path, *args):
@@ -58,7 +58,7 @@ def expectations(tmp_path, check, extra=""):
 # -- item 1: an error is never "known" ---------------------------------------------------------------
 
 def test_a_listed_check_whose_server_cannot_start_is_an_error_not_known(tmp_path):
-    out = run(tmp_path, "conformance/checks/test_asgi_scope.py", "--server", "granian:asgi?python=/nonexistent",
+    out = run(tmp_path, "gatecheck/conformance/checks/test_asgi_scope.py", "--server", "granian:asgi?python=/nonexistent",
               "-k", "test_client_is_host_and_int_port")
     assert outcomes(tmp_path) == ["error"], out.stdout[-2000:]
     assert out.returncode == 1 and "does not exist" in checks(tmp_path)[0]["message"]
@@ -83,7 +83,7 @@ def test_a_listed_check_that_fails_its_call_is_known_in_json_and_junit(tmp_path)
 
 def test_a_listed_check_that_passes_is_fixed_and_fails_the_run(tmp_path):
     check = "test_slow_header_trickle_does_not_delay_other_clients"   # passes on a server that answers "ok"
-    out = run(tmp_path, "conformance/checks/test_http1_limits.py", *hostile("ok"), "-k", check,
+    out = run(tmp_path, "gatecheck/conformance/checks/test_http1_limits.py", *hostile("ok"), "-k", check,
               "--junitxml", str(tmp_path / "j.xml"), *expectations(tmp_path, f"test_http1_limits.py::{check}"))
     assert outcomes(tmp_path) == ["fixed"] and out.returncode == 1, out.stdout[-2000:]
     assert "remove the entry" in checks(tmp_path)[0]["message"]
@@ -94,7 +94,7 @@ def test_a_listed_check_that_passes_is_fixed_and_fails_the_run(tmp_path):
 def test_a_listed_intermittent_check_that_passes_is_known_and_says_it_held(tmp_path):
     check = "test_slow_header_trickle_does_not_delay_other_clients"   # passes on a server that answers "ok"
     listed = expectations(tmp_path, f"test_http1_limits.py::{check}", 'intermittent = "failed 1 of 9 runs"\n')
-    out = run(tmp_path, "conformance/checks/test_http1_limits.py", *hostile("ok"), "-k", check, *listed)
+    out = run(tmp_path, "gatecheck/conformance/checks/test_http1_limits.py", *hostile("ok"), "-k", check, *listed)
     assert outcomes(tmp_path) == ["known"] and out.returncode == 0, out.stdout[-2000:]
     assert checks(tmp_path)[0]["message"].startswith("held this run; known intermittent deviation")
     assert "stale" not in out.stdout.split("expectations:")[-1].split("\n")[0].replace(" 0 stale", "")
@@ -280,12 +280,12 @@ def test_the_session_deadline_stops_the_run(tmp_path):
 def test_temporary_directories_are_removed_and_private_logs_go_to_the_log_dir(tmp_path):
     scratch, logs = tmp_path / "tmp", tmp_path / "logs"
     scratch.mkdir()
-    out = run(tmp_path, "conformance/checks/test_asgi_lifespan.py", "--server", "granian:asgi", "-k",
+    out = run(tmp_path, "gatecheck/conformance/checks/test_asgi_lifespan.py", "--server", "granian:asgi", "-k",
               "test_failed_startup_never_serves_requests", "--server-log-dir", str(logs), env={"TMPDIR": str(scratch)})
     assert out.returncode == 0, out.stdout[-2000:]
     assert list(scratch.iterdir()) == []
     assert [p.parent.name.startswith("private-") for p in logs.rglob("*.log")].count(True) == 1
-    out = run(tmp_path, "conformance/checks/test_asgi_lifespan.py", "--server", "granian:asgi", "-k",
+    out = run(tmp_path, "gatecheck/conformance/checks/test_asgi_lifespan.py", "--server", "granian:asgi", "-k",
               "test_failed_startup_never_serves_requests", env={"TMPDIR": str(scratch)})
     assert out.returncode == 0 and list(scratch.iterdir()) == []
 
@@ -293,7 +293,7 @@ def test_temporary_directories_are_removed_and_private_logs_go_to_the_log_dir(tm
 # -- issue 12 item 4: the summary separates spec failures from POLICY -------------------------------------
 
 def test_the_summary_counts_spec_and_policy_failures_apart(tmp_path):
-    out = run(tmp_path, ENVIRON_FILE, "conformance/checks/test_http1_limits.py", *hostile("garbage"), "-k",
+    out = run(tmp_path, ENVIRON_FILE, "gatecheck/conformance/checks/test_http1_limits.py", *hostile("garbage"), "-k",
               "test_query_string_is_raw or test_slow_header_trickle_does_not_delay_other_clients")
     levels = [c["level"] for c in checks(tmp_path) if c["outcome"] == "failed"]
     spec = sum(level not in ("POLICY", "INFO") for level in levels)

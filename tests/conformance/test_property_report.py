@@ -32,7 +32,7 @@ def test_a_failed_property_check_builds_no_source_patch(tmp_path):
     # property check fails on its first example
     out = subprocess.run(
         [*PYTEST, "-p", "no:cacheprovider", "-p", "libcst_probe",
-         "conformance/checks/test_properties.py", "-k", "utf8_path_reaches_the_app_decoded",
+         "gatecheck/conformance/checks/test_properties.py", "-k", "utf8_path_reaches_the_app_decoded",
          "--server-cmd", "{python} -m tests.hostile.server --port {port} --mode ok", "--interface", "asgi",
          "--no-expectations", "--results-json", str(results)],
         cwd=RUN_DIR, capture_output=True, text=True, timeout=240, env=env)

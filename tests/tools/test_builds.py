@@ -153,7 +153,7 @@ def test_a_session_without_h2spec_says_so_once_and_is_incomplete(tmp_path):
     env = _env(tmp_path, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     (tmp_path / "bin" / "go").unlink()
     results = tmp_path / "r.json"
-    done = subprocess.run([*PYTEST, "conformance/checks", "-p", "no:cacheprovider", "-q",
+    done = subprocess.run([*PYTEST, "gatecheck/conformance/checks", "-p", "no:cacheprovider", "-q",
                            "--server", "granian:asgi", "-k", "h2spec", "--results-json", str(results)],
                           cwd=RUN_DIR, env=env, capture_output=True, text=True, timeout=300)
     out = done.stdout
