@@ -120,3 +120,4 @@ def test_streamed_response_to_http11_is_self_delimited(server):
         _assert_same(resp.body, body)
         return
     assert resp.framing in ("chunked", "length"), resp.framing
+    _assert_same(resp.body, body)   # the app's own echo: the evidence that this is its streamed response

@@ -39,10 +39,10 @@ AREAS = (
     ("Properties", ("properties",)),
     ("Interop (httpx, websockets)", ("interop",)),
 )
-DECIDED = frozenset({"passed", "fixed", "failed", "known", "error", "timeout", "interrupted"})
+DECIDED = frozenset({"passed", "fixed", "failed", "crashed", "known", "error", "timeout", "interrupted"})
 PASSED = frozenset({"passed", "fixed"})
 #: outcomes a target page lists, in its order
-LISTED = ("failed", "error", "timeout", "interrupted", "fixed", "known", "noted")
+LISTED = ("failed", "crashed", "error", "timeout", "interrupted", "fixed", "known", "noted")
 
 
 def area_of(record_area: str) -> str:
@@ -67,7 +67,7 @@ class Tally:
     known: int = 0          # spec group, known deviations
     failed: int = 0         # spec group, failed, error, timeout or interrupted
     policy: list = field(default_factory=lambda: [0, 0])   # [passed, decided]
-    info: list = field(default_factory=lambda: [0, 0])     # [passed, decided] ("noted" is a failed INFO check)
+    info: list = field(default_factory=lambda: [0, 0])     # [passed, decided] INFO and MAY ("noted": one failed)
 
     def add(self, record: dict) -> None:
         outcome = record["outcome"]
