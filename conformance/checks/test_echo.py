@@ -12,7 +12,8 @@ import random
 import pytest
 
 from gatecheck.conformance.app import random_bytes
-from gatecheck.conformance.client.http1 import build_request, exchange
+from gatecheck.conformance.client.http1 import build_request, exchange, persistent
+from gatecheck.conformance.helpers.support import needs_unlengthed_bodies
 from gatecheck.conformance.spec.markers import needs, spec
 
 pytestmark = needs("http1")
@@ -33,6 +34,7 @@ def _post(server, route: str, body: bytes, *, chunks=None, timeout: float = 20.0
         data = build_request("POST", route, headers + [("Content-Length", str(len(body)))], body,
                              host=server.authority)
     else:
+        needs_unlengthed_bodies(server)   # a 411, or a WSGI app with no way to read it: not supported
         framed = b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks if c) + b"0\r\n\r\n"
         data = build_request("POST", route, headers + [("Transfer-Encoding", "chunked")], framed,
                              host=server.authority, content_length=False)
@@ -109,12 +111,12 @@ def test_echo_response_declares_its_length(server):
 def test_streamed_response_to_http11_is_self_delimited(server):
     """A response streamed without Content-Length to an HTTP/1.1 client is chunked (or length-framed); a
     close-delimited one (RFC 9112 §6.3 rule 8) passes only on a connection the server says it closes
-    (Connection: close, §9.6), never on one the client must take as persistent."""
+    (Connection: close, §9.6, or an HTTP/1.0 response without keep-alive, §9.3), never on one the client must
+    take as persistent."""
     body = random_bytes(100_000, seed=10)
     resp = _post(server, "/echo_iter", body)
     if resp.framing == "close":
-        options = [o.strip().lower() for v in resp.header_all("connection") for o in v.split(",")]
-        assert "close" in options, (
+        assert not persistent(resp, framing=False), (
             "close-delimited response to an HTTP/1.1 request without Connection: close: the client had "
             "to take the connection as persistent and cannot tell a complete response from a cut one")
         _assert_same(resp.body, body)

@@ -15,6 +15,7 @@ import pytest
 
 from gatecheck.fixtures import payload_bytes
 
+from gatecheck.conformance.helpers.support import needs_unlengthed_bodies
 from gatecheck.conformance.app import random_bytes, response_script, script_target
 from gatecheck.conformance.client.bounded import RESET
 from gatecheck.conformance.client.http1 import ParseError, broken_start, parse_responses, read_raw
@@ -88,6 +89,7 @@ def test_iterated_echo_streams_body_back_byte_exact(server, size, framing):
         headers.append(("Content-Length", str(size)))
         payload = body
     else:
+        needs_unlengthed_bodies(server)   # a 411, or a WSGI app with no way to read it: not supported
         headers.append(("Transfer-Encoding", "chunked"))
         payload = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in _pieces(body, rng, 18)) + b"0\r\n\r\n"
     head = request(server, "POST", "/echo_iter", headers, content_length=False)

@@ -9,6 +9,7 @@ import socket
 import struct
 import time
 
+from gatecheck.conformance.helpers.support import needs_unlengthed_bodies
 from gatecheck.conformance.client.http1 import Connection, build_request
 
 __all__ = ["assert_ping", "b64", "upload", "message_records", "close_as", "DEFAULTS", "DEFAULT_BODY", "TE_CASES",
@@ -34,6 +35,7 @@ def upload(server, how: str, chunks: list) -> dict:
         data = build_request("POST", "/probe", [("Content-Length", str(len(body)))], body, host=server.authority)
         parts = [data]
     else:
+        needs_unlengthed_bodies(server)   # a 411 to a body without Content-Length: not supported
         head = build_request("POST", "/probe", [("Transfer-Encoding", "chunked")], host=server.authority)
         framed = [f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks] + [b"0\r\n\r\n"]
         parts = [head + b"".join(framed)] if how == "chunked-one-write" else [head] + framed

@@ -92,7 +92,7 @@ def test_policy_and_info_failures_are_listed_apart_from_spec_failures(tmp_path):
                            dict(level="INFO", outcome="noted", check="test_a.py::test_info", message="E i")])
     page = render_target_md(m, "s:asgi:h1")
     spec, policy, info = (page.index(f"## {title}") for title in ("MUST/SHOULD failures (1)", "POLICY failures (1)",
-                                                                  "INFO noted (1)"))
+                                                                  "INFO and MAY noted (1)"))
     assert spec < page.index("test_must") < policy < page.index("test_policy") < info < page.index("test_info")
 
 
