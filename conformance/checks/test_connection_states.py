@@ -95,7 +95,7 @@ def _exchange(server, position, target: bytes, method: str = "GET", *, tokens: b
               wait_close: bool = False):
     """Send the connection's requests as the position says; return (final responses, connection, requests).
     Skips as not supported when the position cannot be reached (see the module docstring)."""
-    if position.pipelined:
+    if position.pipelined and position.index:   # the first of a pipeline is reached by any server
         needs_pipelining(server)
     requests = _place(server, position, target, tokens)
     methods = ["GET"] * len(requests)
