@@ -25,8 +25,7 @@ from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.results import not_supported
 from gatecheck.conformance.app import new_token, ping, run_script, script_request, step, step_value, wait_steps
-from gatecheck.conformance.helpers.support import (needs_pipelining, needs_simulated_eof, needs_unlengthed_bodies,
-                                                   refused_for_length)
+from gatecheck.conformance.helpers.support import needs_simulated_eof, refused_for_length, unlengthed_body_gap
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe, ends_connection, held_follow_up
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
@@ -205,7 +204,6 @@ def test_request_without_body_reads_empty(server):
 def test_input_never_returns_the_next_pipelined_request(server):
     """Reading past the body returns b"" (the simulated end of file), never the bytes of the request pipelined
     behind it."""
-    needs_pipelining(server)
     results, ex = _run(server, [["read", 4096], ["read"]], body=b"hello", then=ping(server), pipeline=True)
     assert _bytes(results[0], "read(4096)") == b"hello"
     assert _bytes(results[1], "read() at EOF") == b""
@@ -228,10 +226,12 @@ _CHUNKS = [b"hello", b" ", b"chunked\n", b"world"]
 @spec("PEP 3333 §Other HTTP Features", "MUST")
 def test_chunked_body_is_decoded_before_the_app(server):
     """A chunked upload reaches the app decoded: read() returns the body without chunk framing."""
-    needs_unlengthed_bodies(server)
-    results, _ = _run(server, [["read_body"]], chunks=_CHUNKS)
-    read = step_value(results[0], "the app's read of the body (as /echo reads it)")
-    assert (read["len"], read["head"]) == (len(b"".join(_CHUNKS)), b"".join(_CHUNKS)), read
+    results, _ = _run(server, [["read"]], chunks=_CHUNKS)
+    got = _bytes(results[0], "read()")
+    gap = unlengthed_body_gap(server)
+    if got != b"".join(_CHUNKS) and gap:
+        not_supported(f"read() returned {len(got)} of {len(b''.join(_CHUNKS))} bytes: {gap}")
+    assert got == b"".join(_CHUNKS), got
 
 
 @spec("wsgi.input_terminated (de-facto convention)", "POLICY")

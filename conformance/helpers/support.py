@@ -2,7 +2,7 @@
 serves pipelined requests, whether its app can read a request body that has no Content-Length.
 
     needs_pipelining(server)        # the check pipelines: *not supported* where the target does not serve it
-    needs_unlengthed_bodies(server) # the check sends a chunked body the app must read
+    body_not_read(server, resp, expected)  # after a chunked upload's answer that does not show the body read
     needs_simulated_eof(server)     # a WSGI check whose app reads wsgi.input to its end
 
 Rules of this module:
@@ -19,6 +19,9 @@ Rules of this module:
    check of ``wsgi.input``'s file semantics that reads to the end has nothing it may judge.
 2. An exchange that shows nothing (no answer at all, garbage) says nothing: the checks then run and judge what
    they see, so a broken server still fails them.
+3. A chunked upload is sent first and judged after: only an answer the missing read explains (a 411; on the
+   WSGI gap, a 2xx without the body or the server's 500 for the app's empty answer) is *not supported*; any
+   other answer (a 501 for a valid Transfer-Encoding, a 400) is judged by the check.
 """
 from __future__ import annotations
 
@@ -27,8 +30,8 @@ from gatecheck.conformance.client.http1 import Connection, ParseError, build_req
 from gatecheck.conformance.spec.results import not_supported
 from gatecheck.fixtures import TOKEN_HEADER
 
-__all__ = ["pipelining_gap", "needs_pipelining", "unlengthed_body_gap", "needs_unlengthed_bodies",
-           "refused_for_length", "eof_gap", "needs_simulated_eof"]
+__all__ = ["pipelining_gap", "needs_pipelining", "unlengthed_body_gap", "body_not_read", "refused_for_length",
+           "eof_gap", "needs_simulated_eof"]
 
 _TIMEOUT = 3.0
 _PORTABLE_READ = "test_wsgi_input.py::test_chunked_body_is_readable_by_a_portable_app"
@@ -40,6 +43,9 @@ def _found(server) -> dict:
         found = {}
         server._gatecheck_found = found
     return found
+
+
+_ENDS = "it ends the connection after one response"
 
 
 def pipelining_gap(server) -> str | None:
@@ -64,16 +70,18 @@ def _pipelining(server) -> str | None:
     if not got or got[0] != (200, b"ok") or len(got) >= 2:
         return None
     if ending_of(ex.final[0]):
-        return f"it ends the connection after one response ({ending_of(ex.final[0])})"
+        return f"{_ENDS} ({ending_of(ex.final[0])})"
     if ex.closed:
         return "it closed the connection after the first of two pipelined requests"
     return "it answered the first of two pipelined requests and then neither the second nor closed"
 
 
-def needs_pipelining(server) -> None:
-    """*Not supported* where the target does not serve pipelined requests (rule 1)."""
+def needs_pipelining(server, *, first_judged: bool = False) -> None:
+    """*Not supported* where the target does not serve pipelined requests (rule 1). ``first_judged``: the check
+    judges the first response with the next request's bytes behind it, which a target that ends every
+    connection after one response (and says so) answers as well as any other."""
     gap = pipelining_gap(server)
-    if gap:
+    if gap and not (first_judged and gap.startswith(_ENDS)):
         not_supported(f"this check pipelines requests, and the target does not serve pipelined requests: {gap}")
 
 
@@ -117,6 +125,23 @@ def _unlengthed(server) -> str | None:
     return None
 
 
+def body_not_read(server, resp, expected: bytes | None = None) -> None:
+    """After the answer to a chunked upload whose body the app must read (rule 3): *not supported* when the
+    answer is a 411 or, on a target whose WSGI app cannot read such a body, a 2xx without ``expected`` (None:
+    any 2xx) or a 500; otherwise the check judges the answer."""
+    if resp.status == 411:
+        not_supported(refused_for_length(resp))
+    gap = unlengthed_body_gap(server)
+    if gap is None or gap.startswith(_LENGTH_REQUIRED) or expected == b"":   # an empty body needs no read
+        return
+    unread = (200 <= resp.status < 300 and (expected is None or resp.body != expected)) or resp.status == 500
+    if unread:
+        not_supported(f"the check's chunked body was not read ({resp.status}, {len(resp.body)} body bytes): {gap}")
+
+
+_LENGTH_REQUIRED = "the server answers"
+
+
 def refused_for_length(resp) -> str:
     """The reason for a ``411 (Length Required)``: RFC 9112 §6.3 lets a server refuse a body without
     Content-Length."""
@@ -124,11 +149,6 @@ def refused_for_length(resp) -> str:
             f"allows it)")
 
 
-def needs_unlengthed_bodies(server) -> None:
-    """*Not supported* where the target's app cannot read a body sent without Content-Length (rule 1)."""
-    gap = unlengthed_body_gap(server)
-    if gap:
-        not_supported(f"this check sends a chunked body its app must read: {gap}")
 
 
 _READ_PAST = "test_wsgi_input.py::test_read_past_content_length_returns_the_body_then_empty"
