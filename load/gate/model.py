@@ -1,7 +1,7 @@
 """The gate's nouns: what is measured (cases, options, metrics) and what is decided (results).
 
 Rules of this module: data only, no I/O; it imports nothing from the rest of the gate. ``GateResult``
-knows how to become ``pairs.json`` (:meth:`GateResult.to_dict`, a ``gate`` record of :mod:`load.results`),
+knows how to become ``pairs.json`` (:meth:`GateResult.to_dict`, a ``gate`` record of :mod:`load.records.results`),
 everything needed to recompute every verdict offline.
 """
 
@@ -13,8 +13,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from gatecheck.fixtures import COST_ENV
 from gatecheck.fixtures.payloads import COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV
 
-from ..pipeline import ServerSetup, setup_for
-from ..stats import Decision, Verdict, family_confidence, weighted_levels
+from ..run import ServerSetup, setup_for
+from .stats import family_confidence, weighted_levels
+from .verdict import Decision, Verdict
 
 __all__ = ["DEFAULT_ALPHA_WEIGHTS", "GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "LATENCY_METRICS",
            "STATISTIC_LABELS", "COST_ENV", "COST_EVERY_ENV", "DELAY_ENV", "DELAY_EVERY_ENV"]
@@ -43,7 +44,7 @@ METRICS: Dict[str, Tuple[str, bool, str]] = {
 LATENCY_METRICS = ("lat", "lat50")
 
 
-#: How the summary names each statistic of :data:`load.stats.STATISTICS`.
+#: How the summary names each statistic of :data:`load.gate.stats.STATISTICS`.
 STATISTIC_LABELS: Dict[str, str] = {
     "pair-median": "median of the per-pair ratios",
     "geomean": "geometric mean of the per-pair ratios",
@@ -149,7 +150,7 @@ class GateOptions:
     @property
     def interval_confidence(self) -> float:
         """Each interval's level, so that all :attr:`comparisons` hold together at ``confidence``
-        (Bonferroni, :func:`load.stats.family_confidence`; docs/gate.md says why)."""
+        (Bonferroni, :func:`load.gate.stats.family_confidence`; docs/gate.md says why)."""
         return family_confidence(self.confidence, self.comparisons)
 
     @property
@@ -159,7 +160,7 @@ class GateOptions:
         return {m: float(named.get(m, 1.0)) for m in self.fail_on}
 
     def level(self, metric: str) -> float:
-        """The level of ``metric``'s intervals: a gated metric's weighted share (:func:`load.stats.weighted_levels`),
+        """The level of ``metric``'s intervals: a gated metric's weighted share (:func:`load.gate.stats.weighted_levels`),
         so that all :attr:`comparisons` hold together at ``confidence``; an ungated one, shown for information,
         at the equal share (:attr:`interval_confidence`)."""
         if metric not in self.fail_on:
@@ -204,7 +205,7 @@ class GateResult:
         return 1 if any(r.failed(self.options.fail_on) for r in self.results) else 0
 
     def to_dict(self) -> Dict[str, Any]:
-        """pairs.json (a ``gate`` record; :func:`load.results.write_document` stamps its version): everything
+        """pairs.json (a ``gate`` record; :func:`load.records.results.write_document` stamps its version): everything
         needed to recompute every verdict offline."""
         return {
             "kind": "gate",
