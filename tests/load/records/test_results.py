@@ -1,6 +1,7 @@
 """Results as JSON lines: appended, reloadable, versioned, never overwritten."""
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -13,6 +14,8 @@ from gatecheck.load.records.results import (
     check_compatible,
     load_document,
     load_records,
+    open_text,
+    record_files,
     upgrade,
     write_document,
 )
@@ -47,6 +50,29 @@ def test_a_directory_loads_every_jsonl_below_it(tmp_path):
     append_record(tmp_path / "a" / RESULTS_FILE, run_record(case="a"))
     append_record(tmp_path / "b" / RESULTS_FILE, run_record(case="b"))
     assert sorted(r["case"] for r in load_records([tmp_path])) == ["a", "b"]
+
+
+def test_gzipped_files_read_as_the_plain_ones(tmp_path):
+    """Large committed results are kept gzipped (results.jsonl.gz, pairs.json.gz): a directory's records are its
+    *.jsonl and *.jsonl.gz files, and a file is read whether or not it is gzipped."""
+    append_record(tmp_path / "a" / RESULTS_FILE, run_record(case="a"))
+    packed = tmp_path / "b" / (RESULTS_FILE + ".gz")
+    append_record(packed, run_record(case="b"))
+    assert open_text(packed).read() == (tmp_path / "a" / RESULTS_FILE).read_text().replace('"a"', '"b"')
+    assert sorted(r["case"] for r in load_records([tmp_path])) == ["a", "b"]
+    assert [r["case"] for r in load_records([packed])] == ["b"]
+    assert record_files([tmp_path]) == [tmp_path / "a" / RESULTS_FILE, packed]
+    document = tmp_path / "pairs.json.gz"
+    with gzip.open(document, "wt", encoding="utf-8") as fh:
+        json.dump({"schema_version": SCHEMA_VERSION, "kind": "gate", "runs": []}, fh)
+    assert load_document(document)["kind"] == "gate"
+
+
+def test_a_file_both_plain_and_gzipped_is_refused_not_read_twice(tmp_path):
+    append_record(tmp_path / RESULTS_FILE, run_record())
+    append_record(tmp_path / (RESULTS_FILE + ".gz"), run_record())
+    with pytest.raises(ResultsError, match=r"results.jsonl is there both plain and gzipped; keep one of them"):
+        load_records([tmp_path])
 
 
 def test_an_unknown_schema_version_is_refused_with_the_file_and_line(tmp_path):
@@ -104,7 +130,8 @@ def test_every_record_load_writes_is_one_versioned_format_read_back_through_one_
 
 
 def test_older_forms_of_each_kind_are_read_as_the_current_version():
-    """What gatecheck wrote before version 2 (committed under docs/load and load/experiments/data)."""
+    """What gatecheck wrote before version 2 (committed under benchmarks/load, benchmarks/gate and
+    benchmarks/gate/experiments/data)."""
     assert upgrade({"schema_version": 1, "kind": "run", "rps": 1.0}) == {
         "schema_version": SCHEMA_VERSION, "kind": "run", "rps": 1.0}
     assert upgrade({"case": "c", "pair": 0, "side": "head"})["kind"] == "gate-run"

@@ -7,12 +7,14 @@ from pathlib import Path
 import pytest
 
 from gatecheck.load.__main__ import main
+from gatecheck.load.records import open_text
 from gatecheck.load.report.fidelity import compare
 from gatecheck.load.report.fidelity_md import render
 from gatecheck.load.report.ranking import average_ranks, inversions, spearman
 from gatecheck.load.report.seedtables import SeedError, load_seed_file, load_seeds
 
 DATA = Path(__file__).parent.parent / "data"
+LAB = Path(__file__).resolve().parents[3] / "benchmarks" / "load"  # the committed results (gzipped when large)
 
 
 # ---- ranking ------------------------------------------------------------------------------------------
@@ -163,20 +165,27 @@ def test_an_unexplained_inversion_says_where_to_explain_it(records, seeds):
 
 
 def test_recorded_interfaces_results_render_against_the_real_seed():
-    text = render(compare(json_lines(Path("docs/load/interfaces/results.jsonl")), load_seeds()), load_seeds())
+    text = render(compare(json_lines(LAB / "interfaces" / "results.jsonl.gz"), load_seeds()), load_seeds())
     assert "| RSGI get 1KB | 128 | 143,073 |" in text and "(n = 9 rows" in text
 
 
 def json_lines(path):
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    with open_text(path) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 # ---- CLI ----------------------------------------------------------------------------------------------
 
 def test_cli_writes_the_document(tmp_path, capsys):
     out = tmp_path / "f.md"
-    assert main(["fidelity", "docs/load/interfaces", "--out", str(out)]) == 0
+    assert main(["fidelity", str(LAB / "interfaces"), "--out", str(out)]) == 0
     assert out.read_text().startswith("# Load fidelity") and capsys.readouterr().out.strip() == str(out)
+
+
+def test_cli_writes_the_lab_document_by_default():
+    from gatecheck.load.__main__ import build_parser
+
+    assert build_parser().parse_args(["fidelity", "results/interfaces"]).out == Path("benchmarks/load/fidelity.md")
 
 
 def test_cli_missing_directory_is_one_line(tmp_path, capsys):

@@ -10,7 +10,7 @@ PIDS=$(tree $RUNNER | tr '\n' ',' | sed 's/,$//')
 perf stat -e task-clock,context-switches,cpu-migrations -p $PIDS -o /work/s26/perf_$PORT.txt &
 PF=$!
 sleep 0.5
-PYTHONPATH=/work/main taskset -c 1 .tox/granian/bin/python -m gatecheck.load.wsbroadcast ws://127.0.0.1:$PORT/ws_broadcast --clients 8 --messages 4000 --settle 0 | python3 -c "import json,sys; r=json.load(sys.stdin); print('$TARGET combined', round(r['throughput']['combined']), 'delivered', 8*8*4000, 'received by server', 8*4000)"
+PYTHONPATH=/work/main taskset -c 1 .tox/granian/bin/python -m gatecheck.load.run.wsclient ws://127.0.0.1:$PORT/ws_broadcast --clients 8 --messages 4000 --settle 0 | python3 -c "import json,sys; r=json.load(sys.stdin); print('$TARGET combined', round(r['throughput']['combined']), 'delivered', 8*8*4000, 'received by server', 8*4000)"
 kill -INT $PF; wait $PF
 kill -INT $RUNNER; wait $RUNNER
 grep -E "task-clock|context-switches|cpu-migrations|seconds time" /work/s26/perf_$PORT.txt
