@@ -10,10 +10,10 @@ Rules of this module:
    About 1.1 µs of every burn is won back elsewhere in the server (a slower handler lets the I/O side
    batch more per wake-up, and a busy-loop timed by the wall clock loses what preemption takes). The
    model ``c = T s / (1 - s)`` (:func:`nominal_cost`) therefore under-injects, most at small ``s``.
-   Since 2026-11-27 the cost is injected as 50 µs bursts on every N-th request (``load.gate.running.
-   cost_burst``): on granian 2.8.9 a burn on every request added 1.7 µs at 0.001 µs and 2-12% at 0.25 µs,
-   where bursts of 50 µs every 100th/50th/30th request added 5.3/8.8/12.8% within 1% per round. The
-   calibration below is unchanged: it sizes the average cost per request, whatever its form.
+   The cost is injected as 50 µs bursts on every N-th request (``load.gate.injection.cost_burst``): on
+   granian 2.8.9 a burn on every request added 1.7 µs at 0.001 µs and 2-12% at 0.25 µs, where bursts of
+   50 µs every 100th/50th/30th request added 5.3/8.8/12.8% within 1% per round (benchmarks/gate/README.md,
+   sixth experiment). The calibration below sizes the average cost per request, whatever its form.
 3. So the cost is **found by measurement** (:func:`calibrate_cost`), in two stages of rounds on fresh
    processes, each trial cost measured right after its round's BASE: the nominal cost and twice it, a
    straight line through their median ratios solved for the target; then that answer itself, measured
@@ -24,9 +24,9 @@ Rules of this module:
      where the others gave x1.02-1.05) pulls a least-squares line, where it moves Theil-Sen's median of
      slopes by one rank;
    - a secant step through the last answer's median and the nearest trial point across the target (the
-     version of 2026-11-22 to 2026-11-28): exact on a smooth convex response, but with two points 0.4 µs
-     apart and single rounds spreading from x1.01 to x1.08, the 3% and 5% answers of one calibration came
-     out in the wrong order (1.05 and 0.49 µs, eighth experiment in docs/gate.md). A line through all 48
+     version before this one): exact on a smooth convex response, but with two points 0.4 µs apart and
+     single rounds spreading from x1.01 to x1.08, the 3% and 5% answers of one calibration came out in
+     the wrong order (1.05 and 0.49 µs; benchmarks/gate/README.md, eighth experiment). A line through all 48
      points of that calibration, log ratio = 0.001 + 0.0391 × µs, put both kinds on their names (x1.050
      and x1.028 measured over 20 gates each).
    The measuring is a callable passed in (``cpu_per_request(cost_us) -> µs``), so the arithmetic is

@@ -58,10 +58,10 @@ def tree_cpu_ns(pid: Optional[int]) -> Optional[int]:
 
 
 #: A CPU cost of ``c`` µs per request is injected as a burst of this many µs on every N-th request,
-#: N = round(BURST / c): measured on granian 2.8.9 (rsgi json c64, 2-core VM; benchmarks/gate/README.md, sixth
-#: experiment), a burn on every request was neither linear nor stable below a few µs (0.001 µs added 1.7 µs; 0.25 µs added 2 to 12% in
-#: eight rounds), while 50 µs every 100th, 50th, 30th request added 5.3, 8.8 and 12.8% with every round
-#: within 1% of its median.
+#: N = round(BURST / c): measured on granian 2.8.9 (rsgi json c64, 2-core VM; benchmarks/gate/README.md,
+#: sixth experiment), a burn on every request was neither linear nor stable below a few µs (0.001 µs added
+#: 1.7 µs; 0.25 µs added 2 to 12% in eight rounds), while 50 µs every 100th, 50th, 30th request added 5.3,
+#: 8.8 and 12.8% with every round within 1% of its median.
 BURST_US = 50.0
 
 

@@ -35,7 +35,7 @@ METRICS: Dict[str, Tuple[str, bool, str]] = {
     # The low-concurrency run (one request at a time, BASE and HEAD interleaved: load/latency.py): the server
     # is not saturated, so every microsecond a request waits (a sleep, a lost TCP_NODELAY, a lock held across an
     # await) is in its latency, whether or not it costs CPU. The mean counts a wait that only some
-    # requests make; the median does not (docs/gate.md, fourth experiment).
+    # requests make; the median does not (benchmarks/gate/README.md, fourth experiment).
     "lat": ("low_latency.avg_ms", False, "mean latency at low concurrency"),
     "lat50": ("low_latency.p50_ms", False, "median latency at low concurrency"),
 }
@@ -119,7 +119,7 @@ class GateOptions:
     resamples: int = 10_000
     size_by: str = "interval"  # what must reach the threshold: the interval's worse end, or the estimate (stats.decide)
     # Shares of the family's alpha per gated metric (weighted Bonferroni, stats.weighted_levels); a gated metric
-    # not named has weight 1, and () means equal shares (every gate stored before 2026-11-28's eighth experiment).
+    # not named has weight 1, and () means equal shares (every gate stored before the eighth experiment's).
     alpha_weights: Tuple[Tuple[str, float], ...] = DEFAULT_ALPHA_WEIGHTS
 
     def __post_init__(self) -> None:

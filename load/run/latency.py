@@ -7,7 +7,7 @@ Rules of this module:
    time. On a shared machine a second of heavy load raises latency on both sides alike, and the
    ratio of the two sides' means cancels it; runs seconds apart (one per side) do not: measured on
    this project's busy machine, one-side-then-the-other runs of 1 s gave HEAD/BASE mean-latency
-   ratios from 0.71 to 2.4 for the same treatment (docs/gate.md, fourth experiment).
+   ratios from 0.71 to 2.4 for the same treatment (benchmarks/gate/README.md, fourth experiment).
 2. **One at a time**: the servers are never saturated, so every microsecond a request waits (a sleep,
    a lost ``TCP_NODELAY``, a lock held across an await) is latency, whether or not it costs CPU.
 3. HTTP/1.1 keep-alive with Content-Length or chunked answers, which is what the fixture routes send;
