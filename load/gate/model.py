@@ -160,8 +160,8 @@ class GateOptions:
         return {m: float(named.get(m, 1.0)) for m in self.fail_on}
 
     def level(self, metric: str) -> float:
-        """The level of ``metric``'s intervals: a gated metric's weighted share (:func:`load.gate.stats.weighted_levels`),
-        so that all :attr:`comparisons` hold together at ``confidence``; an ungated one, shown for information,
+        """The level of ``metric``'s intervals: a gated metric's weighted share
+        (:func:`load.gate.stats.weighted_levels`), so that all :attr:`comparisons` hold together at ``confidence``; an ungated one, shown for information,
         at the equal share (:attr:`interval_confidence`)."""
         if metric not in self.fail_on:
             return self.interval_confidence

@@ -9,8 +9,8 @@ Rules of this module:
 - Before any load, each route is checked (status and body size): a benchmark of a broken route is worthless.
 - Servers are started, checked and measured through ``load.run.pipeline.Pipeline`` (as the gate does); each
   group's target is resolved once, before anything starts, into a ``ServerSetup``.
-- Each measured run is appended to ``results.jsonl`` (``load.records``) the moment it finishes. Skips and failures are records
-  too, with their reason: nothing is silently left out of a report.
+- Each measured run is appended to ``results.jsonl`` (``load.records``) the moment it finishes. Skips and
+  failures are records too, with their reason: nothing is silently left out of a report.
 - A run where nothing succeeded is recorded as a failure, never as a number.
 - Progress goes to ``log`` (stderr by default): which run of how many, and about how long is left.
 """

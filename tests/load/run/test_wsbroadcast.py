@@ -13,7 +13,8 @@ from gatecheck.load.plan.profile import ProfileError, load_profile
 from gatecheck.load.plan.routes import route as lookup_route
 from gatecheck.load.run.options import RunOptions, messages_for
 from gatecheck.load.run.runner import _costs
-from gatecheck.load.run.wsbroadcast import BroadcastError, BroadcastRun, broadcast, check_broadcast, payloads, throughputs
+from gatecheck.load.run.wsbroadcast import (BroadcastError, BroadcastRun, broadcast, check_broadcast, payloads,
+                                            throughputs)
 from gatecheck.servers import start_server
 
 
