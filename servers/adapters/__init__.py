@@ -13,6 +13,7 @@ from .modwsgi import ModWsgiAdapter
 from .robyn import RobynAdapter
 from .twisted_web import TwistedAdapter
 from .uvicorn import UvicornAdapter
+from .uvicorn_worker import UvicornWorkerAdapter
 from .uwsgi import UwsgiAdapter
 from .waitress import WaitressAdapter
 from .wsgiref import WsgirefAdapter
@@ -21,9 +22,9 @@ __all__ = [
     "Adapter", "Launch", "Option", "flag", "switch", "tls_option", "BUILTIN",
     "GranianAdapter", "UvicornAdapter", "HypercornAdapter", "GunicornAdapter", "DaphneAdapter", "CommandAdapter",
     "RobynAdapter", "WaitressAdapter", "CherootAdapter", "UwsgiAdapter", "GeventAdapter", "TwistedAdapter",
-    "WsgirefAdapter", "ModWsgiAdapter",
+    "WsgirefAdapter", "ModWsgiAdapter", "UvicornWorkerAdapter",
 ]
 
 BUILTIN = (GranianAdapter, UvicornAdapter, HypercornAdapter, GunicornAdapter, DaphneAdapter, CommandAdapter,
            RobynAdapter, WaitressAdapter, CherootAdapter, UwsgiAdapter, GeventAdapter, TwistedAdapter, WsgirefAdapter,
-           ModWsgiAdapter)
+           ModWsgiAdapter, UvicornWorkerAdapter)

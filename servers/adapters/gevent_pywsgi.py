@@ -16,7 +16,7 @@ from ._base import Adapter, Launch, Option, flag, tls_option
 class GeventAdapter(Adapter):
     name = "gevent"
     package = "gevent"
-    module = ""                 # a launcher script, not ``python -m``
+    module = "gevent"           # what the launcher imports: it runs a script by path, not ``python -m``
     tox_env = "gevent"
     description = "gevent.pywsgi: WSGI, HTTP/1.1, a greenlet per connection (monkey-patched by default)"
     default_interface = "wsgi"

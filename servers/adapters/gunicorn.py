@@ -1,19 +1,16 @@
-"""gunicorn: WSGI with sync, gthread or gevent workers; ASGI with its own asgi worker (gunicorn >= 24) or with
-uvicorn's worker class from the ``uvicorn-worker`` package (``worker=uvicorn``: ``uvicorn_worker.UvicornWorker``).
+"""gunicorn: WSGI with sync, gthread or gevent workers; ASGI with its own asgi worker (gunicorn >= 24).
 
-``worker=gevent`` needs gevent in the server's environment, ``worker=uvicorn`` needs ``uvicorn-worker``;
-gunicorn itself says so, in its log, when the class cannot be loaded.
+``worker=gevent`` needs gevent in the server's environment (gunicorn says so in its log when it is missing).
+gunicorn with uvicorn's worker class is the ``uvicorn-worker`` target (``uvicorn_worker.py``).
 """
 from __future__ import annotations
 
 from ..capabilities import Capabilities
 from ..errors import TargetError
-from ._base import Adapter, Option, flag, tls_option
+from ._base import Adapter, flag, tls_option
 
 _WSGI_WORKERS = ("sync", "gthread", "gevent")
-_ASGI_WORKERS = ("asgi", "uvicorn")
-#: worker= value -> gunicorn's --worker-class (a name gunicorn knows, or a class's dotted path)
-_WORKER_CLASS = {"uvicorn": "uvicorn_worker.UvicornWorker"}
+_ASGI_WORKERS = ("asgi",)
 
 
 class GunicornAdapter(Adapter):
@@ -21,8 +18,7 @@ class GunicornAdapter(Adapter):
     package = "gunicorn"
     module = "gunicorn"
     tox_env = "gunicorn"
-    description = ("gunicorn: WSGI (sync, gthread, gevent workers); ASGI through its asgi worker (gunicorn >= 24) "
-                   "or uvicorn-worker")
+    description = "gunicorn: WSGI (sync, gthread, gevent workers); ASGI through its asgi worker (gunicorn >= 24)"
     default_interface = "wsgi"
     default_http = "h1"
     capabilities = Capabilities(
@@ -37,9 +33,7 @@ class GunicornAdapter(Adapter):
     )
     TLS_FLAGS = ("--certfile", "--keyfile")
     OPTIONS = {
-        "worker": Option("worker class: sync, gthread, gevent (WSGI); asgi, uvicorn (uvicorn-worker's "
-                         "UvicornWorker; ASGI)", lambda v: ["--worker-class", _WORKER_CLASS.get(v, v)],
-                         _WSGI_WORKERS + _ASGI_WORKERS),
+        "worker": flag("--worker-class", "worker class (gevent: needs gevent)", choices=_WSGI_WORKERS + _ASGI_WORKERS),
         "workers": flag("--workers", "worker processes", integer=True),
         "threads": flag("--threads", "threads per worker (gthread)", integer=True),
         "worker-connections": flag("--worker-connections", "simultaneous clients per worker (gevent; default 1000)",
@@ -50,13 +44,14 @@ class GunicornAdapter(Adapter):
     def check_combination(self, target):
         worker = target.option("worker")
         if target.interface == "asgi":
-            if worker not in (None,) + _ASGI_WORKERS:
-                raise TargetError(f"gunicorn serves ASGI only with worker=asgi or worker=uvicorn, not worker={worker}")
-            if worker in (None, "asgi") and not _has_asgi_worker():
+            if worker not in (None, "asgi"):
+                raise TargetError(f"gunicorn serves ASGI only with worker=asgi, not worker={worker} "
+                                  f"(uvicorn's worker class: the uvicorn-worker target)")
+            if not _has_asgi_worker():
                 raise TargetError("the installed gunicorn has no asgi worker (it arrived in gunicorn 24); "
-                                  "worker=uvicorn runs uvicorn-worker's")
-        elif worker in _ASGI_WORKERS:
-            raise TargetError(f"gunicorn worker={worker} serves ASGI; use gunicorn:asgi?worker={worker}")
+                                  "the uvicorn-worker target runs uvicorn's worker class")
+        elif worker == "asgi":
+            raise TargetError("gunicorn worker=asgi serves ASGI; use gunicorn:asgi")
 
     def server_args(self, target, *, app, host, port):
         args = ["--bind", f"{host}:{port}", "--graceful-timeout", "3"]

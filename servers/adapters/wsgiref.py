@@ -18,8 +18,8 @@ from ._base import Adapter, Launch, Option
 
 class WsgirefAdapter(Adapter):
     name = "wsgiref"
-    package = ""                # stdlib: the version is the interpreter's
-    module = ""
+    package = "wsgiref"         # the stdlib's: its version is the interpreter's (version() below)
+    module = "wsgiref"          # what the launcher imports: it runs a script by path, not ``python -m``
     tox_env = "wsgiref"
     description = "wsgiref.simple_server (stdlib reference server): WSGI, one request at a time unless threading=on"
     default_interface = "wsgi"

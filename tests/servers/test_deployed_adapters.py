@@ -1,4 +1,4 @@
-"""gevent.pywsgi, wsgiref, Twisted Web, mod_wsgi-express and gunicorn's gevent and uvicorn workers: the argv each
+"""gevent.pywsgi, wsgiref, Twisted Web, mod_wsgi-express, uvicorn-worker and gunicorn's gevent worker: the argv each
 target gets, what each refuses, and a real start of each that serves the fixture app and logs its event.
 
 The real starts skip, naming what to install, where the server is not installed for this interpreter (wsgiref
@@ -78,7 +78,7 @@ def test_mod_wsgi_as_root_drops_to_a_user_that_must_run_the_interpreter(monkeypa
 
 @pytest.mark.parametrize("text, worker_class", [
     ("gunicorn:wsgi?worker=gevent&worker-connections=100", "gevent"),
-    ("gunicorn:asgi?worker=uvicorn", "uvicorn_worker.UvicornWorker"),
+    ("uvicorn-worker:asgi?workers=2", "uvicorn_worker.UvicornWorker"),
     ("gunicorn:asgi", "asgi"),
 ])
 def test_gunicorn_workers_name_their_class(text, worker_class):
@@ -88,8 +88,10 @@ def test_gunicorn_workers_name_their_class(text, worker_class):
 
 
 @pytest.mark.parametrize("text, fragment", [
-    ("gunicorn:wsgi?worker=uvicorn", "use gunicorn:asgi?worker=uvicorn"),
-    ("gunicorn:asgi?worker=gevent", "only with worker=asgi or worker=uvicorn"),
+    ("gunicorn:wsgi?worker=asgi", "use gunicorn:asgi"),
+    ("gunicorn:asgi?worker=gevent", "the uvicorn-worker target"),
+    ("uvicorn-worker:wsgi", "does not serve 'wsgi'"),
+    ("uvicorn-worker:asgi?worker=sync", "no option 'worker'"),
     ("gevent:asgi", "does not serve 'asgi'"),
     ("wsgiref:wsgi?tls=on", "cannot listen with TLS"),
     ("twisted:wsgi?workers=2", "no option 'workers'"),
@@ -115,12 +117,12 @@ def _importable(module: str, hint: str) -> None:
     ("gevent:wsgi", "gevent"),
     ("twisted:wsgi", "twisted"),
     ("gunicorn:wsgi?worker=gevent", "gevent"),
-    ("gunicorn:asgi?worker=uvicorn", "uvicorn_worker"),
+    ("uvicorn-worker:asgi", "uvicorn_worker"),
 ])
 def test_each_new_target_serves_the_fixture_app_and_its_event_log(text, needs, tmp_path):
     if needs:
         _importable(needs, f"tox -e {needs.split('_')[0]} installs it")
-    if text.startswith("gunicorn"):
+    if text.startswith(("gunicorn", "uvicorn-worker")):
         _importable("gunicorn", "tox -e gunicorn installs it")
     events = tmp_path / "events"
     events.mkdir()
