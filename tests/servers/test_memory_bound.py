@@ -20,8 +20,8 @@ from gatecheck.servers import TargetError, resolve, start_server
 from gatecheck.servers.memory import DEFAULT_BOUND, describe, parse_size
 from gatecheck.servers.staging import child_root, hand_over
 
-# Answers every request with 200 "ok"; after the first one, a thread grows the process by 8 MiB (touched) every
-# 10 ms, up to 2 GiB: a leak per request, as a server that buffers without limit has.
+# Answers every request with 200 "ok"; after the first GET /grow (not the readiness probe's /ping), a thread grows
+# the process by 8 MiB (touched) every 10 ms, up to 2 GiB: as a server that buffers without limit does.
 GROWER = textwrap.dedent('''
     import socket, sys, threading, time
     def grow():
@@ -34,10 +34,10 @@ GROWER = textwrap.dedent('''
     started = False
     while True:
         conn, _ = listener.accept()
-        conn.recv(65536)
+        head = conn.recv(65536)
         conn.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\nok")
         conn.close()
-        if not started:
+        if head.startswith(b"GET /grow ") and not started:
             started = True
             threading.Thread(target=grow, daemon=True).start()
 ''')
@@ -75,7 +75,7 @@ def test_a_server_past_its_bound_is_killed_and_its_log_says_so(tmp_path, how):
     srv = start_server(target, app="unused:app", log_dir=tmp_path,
                        memory=None if how == "option" else "96M")
     try:
-        assert httpx.get(srv.url + "/", timeout=5).text == "ok"
+        assert httpx.get(srv.url + "/grow", timeout=5).text == "ok"
         deadline = time.monotonic() + 20
         while srv.alive() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -90,7 +90,7 @@ def test_a_server_past_its_bound_is_killed_and_its_log_says_so(tmp_path, how):
 def test_a_server_within_its_bound_is_left_alone(tmp_path):
     srv = start_server(_grower(tmp_path), app="unused:app", log_dir=tmp_path, memory="4G")
     try:
-        time.sleep(1.0)      # no request yet: it does not grow
+        time.sleep(1.0)      # no GET /grow: it does not grow
         assert srv.alive() and srv.memory_exceeded is None
     finally:
         srv.stop()
