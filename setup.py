@@ -21,7 +21,7 @@ def _packages() -> tuple:
     for layer in LAYERS:
         name = f"gatecheck.{layer}"
         package_dir[name] = layer
-        packages += [name] + [f"{name}.{sub}" for sub in find_packages(layer, exclude=["experiments*"])]
+        packages += [name] + [f"{name}.{sub}" for sub in find_packages(layer)]
     return packages, package_dir
 
 

@@ -14,13 +14,16 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .argtypes import cpu_list, positive_float, positive_int, server_or_target
-from .signals import INTERRUPTED, stop_on_signals
+from .plan import cpu_list, positive_float, positive_int, server_or_target
+from .run import INTERRUPTED, stop_on_signals
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
+#: ``fidelity``'s default --out: the lab's document, beside the results it is rendered from
+FIDELITY_OUT = Path("benchmarks/load/fidelity.md")
 
-# ---- parse-time validators (argparse ``type=`` callables; the shared ones are in load/argtypes.py) ---
+
+# ---- parse-time validators (argparse ``type=`` callables; the shared ones are in load/plan/argtypes.py) ---
 
 def quick_factor(text: str) -> float:
     value = positive_float(text)
@@ -40,7 +43,7 @@ def concurrency_list(text: str) -> tuple[int, ...]:
 
 
 def profile_arg(text: str):
-    from .profile import ProfileError, load_profile
+    from .plan import ProfileError, load_profile
 
     try:
         return load_profile(text)
@@ -52,7 +55,7 @@ def profile_arg(text: str):
 
 def _run_pinning(args: argparse.Namespace):
     """The run's CPU split; ValueError (one line) for a half-given or unavailable CPU list."""
-    from .pinning import Pinning, available_cpus, require_available, split_cpus
+    from .run import Pinning, available_cpus, require_available, split_cpus
 
     if args.no_pin:
         return Pinning(None, None)
@@ -81,9 +84,10 @@ def _run_status(summary) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from . import run
+    from .plan import Method
+    from .records import ResultsError, writable_dir
     from .report import write_report
-    from .results import ResultsError, writable_dir
-    from .runner import Method, RunOptions, run_profile
 
     try:
         pinning = _run_pinning(args)
@@ -96,20 +100,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     method = Method(request_timeout=args.request_timeout)
     if args.duration:
         method = Method(duration=args.duration, request_timeout=args.request_timeout)
-    opts = RunOptions(
+    opts = run.RunOptions(
         profile=profile, target=args.target, out_dir=args.out / profile.name,
         quick=args.quick, full=args.full, repeat=args.repeat, pinning=pinning, oha=args.oha,
         python=args.python, select=args.select, concurrency=args.concurrency, method=method,
     )
     if args.dry_run:
-        from .results import environment
-
-        for item in opts.planned(environment()["cpus_available"]):
+        for item in opts.planned(run.environment()["cpus_available"]):
             status = f"skip ({item.skip})" if item.skip else "run"
             print(f"{item.case.label:<40} {str(item.target):<45} {item.case.route:<12} c{','.join(map(str, opts.concurrency or item.case.concurrency))}  {status}")
         return 0
     try:
-        summary = run_profile(opts)
+        summary = run.run_profile(opts)
     except KeyboardInterrupt:
         print(f"\ninterrupted: runs measured so far are in {opts.out_dir / 'results.jsonl'}", file=sys.stderr)
         return INTERRUPTED
@@ -120,8 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from .records import ResultsError
     from .report import write_report
-    from .results import ResultsError
 
     out = args.out or (args.paths[0] if args.paths[0].is_dir() else args.paths[0].parent)
     try:
@@ -137,9 +139,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_fidelity(args: argparse.Namespace) -> int:
-    from .fidelity import FidelityError, write_fidelity
-    from .results import ResultsError
-    from .seedtables import SeedError
+    from .records import ResultsError
+    from .report import FidelityError, SeedError, write_fidelity
 
     try:
         path = write_fidelity(args.paths, args.out)
@@ -154,7 +155,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
 
 
 def cmd_list_profiles(args: argparse.Namespace) -> int:
-    from .profile import list_profiles, load_profile
+    from .plan import list_profiles, load_profile
 
     for name in list_profiles():
         profile = load_profile(name)
@@ -221,11 +222,12 @@ def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
     report.add_argument("--force", action="store_true", help="render results from different machines together")
     report.add_argument("--print", action="store_true", help="print the Markdown instead of its path")
 
-    fid = sub.add_parser("fidelity", help="compare results with the seed tables: ranks, Spearman, CV (docs/load/fidelity.md)")
+    fid = sub.add_parser("fidelity",
+                         help="compare results with the seed tables: ranks, Spearman, CV (benchmarks/load/fidelity.md)")
     fid.add_argument("paths", nargs="+", type=Path, metavar="RESULTS_DIR",
                      help="results directories (or .jsonl files) of seeded profiles, e.g. results/interfaces")
-    fid.add_argument("--out", type=Path, default=Path("docs/load/fidelity.md"),
-                     help="the Markdown document to write (default: docs/load/fidelity.md)")
+    fid.add_argument("--out", type=Path, default=FIDELITY_OUT,
+                     help=f"the Markdown document to write (default: {FIDELITY_OUT})")
 
     lp = sub.add_parser("list-profiles", help="list the load profiles")
     lp.add_argument("--verbose", "-v", action="store_true", help="also list every case")

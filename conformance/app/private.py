@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from gatecheck.servers import ServerError, get_adapter
+from gatecheck.servers.memory import DEFAULT_BOUND
 
 from gatecheck.conformance.app.started import StartedServer
 from gatecheck.conformance.spec.results import not_supported
@@ -62,7 +63,8 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
     log_root, work_root = getattr(server, "log_dir", None), getattr(server, "work_dir", None)
     priv = StartedServer(target, server.capabilities, log_dir=Path(tempfile.mkdtemp(prefix="private-", dir=log_root)),
                          event_dir=Path(tempfile.mkdtemp(prefix="private-events-", dir=work_root)),
-                         work_dir=Path(work_root) if work_root else Path(tempfile.gettempdir()))
+                         work_dir=Path(work_root) if work_root else Path(tempfile.gettempdir()),
+                         memory=getattr(server, "memory", DEFAULT_BOUND))
     run = PrivateRun(priv, may_exit=expect_failure)
     _STARTED.append(run)
     try:

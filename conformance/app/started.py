@@ -17,6 +17,7 @@ import psutil
 
 from gatecheck import fixtures
 from gatecheck.servers import ServerError, ServerHandle, ServerStartError, Target, app_for, start_server
+from gatecheck.servers.memory import DEFAULT_BOUND
 
 __all__ = ["StartedServer", "TLS", "read_log"]
 
@@ -28,13 +29,14 @@ class StartedServer:
     """A target's server process (``handle`` None until started, or when its start failed)."""
 
     def __init__(self, target: Target, capabilities, *, event_dir: Path, log_dir: Path, work_dir: Path,
-                 session_target=None) -> None:
+                 session_target=None, memory: int | None = DEFAULT_BOUND) -> None:
         self._target = target
         self._capabilities = capabilities
         self.session_target = session_target
         self.event_dir = event_dir     # the fixture app's event log (a fresh one per StartedServer)
         self.log_dir = log_dir         # where its log goes (and the logs of private servers it spawns)
         self.work_dir = work_dir       # scratch space removed at the end of the session
+        self.memory = memory           # the bound on its tree's resident memory (bytes; None: none)
         self.handle: ServerHandle | None = None
         self.error: ServerError | None = None   # the last start failure
         self.started_at = 0.0          # time.time() just before the last launch
@@ -67,7 +69,7 @@ class StartedServer:
             self.handle = start_server(
                 self._target, app=launch["app"], log_dir=self.log_dir, port=launch["port"],
                 env={fixtures.EVENT_DIR_ENV: str(self.event_dir), **launch["env"]},
-                ready_timeout=launch["ready_timeout"], tls=TLS)
+                ready_timeout=launch["ready_timeout"], tls=TLS, memory=self.memory)
         except ServerError as exc:
             self.error = exc
             raise

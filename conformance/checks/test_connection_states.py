@@ -21,7 +21,7 @@ import socket
 import pytest
 
 from gatecheck.conformance.app import app_view, decode_probe, response_script, script_target
-from gatecheck.conformance.client.http1 import Connection, persistent
+from gatecheck.conformance.client.http1 import Connection, ending_of, persistent
 from gatecheck.conformance.spec.dimensions import PIPELINE, POSITIONS, Position, position_params
 from gatecheck.conformance.spec.markers import needs, spec
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
@@ -124,11 +124,12 @@ def _reachable(server, finals, conn, position, ex, total: int) -> None:
     if len(finals) > position.index:
         return
     conn.close()
-    said = finals and ends_connection(finals[-1])
-    if finals and conn.closed and (said or _stops_unprovoked(server, position, len(finals))):
-        how = "ending it (RFC 9112 §9.3)" if said else "without saying close, as on a connection of GET /ping only"
-        _unsupported(f"the server closes the connection after {len(finals)} of {total} responses ({how}): "
-                     f"no request reaches position {position.name}")
+    if finals and ends_connection(finals[-1]):   # the client sends nothing more (RFC 9112 §9.6), closed or not
+        _unsupported(f"the server ended the connection in response {len(finals)} of {total} "
+                     f"({ending_of(finals[-1])}): no request reaches position {position.name}")
+    if finals and conn.closed and _stops_unprovoked(server, position, len(finals)):
+        _unsupported(f"the server closes the connection after {len(finals)} of {total} responses (without saying "
+                     f"close, as on a connection of GET /ping only): no request reaches position {position.name}")
     if position.pipelined and finals and not conn.closed and ex.timed_out:
         _unsupported(f"the server answered {len(finals)} of {total} pipelined requests and then neither the "
                      "rest nor closed: it does not serve pipelined requests")
@@ -145,11 +146,12 @@ def _others_answered(finals, position, *, upto: int | None = None) -> None:
 
 
 def _all_answered(server, finals, conn, position, ex) -> None:
-    """Every request got its response; a server may stop early only by closing, after saying close or where
-    a connection of ``GET /ping`` only stops as early (see ``_reachable``)."""
+    """Every request got its response; a server may stop early only by ending the connection in a response
+    (RFC 9112 §9.3: its close is another check's obligation), or by closing where a connection of ``GET /ping``
+    only stops as early (see ``_reachable``)."""
     total = PIPELINE if position.pipelined else position.index + 1
-    if len(finals) < total:
-        assert conn.closed and (ends_connection(finals[-1]) or _stops_unprovoked(server, position, len(finals))), (
+    if len(finals) < total and not ends_connection(finals[-1]):
+        assert conn.closed and _stops_unprovoked(server, position, len(finals)), (
             f"{len(finals)} of {total} requests answered, without ending the connection in a response (RFC 9112 "
             f"§9.3) and a close the server makes whatever the requests: {describe(ex)}")
     _others_answered(finals, position)

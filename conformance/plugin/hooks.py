@@ -125,7 +125,7 @@ def pytest_configure(config):
     results = Results(opt("--results-json"))
     results.open()
     finish_if_killed(config, results)
-    pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"))
+    pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"), opt("--server-memory"))
     pool.on_start = lambda started: results.add_target(started.session_target, started.versions)
     for st in targets:
         results.add_target(st)

@@ -23,20 +23,37 @@ Rules of this package:
 5. Exit status: 0 unless a gated metric (``--fail-on``, default server CPU per request and mean latency at
    one connection) is a regression or HEAD
    produced errors (1); 2 for usage, install or harness failures, with the reason on stderr.
+6. **Last in line.** The gate uses the other packages of ``load`` (the plan's routes and argument types,
+   the run's pipeline, environments and latency client, the records' format); nothing but the command
+   lines imports the gate.
 
-The package, in the order its modules import each other (no cycles): :mod:`.model` (the nouns and
-the metrics), :mod:`.analysis` (run records to verdicts, pure), :mod:`.running` (the pair loop and the
-calibration probes, on the pipeline of :mod:`load.pipeline` that the profile runner uses too), :mod:`.report` (summary.md, pairs.json, pytest-benchmark files),
-:mod:`.cli` (the command line). The statistics are in :mod:`load.stats`, environments in
-:mod:`load.envs`, the low-concurrency client in :mod:`load.latency`.
+The package, in the order its modules import each other (no cycles): :mod:`.stats` (paired ratios and
+bootstrap intervals, pure), :mod:`.verdict` (the rule from an interval to a verdict, pure),
+:mod:`.calibration` (sizing an injected slowdown, pure arithmetic over a probe), :mod:`.model` (the nouns
+and the metrics), :mod:`.analysis` (run records to verdicts, pure), :mod:`.injection` (HEAD's injected
+cost and wait, their probes, the server's CPU time), :mod:`.running` (the pair loop, on the pipeline of
+:mod:`load.run.pipeline` that the profile runner uses too), :mod:`.report` (summary.md, pairs.json,
+pytest-benchmark files), :mod:`.cli` (the command line). Environments are in :mod:`load.run.envs`, the
+low-concurrency client in :mod:`load.run.latency`.
 """
 
 from .analysis import analyse
-from .model import (COST_ENV, COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV, LATENCY_METRICS, METRICS,
-                    STATISTIC_LABELS, CaseResult, GateCase, GateError, GateOptions, GateResult)
-from .running import (BURST_US, NEVER, burn_probe, cost_burst, delay_probe, idle_env, injected_env, measure_cpu,
-                      run_gate, tree_cpu_ns)
+from .calibration import DELAY_WAIT_US, calibrate_cost, calibrate_delay
+from .injection import (BURST_US, NEVER, burn_probe, cost_burst, delay_probe, idle_env, injected_env, measure_cpu,
+                        tree_cpu_ns)
+from .model import (COST_ENV, COST_EVERY_ENV, DEFAULT_ALPHA_WEIGHTS, DELAY_ENV, DELAY_EVERY_ENV, LATENCY_METRICS,
+                    METRICS, STATISTIC_LABELS, CaseResult, GateCase, GateError, GateOptions, GateResult)
+from .running import run_gate
+from .stats import STATISTICS, Estimate, estimate_ratio, family_confidence, percentile, weighted_levels
+from .verdict import SIZE_RULES, Decision, Verdict, decide
 
-__all__ = ["GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
-           "run_gate", "analyse", "injected_env", "idle_env", "NEVER", "cost_burst", "BURST_US", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns",
-           "COST_ENV", "COST_EVERY_ENV", "DELAY_ENV", "DELAY_EVERY_ENV", "LATENCY_METRICS"]
+__all__ = [
+    "GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
+    "DEFAULT_ALPHA_WEIGHTS", "LATENCY_METRICS", "COST_ENV", "COST_EVERY_ENV", "DELAY_ENV", "DELAY_EVERY_ENV",
+    "run_gate", "analyse",
+    "injected_env", "idle_env", "NEVER", "cost_burst", "BURST_US", "measure_cpu", "burn_probe", "delay_probe",
+    "tree_cpu_ns",
+    "calibrate_cost", "calibrate_delay", "DELAY_WAIT_US",
+    "STATISTICS", "Estimate", "estimate_ratio", "family_confidence", "percentile", "weighted_levels",
+    "SIZE_RULES", "Decision", "Verdict", "decide",
+]

@@ -2,7 +2,7 @@
 
 import sys
 
-from ..signals import stop_on_signals
+from ..run import stop_on_signals
 from .cli import main
 
 stop_on_signals()

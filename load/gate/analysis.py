@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..stats import Decision, decide, estimate_ratio, stability_warnings
+from .stats import estimate_ratio, stability_warnings
+from .verdict import Decision, decide
 from .model import LATENCY_METRICS, METRICS, CaseResult, GateOptions
 
 __all__ = ["analyse"]

@@ -4,7 +4,7 @@ Rules of this module: options are validated when parsed (one clear message, exit
 failure the gate can meet while running is turned into ``error: ...`` on stderr and exit status 2;
 otherwise the exit status is the gate's own (rule 5 of :mod:`load.gate`). Output directories and CPU
 lists are checked before anything is built or started. Ctrl-C or SIGTERM (handled even when started
-with SIGINT ignored, :mod:`load.signals`) stops the servers and oha, writes and prints what was
+with SIGINT ignored, :mod:`load.run.signals`) stops the servers and oha, writes and prints what was
 measured so far, and exits 130.
 """
 
@@ -17,11 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional, Sequence, Tuple
 
-from ..argtypes import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int, server_or_target
-from ..signals import INTERRUPTED
+from ..plan import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int, server_or_target
+from ..run import INTERRUPTED
 from .model import COST_ENV, DEFAULT_ALPHA_WEIGHTS, DELAY_ENV, METRICS, GateCase, GateError, GateOptions
 from .report import render_markdown, write_outputs
 from .running import run_gate
+from .stats import STATISTICS
+from .verdict import SIZE_RULES
 
 __all__ = ["percent", "delay_spec", "alpha_weights_spec", "add_arguments", "cases_from_args", "main_from_args", "main"]
 
@@ -103,9 +105,17 @@ def _add_injection_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The gate's options (``python -m gatecheck.load gate ...`` and ``python -m gatecheck.load.gate ...``)."""
-    from ..stats import SIZE_RULES, STATISTICS
+    """The gate's options (``python -m gatecheck.load gate ...`` and ``python -m gatecheck.load.gate ...``), in
+    the order ``--help`` lists them."""
+    _add_subject_arguments(parser)
+    _add_rule_arguments(parser)
+    _add_injection_arguments(parser)
+    _add_metric_arguments(parser)
+    _add_output_arguments(parser)
 
+
+def _add_subject_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is gated: the two installs, how the server starts, and the cases (a profile, or routes)."""
     parser.add_argument("--base", required=True, metavar="INSTALL",
                         help="the reference install: a requirement ('granian==2.8.6'), a wheel, sdist or source tree, "
                              "or an existing interpreter or virtualenv")
@@ -116,13 +126,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--route", action="append", dest="routes",
                         help="route to gate without --profile (repeatable; default: json, which the cost knob slows)")
     parser.add_argument("--concurrency", type=positive_int, default=64, help="connections for --route cases (default 64)")
+
+
+def _add_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """The verdict's rule and the pairs' length: threshold, size rule, pair counts, budget, durations, statistic."""
     parser.add_argument("--threshold", type=percent, default=0.05,
                         help="the slowdown the gate must catch, e.g. '5%%' (default 5%%): a significant slowdown "
                              "fails unless its interval shows it smaller than this (see --size-by)")
     parser.add_argument("--size-by", choices=SIZE_RULES, default="interval",
                         help="what must reach --threshold for a significant change to count: 'interval' (default), "
                              "its worse end, so a slowdown the size of the threshold is caught; or 'estimate', the "
-                             "point estimate (the rule until 2026-11-28), which lets half of them pass")
+                             "point estimate (the earlier rule), which lets half of them pass")
     parser.add_argument("--pairs", type=at_least(8, "--pairs"), default=8,
                         help="pairs before the gate may stop (at least 8; default 8)")
     parser.add_argument("--max-pairs", type=at_least(8, "--max-pairs"), default=24,
@@ -142,7 +156,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "see docs/gate.md)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for the run order and the bootstrap (default: random, recorded in pairs.json)")
-    _add_injection_arguments(parser)
+
+
+def _add_metric_arguments(parser: argparse.ArgumentParser) -> None:
+    """What fails the gate and how the pairs are measured: gated metrics, their alpha shares, the latency run,
+    restarts and CPUs."""
     parser.add_argument("--fail-on", type=_metric_list, default=("cpu", "lat"),
                         help="metrics whose regression fails the gate: any of rps, p99, cpu, lat, lat50 (default cpu,lat: "
                              "server CPU per request and the mean latency of a low-concurrency run, both precise "
@@ -159,6 +177,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start fresh server processes every N pairs (default 1; 0 = start once)")
     parser.add_argument("--server-cpus", type=cpu_list, help="CPUs for both servers, e.g. '0' (default: first half)")
     parser.add_argument("--oha-cpus", type=cpu_list, help="CPUs for oha, e.g. '1' (default: the other half)")
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the results go and how BASE's and HEAD's environments are built."""
     parser.add_argument("--out", type=Path, help="output directory (default results/gate-<UTC time>)")
     parser.add_argument("--benchmark-storage", type=Path, metavar="DIR",
                         help="also file both sides in pytest-benchmark storage (e.g. .benchmarks) for its history tools")
@@ -174,18 +196,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
     """The cases to gate: the profile's (each at its highest concurrency) or ``--route`` × ``--concurrency``."""
-    from ..pipeline import setup_for
+    from ..plan import load_profile, route
+    from ..run import setup_for
 
     if args.profile:
-        from ..profile import load_profile
-
         if args.routes:
             raise GateError("give --profile or --route, not both")
         profile = load_profile(args.profile)
         return tuple(GateCase(setup_for(c.target_for(args.target.server, profile.default_server), app=c.app, env=c.env),
                               c.route, max(c.concurrency)) for c in profile.cases)
-    from ..routes import route
-
     names = args.routes or ["json"]
     for name in names:
         route(name)  # RouteError lists the known names
@@ -195,7 +214,7 @@ def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
 
 def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
     """Refuse a used or unwritable output directory before any work (one line each)."""
-    from ..results import writable_dir
+    from ..records import writable_dir
 
     if out_dir.exists() and out_dir.is_dir() and any(out_dir.iterdir()):
         raise GateError(f"output directory {out_dir} is not empty; choose another --out")
@@ -206,7 +225,7 @@ def _check_outputs(args: argparse.Namespace, out_dir: Path) -> None:
 
 def _pinning(args: argparse.Namespace) -> Tuple[Optional[Tuple[int, ...]], Optional[Tuple[int, ...]]]:
     """(server CPUs, oha CPUs): both given and available here, or the default split."""
-    from ..pinning import available_cpus, require_available, split_cpus
+    from ..run import available_cpus, require_available, split_cpus
 
     if args.server_cpus or args.oha_cpus:
         if not (args.server_cpus and args.oha_cpus):
@@ -229,7 +248,7 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
     """Everything before the first measurement: outputs, cases, pinning, options, both environments."""
     from gatecheck.servers import get_adapter
 
-    from ..envs import ensure_pair
+    from ..run import ensure_pair
 
     _check_outputs(args, out_dir)
     cases = cases_from_args(args)
@@ -254,12 +273,9 @@ def main_from_args(args: argparse.Namespace) -> int:
     """Run the gate from parsed options; returns the exit status (rule 5; 130 when interrupted)."""
     from gatecheck.servers import ServerError
 
-    from ..envs import EnvError
-    from ..measure import RouteCheckError
-    from ..oha import OhaError
-    from ..profile import ProfileError
-    from ..results import ResultsError
-    from ..routes import RouteError
+    from ..plan import ProfileError, RouteError
+    from ..records import ResultsError
+    from ..run import EnvError, OhaError, RouteCheckError
 
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)

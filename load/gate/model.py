@@ -1,7 +1,7 @@
 """The gate's nouns: what is measured (cases, options, metrics) and what is decided (results).
 
 Rules of this module: data only, no I/O; it imports nothing from the rest of the gate. ``GateResult``
-knows how to become ``pairs.json`` (:meth:`GateResult.to_dict`, a ``gate`` record of :mod:`load.results`),
+knows how to become ``pairs.json`` (:meth:`GateResult.to_dict`, a ``gate`` record of :mod:`load.records.results`),
 everything needed to recompute every verdict offline.
 """
 
@@ -13,8 +13,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from gatecheck.fixtures import COST_ENV
 from gatecheck.fixtures.payloads import COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV
 
-from ..pipeline import ServerSetup, setup_for
-from ..stats import Decision, Verdict, family_confidence, weighted_levels
+from ..run import ServerSetup, setup_for
+from .stats import family_confidence, weighted_levels
+from .verdict import Decision, Verdict
 
 __all__ = ["DEFAULT_ALPHA_WEIGHTS", "GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "LATENCY_METRICS",
            "STATISTIC_LABELS", "COST_ENV", "COST_EVERY_ENV", "DELAY_ENV", "DELAY_EVERY_ENV"]
@@ -34,7 +35,7 @@ METRICS: Dict[str, Tuple[str, bool, str]] = {
     # The low-concurrency run (one request at a time, BASE and HEAD interleaved: load/latency.py): the server
     # is not saturated, so every microsecond a request waits (a sleep, a lost TCP_NODELAY, a lock held across an
     # await) is in its latency, whether or not it costs CPU. The mean counts a wait that only some
-    # requests make; the median does not (docs/gate.md, fourth experiment).
+    # requests make; the median does not (benchmarks/gate/README.md, fourth experiment).
     "lat": ("low_latency.avg_ms", False, "mean latency at low concurrency"),
     "lat50": ("low_latency.p50_ms", False, "median latency at low concurrency"),
 }
@@ -43,7 +44,7 @@ METRICS: Dict[str, Tuple[str, bool, str]] = {
 LATENCY_METRICS = ("lat", "lat50")
 
 
-#: How the summary names each statistic of :data:`load.stats.STATISTICS`.
+#: How the summary names each statistic of :data:`load.gate.stats.STATISTICS`.
 STATISTIC_LABELS: Dict[str, str] = {
     "pair-median": "median of the per-pair ratios",
     "geomean": "geometric mean of the per-pair ratios",
@@ -118,7 +119,7 @@ class GateOptions:
     resamples: int = 10_000
     size_by: str = "interval"  # what must reach the threshold: the interval's worse end, or the estimate (stats.decide)
     # Shares of the family's alpha per gated metric (weighted Bonferroni, stats.weighted_levels); a gated metric
-    # not named has weight 1, and () means equal shares (every gate stored before 2026-11-28's eighth experiment).
+    # not named has weight 1, and () means equal shares (every gate stored before the eighth experiment's).
     alpha_weights: Tuple[Tuple[str, float], ...] = DEFAULT_ALPHA_WEIGHTS
 
     def __post_init__(self) -> None:
@@ -149,7 +150,7 @@ class GateOptions:
     @property
     def interval_confidence(self) -> float:
         """Each interval's level, so that all :attr:`comparisons` hold together at ``confidence``
-        (Bonferroni, :func:`load.stats.family_confidence`; docs/gate.md says why)."""
+        (Bonferroni, :func:`load.gate.stats.family_confidence`; docs/gate.md says why)."""
         return family_confidence(self.confidence, self.comparisons)
 
     @property
@@ -159,8 +160,8 @@ class GateOptions:
         return {m: float(named.get(m, 1.0)) for m in self.fail_on}
 
     def level(self, metric: str) -> float:
-        """The level of ``metric``'s intervals: a gated metric's weighted share (:func:`load.stats.weighted_levels`),
-        so that all :attr:`comparisons` hold together at ``confidence``; an ungated one, shown for information,
+        """The level of ``metric``'s intervals: a gated metric's weighted share
+        (:func:`load.gate.stats.weighted_levels`), so that all :attr:`comparisons` hold together at ``confidence``; an ungated one, shown for information,
         at the equal share (:attr:`interval_confidence`)."""
         if metric not in self.fail_on:
             return self.interval_confidence
@@ -204,7 +205,7 @@ class GateResult:
         return 1 if any(r.failed(self.options.fail_on) for r in self.results) else 0
 
     def to_dict(self) -> Dict[str, Any]:
-        """pairs.json (a ``gate`` record; :func:`load.results.write_document` stamps its version): everything
+        """pairs.json (a ``gate`` record; :func:`load.records.results.write_document` stamps its version): everything
         needed to recompute every verdict offline."""
         return {
             "kind": "gate",

@@ -11,11 +11,10 @@ import statistics
 from pathlib import Path
 from typing import Dict, Optional
 
-from .. import benchjson
-from ..results import write_document
-from ..stats import Verdict
-from .model import COST_ENV, DELAY_ENV, METRICS, STATISTIC_LABELS, GateOptions, GateResult
-from .running import cost_burst
+from ..records import benchjson, write_document
+from .injection import cost_burst
+from .model import COST_ENV, DELAY_ENV, METRICS, STATISTIC_LABELS, CaseResult, GateOptions, GateResult
+from .verdict import Verdict
 
 __all__ = ["render_markdown", "write_outputs"]
 
@@ -58,45 +57,60 @@ def render_markdown(result: GateResult) -> str:
         lines += [f"> HEAD ran with an injected wait of {h['delay_us']:.0f} µs without CPU on "
                   + ("every request" if every == 1 else f"every {every}th request") + f" ({DELAY_ENV}).", ""]
     for r in result.results:
-        lines += [f"### {r.case.name}", "", "| metric | base | head | head/base | interval | verdict |",
-                  "| --- | ---: | ---: | ---: | :---: | --- |"]
-        for metric, d in r.decisions.items():
-            label = METRICS[metric][2].replace("at low concurrency", "at c1")
-            label += "" if metric in opts.fail_on else " (not gated)"
-            if d is None:
-                lines.append(f"| {label} | - | - | - | - | no clean pairs |")
-                continue
-            bm, hm = statistics.median(r.base[metric]), statistics.median(r.head[metric])
-            more = ""
-            if d.more_pairs:
-                more = (f" (~{d.more_pairs} more pairs)" if d.more_pairs <= 10 * max(opts.max_pairs, 1)
-                        else " (too noisy here to narrow in practice)")
-            lines.append(f"| {label} | {_fmt_value(metric, bm)} | {_fmt_value(metric, hm)} | {d.estimate.ratio:.3f} | "
-                         f"{d.estimate.low:.3f} – {d.estimate.high:.3f} | {_EMOJI[d.verdict]} {d.verdict.value}{more} |")
-        if r.head_errors:
-            lines.append(f"| errors | - | {r.head_errors} run(s) | - | - | ❌ HEAD returned errors or non-2xx |")
+        lines += _case_lines(r, opts)
+    return "\n".join(lines + _method_lines(result))
+
+
+def _case_lines(r: CaseResult, opts: GateOptions) -> list:
+    """One case's table: each metric's medians, ratio, interval and verdict; then HEAD's errors and warnings."""
+    lines = [f"### {r.case.name}", "", "| metric | base | head | head/base | interval | verdict |",
+             "| --- | ---: | ---: | ---: | :---: | --- |"]
+    for metric, d in r.decisions.items():
+        label = METRICS[metric][2].replace("at low concurrency", "at c1")
+        label += "" if metric in opts.fail_on else " (not gated)"
+        if d is None:
+            lines.append(f"| {label} | - | - | - | - | no clean pairs |")
+            continue
+        bm, hm = statistics.median(r.base[metric]), statistics.median(r.head[metric])
+        more = ""
+        if d.more_pairs:
+            more = (f" (~{d.more_pairs} more pairs)" if d.more_pairs <= 10 * max(opts.max_pairs, 1)
+                    else " (too noisy here to narrow in practice)")
+        lines.append(f"| {label} | {_fmt_value(metric, bm)} | {_fmt_value(metric, hm)} | {d.estimate.ratio:.3f} | "
+                     f"{d.estimate.low:.3f} – {d.estimate.high:.3f} | {_EMOJI[d.verdict]} {d.verdict.value}{more} |")
+    if r.head_errors:
+        lines.append(f"| errors | - | {r.head_errors} run(s) | - | - | ❌ HEAD returned errors or non-2xx |")
+    lines.append("")
+    lines += [f"- ⚠️ {w}" for w in r.warnings]
+    if r.warnings:
         lines.append("")
-        lines += [f"- ⚠️ {w}" for w in r.warnings]
-        if r.warnings:
-            lines.append("")
+    return lines
+
+
+def _method_lines(result: GateResult) -> list:
+    """The folded method: installs, pairs and order, the latency run, statistics and levels, the rule, the stop."""
+    opts, b, h = result.options, result.base, result.head
     versions = lambda side: ", ".join(f"{k} {v}" for k, v in sorted((side.get("versions") or {}).items()))
-    lines += ["<details><summary>method</summary>", "",
-              f"- BASE: `{b.get('spec', '?')}` ({versions(b)}); HEAD: `{h.get('spec', '?')}` ({versions(h)})",
-              f"- {result.pairs} pairs; each pair runs BASE and HEAD back to back in random order (seed {opts.seed}), "
-              f"{opts.duration:g} s per run after a {opts.warmup:g} s warm-up, fresh server processes "
-              + ("every pair" if opts.restart_every == 1 else f"every {opts.restart_every} pairs" if opts.restart_every else "once"),
-              *([f"- after both main runs of a pair, {opts.latency_duration:g} s of single requests alternating between "
-                 "BASE and HEAD (one connection each, ABBA order) for the latency metrics"] if opts.latency_duration else []),
-              f"- values are medians over the pairs; head/base is the {STATISTIC_LABELS.get(opts.statistic, opts.statistic)}; intervals are "
-              f"percentile bootstraps over pairs ({opts.resamples:,} resamples), " + _levels_text(opts),
-              (f"- regression = whole interval on the worse side of 1 and its worse end ≥ {opts.threshold:.0%} "
-               f"(a slowdown of {opts.threshold:.0%} not ruled out); inconclusive = interval containing 1 and wider "
-               f"than {opts.threshold:.0%}" if opts.size_by == "interval" else
-               f"- regression = whole interval on the worse side of 1 and the change ≥ {opts.threshold:.0%}; "
-               f"inconclusive = interval wider than {opts.threshold:.0%}"),
-              f"- stopped: {result.stopped_because}",
-              "", "</details>", ""]
-    return "\n".join(lines)
+    restarts = ("every pair" if opts.restart_every == 1 else
+                f"every {opts.restart_every} pairs" if opts.restart_every else "once")
+    statistic = STATISTIC_LABELS.get(opts.statistic, opts.statistic)
+    latency = [f"- after both main runs of a pair, {opts.latency_duration:g} s of single requests alternating "
+               "between BASE and HEAD (one connection each, ABBA order) for the latency metrics"]
+    latency = latency if opts.latency_duration else []
+    return ["<details><summary>method</summary>", "",
+            f"- BASE: `{b.get('spec', '?')}` ({versions(b)}); HEAD: `{h.get('spec', '?')}` ({versions(h)})",
+            f"- {result.pairs} pairs; each pair runs BASE and HEAD back to back in random order (seed {opts.seed}), "
+            f"{opts.duration:g} s per run after a {opts.warmup:g} s warm-up, fresh server processes " + restarts,
+            *latency,
+            f"- values are medians over the pairs; head/base is the {statistic}; intervals are "
+            f"percentile bootstraps over pairs ({opts.resamples:,} resamples), " + _levels_text(opts),
+            (f"- regression = whole interval on the worse side of 1 and its worse end ≥ {opts.threshold:.0%} "
+             f"(a slowdown of {opts.threshold:.0%} not ruled out); inconclusive = interval containing 1 and wider "
+             f"than {opts.threshold:.0%}" if opts.size_by == "interval" else
+             f"- regression = whole interval on the worse side of 1 and the change ≥ {opts.threshold:.0%}; "
+             f"inconclusive = interval wider than {opts.threshold:.0%}"),
+            f"- stopped: {result.stopped_because}",
+            "", "</details>", ""]
 
 
 def _levels_text(opts: GateOptions) -> str:

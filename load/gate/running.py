@@ -1,14 +1,14 @@
 """Running a gate: servers per side, the measured runs, the injected slowdowns' calibration, the pair loop.
 
 Rules 1-4 of :mod:`load.gate` are enforced here. Servers are started, their routes checked and measured
-through :class:`load.pipeline.Pipeline`, as the profile runner does; ``start``, ``measure_fn``,
+through :class:`load.run.Pipeline`, as the profile runner does; what HEAD is injected with and how its
+size is probed are :mod:`load.gate.injection`'s; ``start``, ``measure_fn``,
 ``check_fn`` (the pipeline's seams), ``route_fn`` and ``latency_fn`` can be replaced, so the loop is tested
 with fake servers and runs.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import sys
 import time
@@ -17,156 +17,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..calibration import calibrate_cost, calibrate_delay
-from ..pinning import cpu_times
-from ..pipeline import Pipeline
-from ..results import append_record
+from ..plan import route as lookup_route
+from ..records import append_record
+from ..run import Pipeline, interleaved_latency
 from .analysis import _decisive, analyse
-from .model import COST_ENV, COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV, GateCase, GateError, GateOptions, GateResult
+from .calibration import DELAY_WAIT_US, calibrate_cost, calibrate_delay
+from .injection import LatencyFn, burn_probe, delay_probe, idle_env, injected_env, measure_cpu
+from .model import GateCase, GateError, GateOptions, GateResult
 
-__all__ = ["run_gate", "injected_env", "idle_env", "NEVER", "cost_burst", "BURST_US", "measure_cpu", "burn_probe", "delay_probe", "tree_cpu_ns"]
-
-
-def tree_cpu_ns(pid: Optional[int]) -> Optional[int]:
-    """Nanoseconds on CPU of every thread of ``pid`` and its descendants (Linux ``schedstat``).
-
-    ``psutil``'s CPU times come in clock ticks (10 ms): on a 2 s run that is 1-2% of quantisation
-    noise per run, as large as the effects the gate looks for. The scheduler's own per-thread
-    counter is in nanoseconds. A thread that exits between two readings drops out of the sum, so the
-    difference is only meaningful for servers whose threads live as long as the run (they do here).
-    Returns None where ``/proc`` or psutil is not available.
-    """
-    if pid is None:
-        return None
-    try:
-        import psutil
-
-        parent = psutil.Process(pid)
-        pids = [pid] + [c.pid for c in parent.children(recursive=True)]
-    except Exception:
-        return None
-    total, seen = 0, False
-    for p in pids:
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{p}/task/{task}/schedstat", encoding="ascii") as f:
-                    total += int(f.read().split()[0])
-                seen = True
-            except (OSError, ValueError, IndexError):
-                continue
-    return total if seen else None
-
-
-#: A CPU cost of ``c`` µs per request is injected as a burst of this many µs on every N-th request,
-#: N = round(BURST / c): measured on granian 2.8.9 (rsgi json c64, 2-core VM, 2026-11-27), a burn on every
-#: request was neither linear nor stable below a few µs (0.001 µs added 1.7 µs; 0.25 µs added 2 to 12% in
-#: eight rounds), while 50 µs every 100th, 50th, 30th request added 5.3, 8.8 and 12.8% with every round
-#: within 1% of its median.
-BURST_US = 50.0
-
-
-def cost_burst(cost_us: float) -> Tuple[float, int]:
-    """(µs burnt, every N-th request) for an average of ``cost_us`` µs per request: :data:`BURST_US` on
-    every N-th request, N = round(BURST_US / cost_us) (a cost of BURST_US or more: on every request)."""
-    if cost_us >= BURST_US:
-        return cost_us, 1
-    every = max(1, round(BURST_US / cost_us))
-    return BURST_US, every
-
-
-NEVER = 2 ** 62  # a period no run reaches: the injection's machinery runs on every request, nothing is ever due
-
-
-def idle_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1)) -> Dict[str, str]:
-    """BASE's variables beside a HEAD given :func:`injected_env` ``(cost_us, delay)``: the same variables with
-    a period of :data:`NEVER`, so BASE's app runs the same check on every request and burns and waits nothing.
-    The slowdown measured is then the bursts and waits alone: the check itself cost granian's RSGI json route
-    1.3 µs per request (x1.036 in a gate that burnt nothing, 2026-11-28; docs/gate.md, seventh experiment)."""
-    env = injected_env(cost_us, delay)
-    if COST_ENV in env:
-        env[COST_EVERY_ENV] = str(NEVER)
-    if DELAY_ENV in env:
-        env[DELAY_EVERY_ENV] = str(NEVER)
-    return env
-
-
-def injected_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1)) -> Dict[str, str]:
-    """The fixture apps' variables for burning ``cost_us`` µs of CPU per request on average (0: none; as
-    bursts, :func:`cost_burst`) and waiting ``delay[0]`` µs without CPU on every ``delay[1]``-th request
-    (0: none)."""
-    env = {}
-    if cost_us > 0:
-        burst, every = cost_burst(cost_us)
-        env[COST_ENV] = f"{burst:.3f}"
-        if every > 1:
-            env[COST_EVERY_ENV] = str(every)
-    if delay[0] > 0:
-        env[DELAY_ENV] = f"{delay[0]:.3f}"
-        env[DELAY_EVERY_ENV] = str(int(delay[1]))
-    return env
-
-
-def measure_cpu(pipeline: Pipeline, srv: Any, route: Any, case: GateCase, duration: float,
-                cpus: Optional[Sequence[int]] = None) -> Tuple[Any, Optional[int], Any]:
-    """One measured run with the server tree's CPU nanoseconds around it (None where not readable) and,
-    with ``cpus``, those CPUs' busy and steal time over it (a :class:`load.pinning.CpuTimes` or None)."""
-    pid = getattr(srv, "pid", None)
-    cpu0, box0 = tree_cpu_ns(pid), cpu_times(cpus) if cpus else None
-    run = pipeline.measure(srv, route, case.concurrency, duration, http2=case.http2)
-    cpu1, box1 = tree_cpu_ns(pid), cpu_times(cpus) if cpus else None
-    cpu_ns = cpu1 - cpu0 if cpu0 is not None and cpu1 is not None and cpu1 > cpu0 else None
-    box = box1 - box0 if box0 is not None and box1 is not None else None
-    return run, cpu_ns, box
-
-
-def burn_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, warmup: float,
-               duration: float) -> Callable[[float], float]:
-    """``cost_us -> server CPU µs per 2xx response`` of ``python``'s install burning ``cost_us`` per request,
-    one warm run on a fresh process each call: what :func:`load.calibration.calibrate_cost` measures with."""
-    def cpu_per_request(cost: float) -> float:
-        env = injected_env(cost) if cost else idle_env(BURST_US)  # 0: BASE as the gate runs it beside a burning HEAD
-        with pipeline.start(case.setup, python=python, env=env) as srv:
-            if warmup > 0:
-                pipeline.measure(srv, route, case.concurrency, warmup, http2=case.http2)
-            run, cpu_ns, _ = measure_cpu(pipeline, srv, route, case, duration)
-        if run.result.all_failed or not run.result.ok:
-            raise GateError(f"calibration: no 2xx answer on {case.name} (burning {cost:.2f} µs per request)")
-        cpu = cpu_ns / 1e9 if cpu_ns else run.server_cpu_seconds
-        return cpu / run.result.ok * 1e6
-    return cpu_per_request
-
-
-LatencyFn = Callable[..., Dict[str, Dict[str, Any]]]
+__all__ = ["run_gate"]
 
 
 def _interleaved(handles: Dict[str, Any], route: Any, duration: float,
                  cpus: Optional[Sequence[int]] = None) -> Dict[str, Dict[str, Any]]:
-    """The default low-concurrency run: :func:`load.latency.interleaved_latency` over the handles' URLs."""
-    from ..latency import interleaved_latency
-
+    """The default low-concurrency run: :func:`load.run.latency.interleaved_latency` over the handles' URLs."""
     return interleaved_latency({side: h.url for side, h in handles.items()}, route, duration, cpus)
-
-
-def delay_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, latency_fn: LatencyFn,
-                duration: float, wait_us: float) -> Callable[[int], Tuple[float, float]]:
-    """``every -> (BASE mean latency µs, trial/BASE ratio)``: two fresh servers of ``python``'s install,
-    the trial one waiting ``wait_us`` on every ``every``-th request (0: never), measured interleaved:
-    what :func:`load.calibration.calibrate_delay` measures with."""
-    def measure(every: int) -> Tuple[float, float]:
-        idle = idle_env(delay=(wait_us, 1))  # BASE as the gate runs it beside a waiting HEAD
-        trial = injected_env(delay=(wait_us, every)) if every else idle
-        with pipeline.start(case.setup, python=python, env=idle) as base, \
-                pipeline.start(case.setup, python=python, env=trial) as head:
-            latency_fn({"base": base, "head": head}, route, min(duration, 0.5), pipeline.oha_cpus)  # warm both
-            res = latency_fn({"base": base, "head": head}, route, duration, pipeline.oha_cpus)
-        if not res["base"].get("ok") or not res["head"].get("ok"):
-            raise GateError(f"calibration: no 2xx answer at one connection on {case.name}")
-        return res["base"]["avg_ms"] * 1000, res["head"]["avg_ms"] / res["base"]["avg_ms"]
-    return measure
 
 
 def _stop_all(handles: Sequence[Any]) -> None:
@@ -242,7 +107,7 @@ class _Session:
             self.result.head["delay_us"], self.result.head["delay_every"] = self.delay
 
     def _calibrate_cost(self, slowdown: float) -> float:
-        """The burn for ``slowdown`` on the first case (:func:`load.calibration.calibrate_cost`)."""
+        """The burn for ``slowdown`` on the first case (:func:`load.gate.calibration.calibrate_cost`)."""
         case = self.opts.cases[0]
         cpu_per_request = burn_probe(self.pipeline, case, self.routes[case.route], python=self.pythons["base"],
                                      warmup=self.opts.warmup, duration=self.opts.duration)
@@ -256,9 +121,7 @@ class _Session:
 
     def _calibrate_delay(self, increase: float) -> Tuple[float, int]:
         """HEAD's (wait µs, every N) for a mean latency ``1 + increase`` times BASE's, measured on BASE's
-        install on the first case (:func:`load.calibration.calibrate_delay`); stored in the calibration."""
-        from ..calibration import DELAY_WAIT_US
-
+        install on the first case (:func:`load.gate.calibration.calibrate_delay`); stored in the calibration."""
         case, opts = self.opts.cases[0], self.opts
         probe = delay_probe(self.pipeline, case, self.routes[case.route], python=self.pythons["base"],
                             latency_fn=self.latency_fn, duration=max(opts.latency_duration, 1.0), wait_us=DELAY_WAIT_US)
@@ -364,15 +227,13 @@ Seam = Optional[Callable[..., Any]]
 
 def _pipeline(opts: GateOptions, out_dir: Path, start: Seam, measure_fn: Seam, check_fn: Seam) -> Pipeline:
     """The runner's pipeline, pinned as the options say; the seams given replace its defaults
-    (``servers.start_server``, ``load.measure.measure`` and ``check_route``)."""
+    (``servers.start_server``, ``load.run.measure.measure`` and ``check_route``)."""
     seams = {name: fn for name, fn in (("start_fn", start), ("measure_fn", measure_fn), ("check_fn", check_fn)) if fn}
     return Pipeline(out_dir, server_cpus=opts.server_cpus, oha_cpus=opts.oha_cpus, **seams)
 
 
 def _lookup_route(name: str) -> Any:
-    from ..routes import route
-
-    return route(name).resolve()
+    return lookup_route(name).resolve()
 
 
 def run_gate(
@@ -394,7 +255,7 @@ def run_gate(
     clock: Callable[[], float] = time.monotonic,
 ) -> GateResult:
     """Run the pairs and return the result (rules 1-4). ``start``/``measure_fn``/``route_fn``/``check_fn``
-    default to ``servers.start_server`` and ``load.measure``; tests pass fakes. ``head_slowdown`` and
+    default to ``servers.start_server`` and ``load.run.measure``; tests pass fakes. ``head_slowdown`` and
     ``head_delay_increase`` calibrate HEAD's injected CPU cost and off-CPU wait on BASE's install first."""
     rng = random.Random(opts.seed)
     t0 = clock()
@@ -410,7 +271,7 @@ def run_gate(
     try:
         session.pairs(rng)
     except KeyboardInterrupt:
-        # Ctrl-C or SIGTERM (load.signals): keep every finished run; the caller reports them and exits 130.
+        # Ctrl-C or SIGTERM (load.run.signals): keep every finished run; the caller reports them and exits 130.
         result.interrupted = True
         result.stopped_because = f"interrupted during pair {result.pairs + 1}"
     finally:

@@ -39,7 +39,7 @@ def _conformance(args: list) -> int:
 
 def _load(args: list) -> int:
     from gatecheck.load.__main__ import main
-    from gatecheck.load.signals import stop_on_signals
+    from gatecheck.load.run import stop_on_signals
 
     stop_on_signals()
     return main(args)

@@ -25,6 +25,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -200,12 +201,15 @@ def _record(why: str, head: bytes) -> None:
             fh.write(json.dumps({"after": why, "request": line[:200], "token": token}) + "\n")
 
 
+_CLIENT_CLOSE = "the client's own close"
+
+
 def _drain_mode(conn: socket.socket, mode: str, head: bytes, ended: list) -> bool:
     """drain-*: record a request sent after the connection ended, answer every one, never close."""
     if ended:
         _record(ended[0], head)
     if not ended and _client_ended(head):
-        ended.append("the client's own close")
+        ended.append(_CLIENT_CLOSE)
     if not _send(conn, OK_CLOSE if mode == "drain-close" else OK_10):
         return False
     if not ended:
@@ -299,6 +303,8 @@ def _serve(conn: socket.socket, mode: str, ready_requests: int, tls: ssl.SSLCont
         except OSError:
             conn.close()
             return
+    if mode.startswith("drain-"):
+        return _serve_drain(conn, mode, ready_requests)
     with conn:
         nth, ended = 0, []
         while True:
@@ -309,14 +315,74 @@ def _serve(conn: socket.socket, mode: str, ready_requests: int, tls: ssl.SSLCont
             with _lock:
                 _served += 1
                 ready = _served <= ready_requests and not _REFORKED
-            if ready:
-                keep = _send(conn, OK)
-            elif mode.startswith("drain-"):
-                keep = _drain_mode(conn, mode, head, ended)
-            else:
-                keep = _hostile(conn, mode, head, nth)
+            keep = _send(conn, OK) if ready else _hostile(conn, mode, head, nth)
             if not keep:
                 return
+
+
+_REQUEST_LINE = re.compile(rb"[A-Z]+ [^ ]+ HTTP/\d\.\d")
+
+
+def _serve_drain(conn: socket.socket, mode: str, ready_requests: int) -> None:
+    """drain-*: request by request, each body skipped (Content-Length, or up to a last chunk), so only a request
+    line that begins a new request on the connection counts (``_drain_mode``)."""
+    global _served
+    buffer, ended = b"", []
+    with conn:
+        while True:
+            while b"\r\n\r\n" not in buffer:
+                chunk = _recv(conn)
+                if not chunk:
+                    return
+                buffer += chunk
+            head, _, buffer = buffer.partition(b"\r\n\r\n")
+            head = head.lstrip(b"\r\n")
+            buffer = _skip_body(conn, head, buffer)
+            if buffer is None:
+                return
+            if not _REQUEST_LINE.fullmatch(head.split(b"\r\n", 1)[0]):
+                continue   # not a request: nothing to record, nothing to answer
+            with _lock:
+                _served += 1
+                ready = _served <= ready_requests
+            if ready:
+                if not _send(conn, OK):
+                    return
+                continue
+            closed_before = bool(ended)
+            if not _drain_mode(conn, mode, head, ended):
+                return
+            if not closed_before and ended and ended[0] != _CLIENT_CLOSE:
+                buffer = b""   # sent before the client could read the response that ended it: pipelined
+
+
+def _recv(conn: socket.socket) -> bytes:
+    try:
+        return conn.recv(65536)
+    except OSError:
+        return b""
+
+
+def _skip_body(conn: socket.socket, head: bytes, buffer: bytes):
+    """What follows the request's body in ``buffer`` (reading more as needed); None when the client left."""
+    fields = {ln.partition(b":")[0].strip().lower(): ln.partition(b":")[2].strip() for ln in head.split(b"\r\n")[1:]}
+    if b"chunked" in fields.get(b"transfer-encoding", b"").lower():
+        while b"0\r\n\r\n" not in buffer:
+            chunk = _recv(conn)
+            if not chunk:
+                return None
+            buffer += chunk
+        return buffer.partition(b"0\r\n\r\n")[2]
+    try:
+        need = int(fields.get(b"content-length", b"0"))
+    except ValueError:
+        need = 0
+    while len(buffer) < need:
+        chunk = _recv(conn)
+        if not chunk:
+            return None
+        buffer += chunk
+    return buffer[need:]
 
 
 def _fork_workers() -> None:

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from gatecheck.load import gate
 from gatecheck.load.gate import GateCase, GateOptions, run_gate
-from gatecheck.load.pipeline import setup_for
+from gatecheck.load.run.pipeline import setup_for
 from gatecheck.servers import Target
 
 

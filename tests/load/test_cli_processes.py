@@ -73,7 +73,8 @@ def test_a_cpu_this_host_lacks_is_one_line_not_a_traceback(command, tmp_path):
 
 
 def _cpus() -> str:
-    from gatecheck.load.pinning import available_cpus, format_cpu_list
+    from gatecheck.load.run.pinning import available_cpus
+    from gatecheck.load.plan.cpulist import format_cpu_list
 
     return format_cpu_list(available_cpus())
 
@@ -81,7 +82,7 @@ def _cpus() -> str:
 # ---- signals: started with SIGINT ignored, then interrupted while measuring ----------------------------
 
 def _real_load_or_skip():
-    from gatecheck.load.oha import OhaNotFound, find_oha
+    from gatecheck.load.run.oha import OhaNotFound, find_oha
 
     if importlib.util.find_spec("granian") is None:
         pytest.skip("granian is not installed")

@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from gatecheck.load.oha import OhaNotFound, find_oha
+from gatecheck.load.run.oha import OhaNotFound, find_oha
 
 
 def _oha_or_skip():
@@ -24,11 +24,12 @@ def test_the_smoke_profile_runs_for_real_and_renders(tmp_path):
     oha = _oha_or_skip()
     from gatecheck.servers import Target, live_pids
 
-    from gatecheck.load.pinning import available_cpus, split_cpus
-    from gatecheck.load.profile import load_profile
-    from gatecheck.load.report import write_report
-    from gatecheck.load.results import load_records
-    from gatecheck.load.runner import RunOptions, run_profile
+    from gatecheck.load.run.pinning import available_cpus, split_cpus
+    from gatecheck.load.plan.profile import load_profile
+    from gatecheck.load.report.tables import write_report
+    from gatecheck.load.records.results import load_records
+    from gatecheck.load.run.options import RunOptions
+    from gatecheck.load.run.runner import run_profile
 
     lines = []
     opts = RunOptions(profile=load_profile("smoke"), target=Target("granian"), out_dir=tmp_path, quick=0.1, oha=oha,

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from gatecheck.conformance.h2spec import H2SPEC_PACKAGE, INSTALL_HINT
-from gatecheck.load.oha import OHA_VERSION
+from gatecheck.load.run.oha import OHA_VERSION
 from tests.installed import PYTEST, RUN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +102,7 @@ def test_without_go_the_answer_is_one_line_and_nothing_is_built(tmp_path):
 
 
 FIND_OHA = """
-    from gatecheck.load.oha import find_oha
+    from gatecheck.load.run.oha import find_oha
     print("RESULT", find_oha(log=lambda line: print("SAY", line, flush=True)), flush=True)
 """
 
