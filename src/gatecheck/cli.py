@@ -18,13 +18,24 @@ __all__ = ["main", "conformance_args"]
 
 def conformance_args(args: Sequence[str]) -> list:
     """pytest's argv for ``gatecheck conformance ARGS``: the checks' folder, with gatecheck's own pytest
-    settings (not those of whatever project surrounds the current directory or the installed package), no
-    cache directory written next to the installed checks; ARGS come last, so they override."""
+    settings (not those of whatever project surrounds the current directory or the installed package), and
+    pytest's cache (``--lf``) in gatecheck's cache, one per working directory, never next to the installed
+    checks; pytest-benchmark, when installed, left out (it writes .benchmarks/ into the working directory);
+    ARGS come last, so they override. A check named in ARGS as a run printed it (its check id, or
+    pytest's node id from any directory) is collected from the installed checks alone (``selection.py``)."""
+    import hashlib
+    from pathlib import Path
+
     import gatecheck.conformance as checks
+    from gatecheck.conformance.plugin.selection import split_args
+    from gatecheck.tools import cache_dir
 
     folder = os.path.dirname(os.path.abspath(checks.__file__))
-    return [folder, "-c", os.path.join(folder, "data", "pytest.ini"), "--rootdir", os.path.dirname(folder),
-            "--confcutdir", folder, "-p", "no:cacheprovider", *args]
+    files, rest = split_args(list(args), Path(folder) / "checks")
+    here = hashlib.sha256(os.path.abspath(os.getcwd()).encode()).hexdigest()[:16]
+    cache = cache_dir() / "pytest" / here
+    return [*(files or [folder]), "-c", os.path.join(folder, "data", "pytest.ini"), "--rootdir",
+            os.path.dirname(folder), "--confcutdir", folder, "-o", f"cache_dir={cache}", "-p", "no:benchmark", *rest]
 
 
 def _conformance(args: list) -> int:
