@@ -62,7 +62,8 @@ def _entry(record: dict) -> list:
         out += [f"Passes when: {_esc(accepts)}", ""]
     evidence = evidence_of(record) or "(no message)"
     fence = "````" if "```" in evidence else "```"
-    return out + ["Evidence:", "", fence + "text", evidence, fence, ""]
+    out += ["Evidence:", "", fence + "text", evidence, fence, ""]
+    return out + ([f"Upstream: {record['upstream']}", ""] if record.get("upstream") else [])
 
 
 def render_target_md(m: Matrix, target: str) -> str:
