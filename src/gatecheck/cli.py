@@ -6,6 +6,7 @@ the server adapters. Each subcommand is the existing command line of its package
     gatecheck gate ...                       python -m gatecheck.load gate ...
     gatecheck matrix ...                     python -m gatecheck.conformance.matrix ...
     gatecheck servers ...                    python -m gatecheck.servers ...
+    gatecheck annotate RESULTS ...           GitHub annotations on a server's own expectation file
 """
 from __future__ import annotations
 
@@ -66,6 +67,12 @@ def _matrix(args: list) -> int:
     return main(args)
 
 
+def _annotate(args: list) -> int:
+    from gatecheck.annotate import main
+
+    return main(args)
+
+
 def _servers(args: list) -> int:
     from gatecheck.servers.__main__ import main
 
@@ -79,6 +86,7 @@ COMMANDS: dict = {
     "gate": ("regression gate between two installs of a server (docs/gate.md)", _gate),
     "matrix": ("render the compliance matrix from results JSON files", _matrix),
     "servers": ("list the server adapters and their targets, or start one (list, run)", _servers),
+    "annotate": ("GitHub Actions annotations on a server's own expectation file from a results file", _annotate),
 }
 
 _USAGE = "usage: gatecheck COMMAND [ARGS...]   (gatecheck COMMAND --help for its options)"

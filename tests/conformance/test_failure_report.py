@@ -98,7 +98,8 @@ def test_a_failure_names_target_rule_bytes_and_the_command_that_reruns_it():
     text = failure_text(record, "srv:asgi?name=x", ["--no-expectations"], "srv 2")
     for part in ("target:  srv:asgi:h1 (srv 2)", "clause:  RFC 9112 §2.2 (SHOULD)", '"the server SHOULD respond',
                  "allows:  a 400", "failed:  AssertionError: expected a 400", "at:      test_x.py:35",
-                 "→ sent 2 bytes", "a line", "note:    recorded for srv <1 at f.toml:3, not srv 2: re-confirm or remove",
+                 "→ sent 2 bytes", "a line",
+                 "note:    recorded for srv <1 at f.toml:3, not srv 2: re-confirm or remove",
                  f"rerun:   gatecheck conformance --server 'srv:asgi?name=x' --no-expectations '{CHECK}'"):
         assert part in text, part
     assert rerun_command("a:b", "t.py::f") == "gatecheck conformance --server a:b t.py::f"
