@@ -106,7 +106,9 @@ def failure_text(record: dict, target: str, options=(), versions: str = "") -> s
     if record.get("accepts"):
         lines += [f"allows:  {record['accepts']}"]
     message = message_lines(record)
-    lines += [f"{record['outcome']}:  " + message[0]] + [f"         {line}" for line in message[1:]]
+    label = f"{record['outcome']}:"
+    first = message[0][len(label):].strip() if message[0].startswith(label) else message[0]   # "fixed: ..."
+    lines += [f"{label:<8} {first}"] + [f"         {line}" for line in message[1:]]
     if record.get("where"):
         lines += [f"at:      {record['where']}"]
     if record.get("out_of_range"):
