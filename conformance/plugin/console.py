@@ -56,21 +56,27 @@ def write_targets(tr, results) -> None:
         tr.write_line(f"  {target:<{width}}  " + " | ".join(parts), red=failing)
 
 
+_LISTED_WITH_V = ("known", "noted", "unsupported", "skipped")
+
+
 def write_failures(tw, results, config) -> None:
     """Each check × target that fails the run, in full (``failures.failure_text``), then one line each as
-    pytest's short summary has them: a ``--jobs`` run's parent prints these from its children's records."""
-    failing = sorted((rec for rec in results.records.values() if rec["outcome"] in FAILING),
-                     key=lambda r: (r["target"], r["check"]))
-    if not failing:
-        return
-    options = rerun_options(config)
-    tw.sep("=", "FAILURES")
-    for rec in failing:
-        target = results.targets.get(rec["target"], {})
-        versions = ", ".join(f"{k} {v}" for k, v in target.get("versions", {}).items())
-        tw.sep("_", f"{rec['check']} @ {rec['target']}", red=True)
-        for line in failure_text(rec, target.get("spec") or rec["target"], options, versions).splitlines():
-            tw.line(line)
-    tw.sep("=", "short test summary info")
-    for rec in failing:
-        tw.line(f"{rec['outcome'].upper()} {rec['check']} @ {rec['target']} - {message_lines(rec)[0][:160]}", red=True)
+    pytest's short summary has them (with ``-v``, the known, noted, unsupported and skipped ones too): a
+    ``--jobs`` run's parent prints these from its children's records."""
+    records = sorted(results.records.values(), key=lambda r: (r["target"], r["check"]))
+    failing = [rec for rec in records if rec["outcome"] in FAILING]
+    listed = [rec for rec in records if rec["outcome"] in _LISTED_WITH_V] if config.option.verbose > 0 else []
+    if failing:
+        options = rerun_options(config)
+        tw.sep("=", "FAILURES")
+        for rec in failing:
+            target = results.targets.get(rec["target"], {})
+            versions = ", ".join(f"{k} {v}" for k, v in target.get("versions", {}).items())
+            tw.sep("_", f"{rec['check']} @ {rec['target']}", red=True)
+            for line in failure_text(rec, target.get("spec") or rec["target"], options, versions).splitlines():
+                tw.line(line)
+    if failing or listed:
+        tw.sep("=", "short test summary info")
+    for rec in listed + failing:
+        tw.line(f"{rec['outcome'].upper()} {rec['check']} @ {rec['target']} - {message_lines(rec)[0][:160]}",
+                red=rec["outcome"] in FAILING)

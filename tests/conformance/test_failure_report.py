@@ -220,3 +220,11 @@ def test_a_green_run_is_short_and_lists_known_deviations_only_with_v(tmp_path):
     assert all("exchange" in c for c in known)
     verbose = _run([*args, "-v"], work, cache)
     assert verbose.returncode == 0 and "XFAIL" in verbose.stdout
+    # a --jobs run's parent lists them from its children's records, with -v only
+    jobs = [a if a != "test_http1_framing.py::test_invalid_chunk_size_is_rejected" else "-k" for a in args]
+    jobs.insert(jobs.index("-k") + 1, "test_invalid_chunk_size_is_rejected")
+    quiet = _run([*jobs, "--jobs", "2"], work, cache)
+    assert quiet.returncode == 0 and "gatecheck [" in quiet.stdout and "KNOWN " not in quiet.stdout, quiet.stdout
+    verbose = _run([*jobs, "--jobs", "2", "-v"], work, cache)
+    assert "KNOWN test_http1_framing.py::test_invalid_chunk_size_is_rejected[plus] @ cmd-tests.broken.server" \
+        in verbose.stdout, verbose.stdout[-3000:]
