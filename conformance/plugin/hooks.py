@@ -18,6 +18,7 @@ from gatecheck.servers import ServerError, TargetError, stop_all
 from gatecheck.servers.reaper import cancel
 
 from gatecheck.conformance.spec.markers import MARKERS, applicable_interfaces, row_of, validate_item
+from gatecheck.conformance.plugin.console import verbose_lists
 from gatecheck.conformance.plugin.expectations import ExpectationError, expectations_of
 from gatecheck.conformance.plugin.finish import FINISH_JOB, finish_if_killed
 from gatecheck.conformance.plugin.interrupts import Deadlines, Interrupts
@@ -26,13 +27,16 @@ from gatecheck.conformance.plugin.outcomes import decide
 from gatecheck.conformance.plugin.profiles import load_profile
 from gatecheck.conformance.plugin.pool import ServerPool
 from gatecheck.conformance.plugin.resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
+from gatecheck.conformance.plugin.selection import select_items
 from gatecheck.conformance.plugin.session import SESSION as _SESSION
 from gatecheck.conformance.plugin.session import GatecheckSession, item_meta
 from gatecheck.conformance.plugin.watch import _server_watch, server  # noqa: F401  (fixtures of the plugin)
 from gatecheck.conformance.plugin.inflight import after_call
 from gatecheck.conformance.plugin.shards import Claims
 from gatecheck.conformance.plugin.merge import write_collected
-from gatecheck.conformance.plugin.reports import DEVIATION, attach_log, brief_if_known, deviation, report_interrupted, shape
+from gatecheck.conformance.plugin.reports import DEVIATION, attach_details, brief_if_known, deviation
+from gatecheck.conformance.plugin.reports import report_interrupted, shape
+from gatecheck.conformance.client import transcript
 from gatecheck.conformance.plugin.stale import judge_session
 from gatecheck.conformance.plugin.summary import write_gatecheck_summary
 from gatecheck.conformance.plugin.targets import targets_from_options
@@ -89,6 +93,8 @@ def pytest_cmdline_main(config):
         return None
     if any(getattr(config.option, name, False) for name in _NOT_A_RUN):
         return None
+    if config.getoption("--gatecheck-check") or getattr(config.option, "lf", False):
+        return None   # a rerun of named or last-failed checks: one session selects them (pytest's --lf cache)
     targets, expectations = _targets_and_expectations(config)
     jobs = jobs_wanted(config.getoption("--jobs"))
     if jobs < 2:
@@ -115,6 +121,7 @@ def pytest_configure(config):
     if not _wanted(config):
         return
     load_profile(config)
+    verbose_lists(config)
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     config.addinivalue_line("markers", "gatecheck_not_applicable: internal, no target applies")
@@ -221,6 +228,7 @@ def pytest_collection_modifyitems(session, config, items):
     errors = [msg for item in items if (msg := validate_item(item))]
     if errors:
         raise pytest.UsageError("malformed checks:\n  " + "\n  ".join(errors))
+    select_items(config, items, gs.targets)
     keep, dropped = [], []
     for item in items:
         if item.get_closest_marker("gatecheck_not_applicable"):
@@ -291,6 +299,7 @@ def pytest_runtest_call(item):
     gs = item.config.stash.get(_SESSION, None)
     if gs is None:
         return (yield)
+    transcript.begin()   # the bytes of this call's connections, for its report if it fails
     with gs.deadlines.around_call():
         try:
             return (yield)
@@ -324,8 +333,10 @@ def pytest_runtest_makereport(item, call):
         # restarts a dead server.
         verdict = after_call(item, gs.pool, failed=report.failed) or verdict
     shape(report, verdict)
-    attach_log(item, report)
-    gs.results.fold(item, verdict, getattr(report, "duration", 0.0))
+    extra = attach_details(item, call, report, verdict, gs, known)
+    record = gs.results.fold(item, verdict, getattr(report, "duration", 0.0))
+    if extra and record is not None and verdict is not None and record["outcome"] == verdict.outcome:
+        record.update(extra)
     if verdict is not None and verdict.outcome == "timeout" and gs.deadlines.session_over():
         item.session.shouldstop = gs.deadlines.session_message()
     return report

@@ -5,13 +5,16 @@ Rules of this module:
 1. The parent runs no check. It checks the command line as a serial session would (targets, expectation files,
    output paths: a usage error is one line, exit status 4, before anything starts), then starts one child
    pytest session per target (all TLS targets in one): the same command line with its targets alone,
-   ``--jobs 1``, and its own results JSON, JUnit XML and collection in a scratch directory. Targets run heaviest first (``target_groups``), at
+   ``--jobs 1``, and its own results JSON, JUnit XML, collection and pytest cache (``lastfailed.py``) in a
+   scratch directory. Targets run heaviest first (``target_groups``), at
    most N at a time. Each child starts its own servers on ports the kernel
    gives it (``servers.process.free_port``; a clash at start is retried), so no two share a server or a port.
 2. Each record a child decides is appended to the run's ``<results>.partial.jsonl`` as it appears in the
    child's; a line per finished target shows its counts. At the end the children's files are merged
-   (``merge.py``): the results document, the JUnit XML, the stale report judged over all of them, one
-   terminal summary with a serial run's counts, and a serial run's exit status.
+   (``merge.py``): the results document, the JUnit XML, the stale report judged over all of them, pytest's
+   last-failed cache, each failure in full as a serial run prints it (``console.py``), one terminal summary
+   with a serial run's counts, and a serial run's exit status. A run of named checks or of ``--lf`` is one
+   session (``hooks.pytest_cmdline_main``).
 3. A child gets ``--session-timeout`` (default 20 minutes per target) for its targets; one still running two
    minutes past it is killed, and its target is an error (a crash, ``merge.py`` rule 3), as is a child that
    died or ended without its results.
@@ -41,6 +44,7 @@ from pathlib import Path
 from gatecheck.tools import cache_dir
 
 from gatecheck.conformance.plugin.children import Child, child_env
+from gatecheck.conformance.plugin.lastfailed import child_cache, merge
 from gatecheck.conformance.plugin.merge import crash_record, exit_status, merge_junit, read_child, read_collected
 from gatecheck.conformance.plugin.options import SESSION_TIMEOUT_PER_TARGET
 from gatecheck.conformance.plugin.shards import MAX_SHARDS, MIN_LEFT, SHARD_OPTION, WORTH, claims_args, progress, time_left
@@ -72,7 +76,7 @@ class JobRun:
     (rules 1-4, 6)."""
 
     def __init__(self, config, groups: list, jobs: int, results, tw) -> None:
-        self.results, self.tw, self.jobs = results, tw, jobs
+        self.results, self.tw, self.jobs, self.config = results, tw, jobs, config
         self.scratch = Path(tempfile.mkdtemp(prefix="gatecheck-jobs-"))
         base = child_args(list(config.invocation_params.args))
         given = config.getoption("--session-timeout")
@@ -123,7 +127,8 @@ class JobRun:
             self._restore()
 
     def _new(self, index: int, targets: list, args: list, shard: bool = False) -> Child:
-        child = Child(index, targets, self._base + args, self.scratch, self._cwd,
+        cache = child_cache(self.config, self.scratch / f"cache-{index}")   # lastfailed.py
+        child = Child(index, targets, self._base + args + cache, self.scratch, self._cwd,
                       self._given or SESSION_TIMEOUT_PER_TARGET * len(targets), self._junit)
         child.group_args, child.shard = args, shard
         return child
@@ -263,6 +268,7 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
     from _pytest.config import create_terminal_writer
     from gatecheck.servers.reaper import cancel
 
+    from gatecheck.conformance.plugin.console import write_failures
     from gatecheck.conformance.plugin.expectations import server_version
     from gatecheck.conformance.plugin.finish import FINISH_JOB, finish_if_killed
     from gatecheck.conformance.plugin.resultsfile import Results
@@ -293,7 +299,8 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
         if junit:
             run.junit(Path(os.path.abspath(junit)))
         cancel(FINISH_JOB)
-        _failures(tw, results)
+        merge(config, [run.scratch / f"cache-{i}" for i, child in enumerate(run.children) if child.proc is not None])
+        write_failures(tw, results, config)
         write_gatecheck_summary(LineWriter(tw), results, report, written, write_error)
         status = 1 if write_error and run.status() == 0 else run.status()
         counts = ", ".join(f"{n} {k}" for k, n in results.counts().items() if n) or "no checks"
@@ -308,17 +315,3 @@ def _write(results) -> tuple:
         return results.write(), ""
     except OSError as exc:
         return False, f"could not write {results.path}: {exc.strerror or exc}"
-
-
-def _failures(tw, results) -> None:
-    """One line per check × target that makes the run fail, as pytest's short summary has them."""
-    from gatecheck.conformance.plugin.outcomes import FAILING
-
-    failing = [rec for rec in results.records.values() if rec["outcome"] in FAILING]
-    if not failing:
-        return
-    tw.sep("=", "short test summary info")
-    for rec in sorted(failing, key=lambda r: (r["target"], r["check"])):
-        first = (rec.get("message") or "").strip().splitlines()[:1]
-        tw.line(f"{rec['outcome'].upper()} {rec['check']} @ {rec['target']}" + (f" - {first[0]}" if first else ""),
-                red=True)

@@ -97,6 +97,7 @@ def add_options(parser) -> None:
         help="run up to N pytest sessions at once, one per target (a target's checks are split over sessions "
              "left free), merged into one set of results (default 1: every target in this process, one after "
              "another; auto: 4 per CPU, at most 16)")
+    add("--gatecheck-check", action="append", default=[], help=argparse.SUPPRESS)  # a named check (selection.py)
     add("--gatecheck-collected", default=None, help=argparse.SUPPRESS)  # a --jobs child: where its collection goes
     add("--gatecheck-shard", default=None, help=argparse.SUPPRESS)  # a --jobs shard: its claims directory
 

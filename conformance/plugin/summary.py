@@ -3,6 +3,7 @@ entries, what the session could not run, where the results went. A serial sessio
 records; a ``--jobs`` run from the merged records of its child sessions (``jobs.py``), so both read alike."""
 from __future__ import annotations
 
+from gatecheck.conformance.plugin.console import LISTS_HINT, write_targets
 from gatecheck.conformance.plugin.outcomes import SPEC_GROUP
 from gatecheck.conformance.plugin.stale import write_summary
 
@@ -14,6 +15,7 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
     tr.write_sep("=", "gatecheck")
     counts = results.counts()
     tr.write_line("checks × targets: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+    write_targets(tr, results)
     findings = results.findings_by_level()
     if findings:
         order = [SPEC_GROUP, "POLICY", "MAY", "INFO"]
@@ -27,7 +29,7 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
     if write_error:
         tr.write_line(f"results: {write_error}; the records decided are in {results.partial}", red=True)
     elif written:
-        tr.write_line(f"results: {results.path}")
+        tr.write_line(f"results: {results.path} ({LISTS_HINT})")
 
 
 def _count(outcomes: dict) -> str:
