@@ -80,6 +80,12 @@ BREAKS = {
                           "connection closes without an answer",
     "multiprocess_false": "with --workers 2 or more, environ['wsgi.multiprocess'] still says False",
     "write_past_length_sent": "bytes the app writes past its own Content-Length are sent after the response",
+    "chunk_crlf_skipped": "the two octets after chunk-data are skipped without being checked for CRLF",
+    "head_body_ignored": "a HEAD request's Content-Length or chunked body is not read (its octets are the next "
+                         "request)",
+    "truncated_chunked_completed": "the end of stream inside a chunked body ends the body: the request is served",
+    "transfer_coding_prefix": "a Transfer-Encoding value that starts with 'chunked' is read as chunked",
+    "error_kept_open": "a request answered with an error leaves the connection open",
 }
 
 #: variant name -> a behaviour the texts allow, unlike the default (not a break: for checks that must accept it)
@@ -180,6 +186,8 @@ class Connection(RequestReader):
                                                   ("Content-Length", str(len(reason))), ("Connection", "close")]
         head = "\r\n".join([f"HTTP/1.1 {status} {reason}"] + [f"{n}: {v}" for n, v in headers])
         self.writer.write(f"{head}\r\n\r\n{reason}".encode("latin-1"))
+        if "error_kept_open" in self.breaks:
+            await asyncio.sleep(10.0)
         try:
             await self.writer.drain()
             self.writer.write_eof()
