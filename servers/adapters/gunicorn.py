@@ -31,8 +31,11 @@ class GunicornAdapter(Adapter):
         "worker": flag("--worker-class", "worker class", choices=_WSGI_WORKERS + ("asgi",)),
         "workers": flag("--workers", "worker processes", integer=True),
         "threads": flag("--threads", "threads per worker (gthread)", integer=True),
+        "keep-alive-timeout": flag("--keep-alive", "seconds an idle kept-alive connection stays open", integer=True),
+        "forwarded-allow-ips": flag("--forwarded-allow-ips", "addresses whose forwarded fields are trusted"),
         "tls": tls_option(),
     }
+    ROLES = {"keep-alive-timeout": "keep-alive-timeout", "trusted-proxies": "forwarded-allow-ips"}
 
     def check_combination(self, target):
         worker = target.option("worker")
