@@ -279,7 +279,8 @@ def _broken(obs: Observation, interface: str, chunked: bool) -> list:
         body = seen.body if seen.body is not None else f"{seen.length} octets"
         out.append(f"the app read the {obs.reading.end} request as complete: {body!r:.80}")
     later = obs.finals[count:]
-    if later and 200 <= later[0].status < 300:
+    told = seen is not None and seen.read == "failed"   # the app was told; what it answered then is its own
+    if later and 200 <= later[0].status < 300 and not told:
         out.append(f"the {obs.reading.end} request was answered {later[0].status}")
     if obs.reading.end == INCOMPLETE and not obs.mutation.eof and not obs.waited and not later:
         out.append("the server closed while the client was still sending the incomplete request")
@@ -290,13 +291,11 @@ def _broken(obs: Observation, interface: str, chunked: bool) -> list:
 
 
 def _tellable(seen: Seen, obs: Observation) -> bool:
-    """WSGI: a read the app can tell is incomplete (content-length mode: fewer octets than CONTENT_LENGTH; on a
-    chunked request without wsgi.input_terminated the app reads nothing and can tell nothing: no body shown)."""
-    if seen.mode != "content-length":
-        return False
+    """WSGI: a read the app can tell is incomplete (fewer octets than CONTENT_LENGTH; on a chunked request
+    without wsgi.input_terminated the app reads nothing and can tell nothing: no body shown)."""
     if obs.mutation.framing == "chunked":
-        return seen.length == 0
-    declared = declared_length(obs.mutation)
+        return seen.mode == "content-length" and seen.length == 0
+    declared = declared_length(obs.mutation)   # CONTENT_LENGTH: a shorter read is one the app can tell
     return seen.length is not None and declared is not None and seen.length < declared
 
 

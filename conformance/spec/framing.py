@@ -130,9 +130,12 @@ def reading_of(mutation: Mutation) -> Reading:
 # -- the mutations ----------------------------------------------------------------------------------
 
 def _crlf_edits(site: str) -> list:
-    """(id part, octets) for every stray octet count 0-4 at a CRLF site."""
+    """(id part, octets) for every stray octet count 0-4 at a CRLF site. Stray octets before the CRLF that ends
+    the trailer section make a trailer line of their own, so the section's end follows them: a server may read
+    the whole section before judging its lines, as it may the head."""
     edits = [(f"replace-{k}", _STRAY[:k]) for k in range(5)]
-    return edits + [(f"before-{k}", _STRAY[:k] + CRLF) for k in range(1, 5)]
+    end = CRLF + CRLF if site == "body-end" else CRLF
+    return edits + [(f"before-{k}", _STRAY[:k] + end) for k in range(1, 5)]
 
 
 _HEAD_SITES = ("pad-crlf", "framing-crlf", "head-end")
