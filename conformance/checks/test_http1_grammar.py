@@ -75,7 +75,7 @@ def test_chunked_body_is_read_as_the_grammar_reads_it(server, mutation):
 
 @pytest.mark.parametrize("mutation", _params(of_family("truncated")))
 @spec("RFC 9112 §8", "DEFINED")
-def test_truncated_body_is_never_read_as_complete(server, mutation):
+def test_truncated_body_is_read_as_incomplete(server, mutation):
     """The client ends its side inside the body (every octet of the chunked framing, three of each chunk's
     data, points of a Content-Length body): the message is incomplete; the app never reads it as complete
     (a WSGI app reading CONTENT_LENGTH can tell a short read), and the server closes."""

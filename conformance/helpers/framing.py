@@ -275,11 +275,13 @@ def _broken(obs: Observation, interface: str, chunked: bool) -> list:
     out, count = [], len(obs.reading.messages)
     partial = obs.reading.partial
     seen = obs.seen.get(partial.token) if partial is not None else None
-    if seen is not None and seen.read == "complete" and not (interface == "wsgi" and _tellable(seen, obs)):
+    tellable = seen is not None and interface == "wsgi" and _tellable(seen, obs)
+    if seen is not None and seen.read == "complete" and not tellable:
         body = seen.body if seen.body is not None else f"{seen.length} octets"
         out.append(f"the app read the {obs.reading.end} request as complete: {body!r:.80}")
     later = obs.finals[count:]
-    told = seen is not None and seen.read == "failed"   # the app was told; what it answered then is its own
+    # the app was told (a failed read, or a WSGI read it can tell is short): what it answered then is its own
+    told = seen is not None and (seen.read == "failed" or tellable)
     if later and 200 <= later[0].status < 300 and not told:
         out.append(f"the {obs.reading.end} request was answered {later[0].status}")
     if obs.reading.end == INCOMPLETE and not obs.mutation.eof and not obs.waited and not later:
