@@ -5,9 +5,10 @@ stands on its connection: alone, the 2nd or 3rd of a kept-alive connection, the 
 (``helpers/positions.py`` sends them; a position a server does not reach is *not supported*). Per position:
 the scope, environ or RSGI attributes equal those of the same request alone (what differs between connections
 aside: the client's port, and objects the probe can only describe); the lifespan ``state`` copy holds no key
-an app wrote into its copy on another request of that connection; the response's ``Date`` is current (a kept-alive request goes 2.2 s after the one
-before it, so a ``Date`` kept from the first response shows), no field of the server's is repeated, and the
-response is framed by exactly one of Content-Length and Transfer-Encoding.
+an app wrote into its copy on another request of that connection; the response's ``Date`` is current (a
+kept-alive request goes 2.2 s after the one before it, so a ``Date`` kept from the first response shows), no
+field of the server's is repeated, and the response is framed by exactly one of Content-Length and
+Transfer-Encoding.
 """
 from __future__ import annotations
 
