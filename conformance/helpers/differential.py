@@ -8,12 +8,13 @@ Each target is started with its fixture app (as a conformance session starts it)
 mutation, what the grammar reads and each server's reading (``helpers/framing.label``). A reading the grammar
 does not allow is in bold; one that no other server shares is marked with a dagger, so a server that differs
 from the grammar and from the others stands out, and a new server is compared in one run. Rows where every
-server read the mutation alike and as the grammar allows are counted, not listed.
+server read the mutation as the grammar allows are counted, not listed.
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -85,12 +86,12 @@ def render(results: dict, versions: dict) -> str:
         for mutation in mutations:
             cells = [results[n].get(mutation.name, ("-", [])) for n in names]
             counts = collections.Counter(text for text, _ in cells)
-            if not any(found for _, found in cells) and len(counts) == 1:
+            if not any(found for _, found in cells):
                 quiet += 1
                 continue
             shown = [_cell(text, found, len(names) > 2 and counts[text] == 1) for text, found in cells]
             lines.append(f"| `{mutation.name}` | {_grammar(mutation)} | " + " | ".join(shown) + " |")
-    lines += ["", f"{quiet} more mutations were read alike by every server, as the grammar allows.", ""]
+    lines += ["", f"{quiet} more mutations were read by every server as the grammar allows.", ""]
     return "\n".join(lines)
 
 
@@ -100,13 +101,22 @@ def _cell(text: str, found: list, alone: bool) -> str:
     return cell + (" †" if alone else "")
 
 
+def _earlier(path) -> tuple:
+    """(results, versions) of an earlier run kept with --json (empty when there is none)."""
+    if path is None or not path.exists():
+        return {}, {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {k: {m: tuple(v) for m, v in r.items()} for k, r in data["results"].items()}, data["versions"]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gatecheck.conformance.helpers.differential",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--server", action="append", required=True, metavar="TARGET", help="a target (repeat)")
     parser.add_argument("--out", type=Path, help="write the Markdown table here (default: standard output)")
+    parser.add_argument("--json", type=Path, help="also keep the readings here, and add those of an earlier run")
     args = parser.parse_args(argv)
-    results, versions = {}, {}
+    results, versions = _earlier(args.json)
     for text in args.server:
         try:
             adapter, target = resolve(text)
@@ -114,6 +124,8 @@ def main(argv=None) -> int:
             results[text] = run_target(text, log=lambda m: print(m, file=sys.stderr))
         except ServerError as exc:
             print(f"{text}: {exc}", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps({"results": results, "versions": versions}, indent=1), encoding="utf-8")
     page = render(results, versions)
     if args.out:
         args.out.write_text(page, encoding="utf-8")
