@@ -276,12 +276,16 @@ def _broken(obs: Observation, interface: str, chunked: bool) -> list:
     partial = obs.reading.partial
     seen = obs.seen.get(partial.token) if partial is not None else None
     tellable = seen is not None and interface == "wsgi" and _tellable(seen, obs)
-    if seen is not None and seen.read == "complete" and not tellable:
+    # a request invalid only in its trailer section had its body decoded whole: reading that body is no error
+    # of framing (the 400 and the close are judged apart)
+    whole = partial is not None and partial.decoded and seen is not None and seen.read == "complete" and not \
+        _body_matches(seen, partial.body, True)
+    if seen is not None and seen.read == "complete" and not tellable and not whole:
         body = seen.body if seen.body is not None else f"{seen.length} octets"
         out.append(f"the app read the {obs.reading.end} request as complete: {body!r:.80}")
     later = obs.finals[count:]
     # the app was told (a failed read, or a WSGI read it can tell is short): what it answered then is its own
-    told = seen is not None and (seen.read == "failed" or tellable)
+    told = seen is not None and (seen.read == "failed" or tellable or whole)
     if later and 200 <= later[0].status < 300 and not told:
         out.append(f"the {obs.reading.end} request was answered {later[0].status}")
     if obs.reading.end == INCOMPLETE and not obs.mutation.eof and not obs.waited and not later:

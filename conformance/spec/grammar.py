@@ -33,6 +33,7 @@ class Message:
     method: bytes
     token: str | None   # its x-gatecheck-token field value, when it has one
     body: bytes
+    decoded: bool = False   # (a request that did not complete) its chunk-data had all come: ``body`` is it
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,8 @@ def _message(data: bytes, pos: int) -> tuple:
         else:
             body, pos = data[pos:pos + length], pos + length
     except _Stop as exc:   # the head was complete: the app may have been handed it before the body failed
-        exc.head = Message(method, token, b"")
+        decoded = getattr(exc, "body", None)
+        exc.head = Message(method, token, decoded or b"", decoded is not None)
         raise
     return Message(method, token, body), pos
 
@@ -245,7 +247,11 @@ def _chunked(data: bytes, pos: int) -> tuple:
             raise _Invalid(f"the chunk line {line[:40]!r} is not chunk-size [ chunk-ext ]")
         length = int(size, 16)
         if length == 0:
-            _, pos = _fields(data, pos, "trailer section")
+            try:
+                _, pos = _fields(data, pos, "trailer section")
+            except _Invalid as exc:   # the body was decoded whole: the trailer section is what is invalid
+                exc.body = bytes(body)
+                raise
             return bytes(body), pos
         if len(data) - pos < length:
             raise _Incomplete(f"{len(data) - pos} of {length} octets of chunk-data")
