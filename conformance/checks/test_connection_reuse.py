@@ -48,9 +48,9 @@ def _view(doc: dict, interface: str) -> dict:
 
 def _plain(value) -> bool:
     """A value the probe could reproduce (not an object it could only describe, such as a server's socket)."""
-    if isinstance(value, (list, tuple)):
+    if type(value) in (list, tuple):   # exactly: the probe's Opaque (what it could only describe) is a tuple
         return all(_plain(v) for v in value)
-    if isinstance(value, dict):
+    if type(value) is dict:
         return all(_plain(k) and _plain(v) for k, v in value.items())
     return value is None or type(value) in (str, bytes, int, float, bool)
 
