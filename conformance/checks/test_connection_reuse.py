@@ -88,7 +88,10 @@ def test_state_copy_is_fresh_at_each_position(server, position):
     assert talk.response(position.index).status == 200, f"got {talk.raw[:300]!r}"
     events = server.events(token, timeout=2.0)
     got = [e for e in events if e.get("event") == "step" and e.get("index") == 0]
-    assert got and got[0].get("ok"), f"the app's state_get did not run: {events[:3]}"
+    assert got, f"the app's state_get did not run: {events[:3]}"
+    if not got[0].get("ok") and "no 'state'" in str((got[0].get("error") or {}).get("message")):
+        pytest.skip(f"{UNSUPPORTED_PREFIX} no lifespan state in the request scope (optional)")
+    assert got[0].get("ok"), f"the app's state_get raised: {got[0].get('error')}"
     state = got[0]["result"]
     if not isinstance(state, dict) or "gatecheck" not in state:
         pytest.skip(f"{UNSUPPORTED_PREFIX} no lifespan state in the request scope (optional): {state!r:.100}")
@@ -108,6 +111,9 @@ def test_date_is_current_at_each_position(server, position):
     give or take one), never one kept from an earlier response of the connection."""
     talk = at_position(server, position, request(server), pause=0.0 if position.pipelined else _PAUSE)
     value = talk.response(position.index).header("date") or ""
+    if not value and not alone(server, request(server)).header("date"):
+        pytest.skip(f"{UNSUPPORTED_PREFIX} the server sends no Date on any response (whether it must is "
+                    "test_http1_responses.py's check)")
     assert _IMF_FIXDATE.fullmatch(value), f"Date: {value!r} at {position.name}"
     stamp = email.utils.parsedate_to_datetime(value).timestamp()
     earliest, latest = math.floor(talk.sent_at) - 1, talk.answered_at + 1
