@@ -30,7 +30,7 @@ from gatecheck.servers.memory import DEFAULT_BOUND
 from gatecheck.conformance.app.started import StartedServer
 from gatecheck.conformance.spec.results import not_supported
 
-__all__ = ["private_server", "with_workers", "take_started", "PrivateRun"]
+__all__ = ["private_server", "with_workers", "with_role", "take_started", "PrivateRun"]
 
 
 class PrivateRun:
@@ -87,4 +87,13 @@ def with_workers(server, count: int):
     target = get_adapter(server.target.server).with_workers(server.target, count)
     if target is None:
         not_supported(f"{server.target.server} targets cannot be asked for {count} worker processes")
+    return target
+
+
+def with_role(server, role: str, value: str):
+    """The session server's target with the option that plays ``role`` (``Adapter.ROLES``: a keep-alive timeout,
+    the trusted proxies) set to ``value``; a server without such an option makes the check *unsupported*."""
+    target = get_adapter(server.target.server).with_role(server.target, role, value)
+    if target is None:
+        not_supported(f"{server.target.server} targets have no {role} option gatecheck can set")
     return target

@@ -104,6 +104,9 @@ class Adapter:
     tox_env: ClassVar[str] = ""
     TLS_FLAGS: ClassVar[tuple] = ()      # (certificate flag, key flag) when the server can listen with TLS
     WORKERS_OPTION: ClassVar[str] = "workers"   # the option that sets the number of worker processes ("" none)
+    #: options a check may ask for by what they do: "keep-alive-timeout" (seconds an idle kept-alive connection
+    #: stays open) and "trusted-proxies" (the addresses whose forwarded fields the server believes) -> option name
+    ROLES: ClassVar[dict] = {}
 
     # -- target handling -----------------------------------------------------------------------------
 
@@ -142,6 +145,11 @@ class Adapter:
         if not self.capabilities.workers or not self.WORKERS_OPTION:
             return None
         return target.with_options(**{self.WORKERS_OPTION: str(count)})
+
+    def with_role(self, target: Target, role: str, value: str) -> Target | None:
+        """``target`` with the option that plays ``role`` (see ``ROLES``) set to ``value``; None without one."""
+        name = self.ROLES.get(role)
+        return target.with_options(**{name: value}) if name else None
 
     def check_combination(self, target: Target) -> None:
         """Hook for rules between options (e.g. a worker class that serves only one interface)."""

@@ -38,8 +38,11 @@ class GunicornAdapter(Adapter):
         "threads": flag("--threads", "threads per worker (gthread)", integer=True),
         "worker-connections": flag("--worker-connections", "simultaneous clients per worker (gevent; default 1000)",
                                    integer=True),
+        "keep-alive-timeout": flag("--keep-alive", "seconds an idle kept-alive connection stays open", integer=True),
+        "forwarded-allow-ips": flag("--forwarded-allow-ips", "addresses whose forwarded fields are trusted"),
         "tls": tls_option(),
     }
+    ROLES = {"keep-alive-timeout": "keep-alive-timeout", "trusted-proxies": "forwarded-allow-ips"}
 
     def check_combination(self, target):
         worker = target.option("worker")

@@ -40,7 +40,8 @@ HTTP1_FILES = ("test_byte_classes.py", "test_connection_states.py", "test_echo.p
                "test_http1_framing.py", "test_http1_limits.py", "test_http1_responses.py",
                "test_http1_smuggling.py", "test_properties.py", "test_robustness.py", "test_streaming.py",
                "test_vanishing_clients.py", "test_wsgi_environ.py", "test_wsgi_input.py",
-               "test_wsgi_iterable.py", "test_wsgi_response.py", "test_interop.py")
+               "test_wsgi_iterable.py", "test_wsgi_response.py", "test_interop.py", "test_http1_grammar.py",
+               "test_connection_reuse.py", "test_connection_timing.py", "test_forwarded_fields.py")
 ASGI_FILES = ("test_asgi_extensions.py", "test_asgi_messages.py", "test_asgi_messages_errors.py",
               "test_asgi_scope.py", "test_streaming.py", "test_vanishing_clients.py")
 RSGI_FILES = ("test_rsgi_protocol.py", "test_rsgi_responses.py", "test_rsgi_scope.py", "test_streaming.py",
