@@ -160,11 +160,13 @@ def start_server(
     ready_timeout: float = 30.0,
     allow_remote: bool = False,
     tls: tuple | None = None,
+    wrap: Sequence[str] = (),
 ) -> ServerHandle:
     """Start ``target`` serving ``app`` and return once it answered one HTTP request.
 
     ``tls`` is (certificate path, key path) for a target with ``tls=on`` (ignored otherwise): servers
-    ships no certificate of its own."""
+    ships no certificate of its own. ``wrap`` is a command the server's command line runs under (e.g.
+    valgrind and its options): the wrapper must exec the server in place, so the leader stays its process."""
     adapter, target = resolve(target)
     _check_where(host, port, ready_timeout, allow_remote)
     interpreter = python_for(target, python)
@@ -179,7 +181,7 @@ def start_server(
     for attempt in range(attempts):
         chosen = port if port is not None else free_port(host)
         launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter, tls=tls)
-        proc = ServerProcess(launch.argv, log_path=log_dir / f"{_log_stem(target)}-{chosen}.log",
+        proc = ServerProcess([*wrap, *launch.argv], log_path=log_dir / f"{_log_stem(target)}-{chosen}.log",
                              env={**child_env, **launch.env}, cwd=cwd, cpus=cpus, port=chosen)
         try:
             probe = probe_for(launch.probe_http2, launch.tls)

@@ -63,9 +63,9 @@ def test_a_gate_stored_before_alpha_weights_replays_with_equal_shares(tmp_path):
     """pairs.json without options.alpha_weights (every gate before the eighth experiment) split alpha equally;
     its replay does so too, and a replay can ask for another split."""
     gate_rates = _gate_rates()
-    result = FakeLab(noise=0.01).gate(tmp_path, pairs=8, max_pairs=8)
+    result = FakeLab(noise=0.01).gate(tmp_path, pairs=8, max_pairs=8, fail_on=("cpu", "lat"), count_pairs=0)
     doc = json.loads(json.dumps(result.to_dict()))
-    assert gate_rates._options_from(doc).alpha_weights == (("cpu", 4.0), ("lat", 1.0))
+    assert gate_rates._options_from(doc).alpha_weights == (("cpu", 4.0), ("lat", 1.0), ("count", 1.0))
     del doc["options"]["alpha_weights"]
     old = gate_rates._options_from(doc)
     assert old.alpha_weights == () and old.level("cpu") == pytest.approx(0.975)
@@ -102,7 +102,7 @@ def test_experiments_packed_before_the_one_record_format_still_load(tmp_path):
     with gzip.open(packed, "wt") as f:
         f.write(json.dumps({"kind": "aa", "dir": "aa-00", "round": 0, "seconds": 50.0, "pairs": doc}) + "\n")
     (gate,) = gate_rates._load(packed)["aa"]
-    assert gate["kind"] == "gate" and gate["_wall"] == 50.0 and len(gate["runs"]) == 16
+    assert gate["kind"] == "gate" and gate["_wall"] == 50.0 and len(gate["runs"]) == 16 + 12
     res, used, _ = gate_rates.replay(gate, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=8, resamples=200)
     assert used == 8 and res["failed"] is True
 
