@@ -136,7 +136,7 @@ class GateOptions:
     count_requests: int = 300
     count_warmup: int = 300
     count_threshold: float = 0.01
-    count_pause: float = 0.0
+    count_pause: float = 0.002  # each server rests between counted requests (pilots: per-pair spread 0.2-0.3%, not 0.35%)
     head_loops: int = 0  # HEAD's app spins this many loop iterations per request (counted work; fixtures.spin)
 
     def __post_init__(self) -> None:
