@@ -167,12 +167,15 @@ def start_server(
     allow_remote: bool = False,
     tls: tuple | None = None,
     memory: int | str | None = DEFAULT_BOUND,
+    wrap: Sequence[str] = (),
 ) -> ServerHandle:
     """Start ``target`` serving ``app`` and return once it answered one HTTP request.
 
     ``tls`` is (certificate path, key path) for a target with ``tls=on`` (ignored otherwise): servers
     ships no certificate of its own. ``memory`` bounds the resident memory of the server's process tree
-    (bytes, a size such as ``"4G"``, or None/``"off"``: ``memory.py``); the target's ``memory=`` option wins."""
+    (bytes, a size such as ``"4G"``, or None/``"off"``: ``memory.py``); the target's ``memory=`` option wins.
+    ``wrap`` is a command the server's command line runs under (e.g.
+    valgrind and its options): the wrapper must exec the server in place, so the leader stays its process."""
     adapter, target = resolve(target)
     bound = _bound(target, memory)
     _check_where(host, port, ready_timeout, allow_remote)
@@ -190,7 +193,7 @@ def start_server(
         launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter, tls=tls)
         if launch.run_as:
             _hand_over_event_log(child_env, launch.run_as)
-        proc = ServerProcess(launch.argv, log_path=log_dir / f"{_log_stem(target)}-{chosen}.log",
+        proc = ServerProcess([*wrap, *launch.argv], log_path=log_dir / f"{_log_stem(target)}-{chosen}.log",
                              env={**child_env, **launch.env}, cwd=cwd, cpus=cpus, port=chosen, memory=bound)
         try:
             probe = probe_for(launch.probe_http2, launch.tls)
