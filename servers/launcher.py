@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .capabilities import Capabilities
-from .errors import PortInUse, PortTaken, ServerExited, ServerError, TargetError
+from .errors import PortInUse, PortTaken, ServerExited, TargetError
 from .memory import DEFAULT_BOUND, parse_size
 from .probe import probe_for
 from .process import PeakTracker, ResourceSample, ServerProcess, free_port, port_is_free
@@ -187,7 +187,6 @@ def start_server(
     child_env, cwd = _child_env(adapter.name, env)
 
     attempts = 1 if port is not None else 3
-    last_error: ServerError | None = None
     for attempt in range(attempts):
         chosen = port if port is not None else free_port(host)
         launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter, tls=tls)
@@ -195,26 +194,33 @@ def start_server(
             _hand_over_event_log(child_env, launch.run_as)
         proc = ServerProcess([*wrap, *launch.argv], log_path=log_dir / f"{_log_stem(target)}-{chosen}.log",
                              env={**child_env, **launch.env}, cwd=cwd, cpus=cpus, port=chosen, memory=bound)
-        try:
-            probe = probe_for(launch.probe_http2, launch.tls)
-            took = proc.wait_ready(host, chosen, probe, timeout=ready_timeout, loopback_only=not allow_remote)
-        except (ServerExited, PortTaken) as exc:
-            proc.stop()
-            last_error = exc
-            clash = isinstance(exc, PortTaken) or _looks_like_port_clash(exc.log_tail)
-            if port is None and clash and attempt + 1 < attempts:
-                time.sleep(0.1)
-                continue
-            raise
-        except BaseException:
-            proc.stop()
-            raise
+        took = _wait_ready(proc, launch, host, chosen, ready_timeout, allow_remote,
+                           retry=port is None and attempt + 1 < attempts)
+        if took is None:
+            continue
         versions = {adapter.package or adapter.name: version, "python": _python_version(interpreter)}
         return ServerHandle(target=target, capabilities=adapter.target_capabilities(target), host=host,
                             port=chosen, process=proc, python=interpreter, versions=versions, ready_seconds=took,
                             tls=tuple(tls) if launch.tls else None)
-    assert last_error is not None
-    raise last_error
+    raise AssertionError("unreachable: the last attempt raises")  # pragma: no cover
+
+
+def _wait_ready(proc: ServerProcess, launch, host: str, port: int, ready_timeout: float, allow_remote: bool, *,
+                retry: bool) -> float | None:
+    """Seconds until ``proc`` answered; None when it lost its port to a clash and another attempt may follow
+    (``retry``). Any other failure stops it and is raised."""
+    try:
+        probe = probe_for(launch.probe_http2, launch.tls)
+        return proc.wait_ready(host, port, probe, timeout=ready_timeout, loopback_only=not allow_remote)
+    except (ServerExited, PortTaken) as exc:
+        proc.stop()
+        if retry and (isinstance(exc, PortTaken) or _looks_like_port_clash(exc.log_tail)):
+            time.sleep(0.1)
+            return None
+        raise
+    except BaseException:
+        proc.stop()
+        raise
 
 
 def _bound(target: Target, memory: int | str | None) -> int | None:
