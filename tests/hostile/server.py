@@ -306,7 +306,7 @@ def _serve(conn: socket.socket, mode: str, ready_requests: int, tls: ssl.SSLCont
     if mode.startswith("drain-"):
         return _serve_drain(conn, mode, ready_requests)
     with conn:
-        nth, ended = 0, []
+        nth = 0
         while True:
             head = _read_head(conn)
             if head is None:
