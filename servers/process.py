@@ -42,6 +42,7 @@ from . import reaper, staging  # noqa: F401  (both register atexit first: they r
 from .peak import PeakTracker
 from .ports import free_port, port_is_free
 from .errors import PortTaken, ServerExited, ServerNotReady, ServerStartError, TargetError
+from .memory import DEFAULT_BOUND, MemoryWatch
 from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
 
 __all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids", "available_cpus",
@@ -82,7 +83,9 @@ class ServerProcess:
         cwd: str | os.PathLike | None = None,
         cpus: Sequence[int] | None = None,
         port: int | None = None,
+        memory: int | None = DEFAULT_BOUND,
     ) -> None:
+        """``memory``: the bound on the tree's resident memory in bytes (``memory.py``), None for none."""
         self.argv = list(argv)
         cpu_set = _checked_cpus(cpus)
         self.token = new_token()
@@ -123,6 +126,7 @@ class ServerProcess:
         self.pid = self.popen.pid
         self.tree = ProcessTree(self.pid, self.token, port)
         self._stopped = False
+        self.memory = MemoryWatch(self, memory, self._over_memory) if memory else None
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -179,6 +183,17 @@ class ServerProcess:
 
     def alive(self) -> bool:
         return self.popen.poll() is None
+
+    @property
+    def memory_exceeded(self) -> str | None:
+        """The line logged when the tree passed its memory bound and was killed; None while it has not."""
+        return self.memory.exceeded if self.memory is not None else None
+
+    def _over_memory(self, message: str) -> None:
+        """The memory watch's verdict: one line in the log, then SIGKILL to the group and every member."""
+        self._log_line(message)
+        self._signal_group(signal.SIGKILL)
+        self.tree.kill_all()
 
     def exited_within(self, seconds: float) -> bool:
         """Whether the process has exited, waiting up to ``seconds`` for it (0: just look)."""
@@ -263,6 +278,8 @@ class ServerProcess:
         if self._stopped:
             return self.popen.returncode
         self._stopped = True
+        if self.memory is not None:
+            self.memory.stop()
         self._tree()
         try:
             if self.popen.poll() is None:

@@ -11,6 +11,9 @@ Rules of this module:
    at the end unless ``--server-log-dir`` keeps the logs).
 3. A start failure is returned, not raised, when ``expect_failure`` is set: checks about servers that
    *should* refuse to start (startup failed) look at the exit and the log instead.
+4. Every private server started is remembered (:func:`take_started`) until the session's plugin takes the list
+   after the check: one that exited unasked while the check ran (``expect_failure`` aside: such a server is
+   meant to exit) crashed of the check's requests, and the fixture app's refusals in its event log are read.
 
     with private_server(server, env={fixtures.LIFESPAN_ENV: "raise"}) as priv:
         resp = exchange(priv.address, build_request("GET", "/ping", host=priv.authority)).first
@@ -22,11 +25,31 @@ import tempfile
 from pathlib import Path
 
 from gatecheck.servers import ServerError, get_adapter
+from gatecheck.servers.memory import DEFAULT_BOUND
 
 from gatecheck.conformance.app.started import StartedServer
 from gatecheck.conformance.spec.results import not_supported
 
-__all__ = ["private_server", "with_workers"]
+__all__ = ["private_server", "with_workers", "with_role", "take_started", "PrivateRun"]
+
+
+class PrivateRun:
+    """What the plugin needs of one private server once the check is over: the server, and how it ended."""
+
+    def __init__(self, started: StartedServer, may_exit: bool) -> None:
+        self.started, self.may_exit = started, may_exit
+        self.crash: str | None = None      # set when it is stopped: it had exited unasked (rule 4)
+        self.log_tail = ""
+
+
+_STARTED: list = []
+
+
+def take_started() -> list:
+    """The :class:`PrivateRun` of every private server started since the last call (rule 4)."""
+    runs = list(_STARTED)
+    _STARTED.clear()
+    return runs
 
 
 @contextlib.contextmanager
@@ -40,7 +63,10 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
     log_root, work_root = getattr(server, "log_dir", None), getattr(server, "work_dir", None)
     priv = StartedServer(target, server.capabilities, log_dir=Path(tempfile.mkdtemp(prefix="private-", dir=log_root)),
                          event_dir=Path(tempfile.mkdtemp(prefix="private-events-", dir=work_root)),
-                         work_dir=Path(work_root) if work_root else Path(tempfile.gettempdir()))
+                         work_dir=Path(work_root) if work_root else Path(tempfile.gettempdir()),
+                         memory=getattr(server, "memory", DEFAULT_BOUND))
+    run = PrivateRun(priv, may_exit=expect_failure)
+    _STARTED.append(run)
     try:
         try:
             priv.start(app=app, env=env, port=port, ready_timeout=ready_timeout)
@@ -49,6 +75,9 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
                 raise
         yield priv
     finally:
+        if not run.may_exit:
+            run.crash = priv.crash()
+            run.log_tail = priv.last_log_lines() if run.crash else ""
         priv.stop()
 
 
@@ -58,4 +87,13 @@ def with_workers(server, count: int):
     target = get_adapter(server.target.server).with_workers(server.target, count)
     if target is None:
         not_supported(f"{server.target.server} targets cannot be asked for {count} worker processes")
+    return target
+
+
+def with_role(server, role: str, value: str):
+    """The session server's target with the option that plays ``role`` (``Adapter.ROLES``: a keep-alive timeout,
+    the trusted proxies) set to ``value``; a server without such an option makes the check *unsupported*."""
+    target = get_adapter(server.target.server).with_role(server.target, role, value)
+    if target is None:
+        not_supported(f"{server.target.server} targets have no {role} option gatecheck can set")
     return target

@@ -15,6 +15,7 @@ import pytest
 
 from gatecheck.fixtures import payload_bytes
 
+from gatecheck.conformance.helpers.support import body_not_read
 from gatecheck.conformance.app import random_bytes, response_script, script_target
 from gatecheck.conformance.client.bounded import RESET
 from gatecheck.conformance.client.http1 import ParseError, broken_start, parse_responses, read_raw
@@ -97,6 +98,8 @@ def test_iterated_echo_streams_body_back_byte_exact(server, size, framing):
     finals = [r for r in responses if not r.interim]
     assert finals, f"no complete response (writer error: {error!r}); got {raw[:300]!r}"
     got = finals[0].body
+    if framing == "chunked":
+        body_not_read(server, finals[0], body)   # a 411, or a WSGI app with no way to read it: not supported
     assert finals[0].status == 200, raw[:300]
     if got != body:
         first = next((i for i, (a, b) in enumerate(zip(got, body)) if a != b), min(len(got), len(body)))

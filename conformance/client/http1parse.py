@@ -40,6 +40,10 @@ class Response:
         key = name.lower().encode()
         return [v.decode("latin-1") for k, v in self.headers if k.lower() == key]
 
+    def connection_options(self) -> list:
+        """The Connection field's options, lower-case, in order (every field line, comma-separated)."""
+        return [o.strip().lower() for v in self.header_all("connection") for o in v.split(",") if o.strip()]
+
     @property
     def interim(self) -> bool:
         return 100 <= self.status < 200
@@ -54,6 +58,7 @@ class Exchange:
     leftover: bytes = b""
     timed_out: bool = False
     raw: bytes = b""
+    held: str = ""     # why a follow-up request was not sent on this connection (the client's rules: RFC 9112 §9.6)
 
     @property
     def final(self) -> list:

@@ -43,7 +43,7 @@ DECIDED = frozenset({"passed", "fixed", "failed", "known", "error", "timeout", "
 _KEYWORD = {"MUST": "must", "MUST NOT": "must", "SHOULD": "should", "SHOULD NOT": "should"}
 PASSED = frozenset({"passed", "fixed"})
 #: outcomes a target page lists, in its order
-LISTED = ("failed", "error", "timeout", "interrupted", "fixed", "known", "noted")
+LISTED = ("failed", "crashed", "error", "timeout", "interrupted", "fixed", "known", "noted")
 
 
 def area_of(record_area: str) -> str:

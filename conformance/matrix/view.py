@@ -24,13 +24,14 @@ NOT_APPLICABLE = ("na", "·", "n/a: no check of the area applies to the target (
                   "checks on a TLS listener)")
 READINGS_ONLY = ("ro", "–", "only POLICY/INFO checks decided here (counted in their own columns)")
 LEGEND_NOTES = (
-    "Each cell is the share of the area's MUST/SHOULD checks (every BCP 14 or interface-text keyword level, and "
-    "DEFINED) the target passed: passed ÷ decided, where decided is passed, failed, known deviation, error, "
-    "timeout or interrupted. A known deviation (recorded with evidence in the server's expectation file) is a "
-    "failure the server knows of: it counts as not passed and is shown as \"✗N known\".",
+    "Each cell is the share of the area's MUST/SHOULD checks (every BCP 14 or interface-text keyword level but "
+    "MAY, and DEFINED) the target passed: passed ÷ decided, where decided is passed, failed, crashed (the server "
+    "died of the check's request), known deviation, error, timeout or interrupted. A known deviation (recorded "
+    "with evidence in the server's expectation file) is a failure the server knows of: it counts as not passed "
+    "and is shown as \"✗N known\".",
     "POLICY (the suite's reading where the text is silent or says only \"ought to\"/\"can\") and INFO (the "
-    "text's letter, no MUST/SHOULD broken) are counted apart, in their own columns, passed/decided; they never "
-    "enter the share.",
+    "text's letter, no MUST/SHOULD broken; MAY checks, permissions, with them) are counted apart, in their own "
+    "columns, passed/decided; they never enter the share.",
 )
 #: an area's column label where columns are narrow (the full name is its tooltip)
 _SHORT = {"WebSocket": "WS", "Echo, streaming, files": "Echo", "Robustness": "Robust", "Properties": "Props",
@@ -42,8 +43,8 @@ def short_area(area: str) -> str:
 
 
 OUTCOME_WORDS = {"failed": "failed", "error": "error", "timeout": "timeout", "interrupted": "interrupted",
-                 "fixed": "fixed (listed as known, now passes)", "known": "known deviation", "noted": "noted (INFO)",
-                 "crashed": "crashed"}
+                 "fixed": "fixed (listed as known, now passes)", "known": "known deviation", "noted": "noted (INFO or MAY)",
+                 "crashed": "crashed the server"}
 _FAILING = ("failed", "error", "timeout", "interrupted", "fixed", "crashed")
 
 
@@ -115,7 +116,8 @@ SECTIONS = (
      "is the entry's"),
     ("policy", "POLICY failures", "the suite's reading where the text is silent or says only \"ought to\"/\"can\": "
      "not a requirement of the text"),
-    ("info", "INFO noted", "the text's letter contradicted, no MUST/SHOULD broken; never fails a run"),
+    ("info", "INFO and MAY noted", "the text's letter contradicted, or a permission not taken, no MUST/SHOULD "
+     "broken; never fails a run"),
 )
 
 
@@ -123,7 +125,7 @@ def _section_of(record: dict) -> str | None:
     outcome, group = record["outcome"], level_group(record["level"])
     if outcome == "known":
         return "known"
-    if outcome == "noted" or (group == "INFO" and outcome in _FAILING):
+    if outcome == "noted" or (group in ("INFO", "MAY") and outcome in _FAILING and outcome != "crashed"):
         return "info"
     if outcome in _FAILING:
         return "policy" if group == "POLICY" else "spec-failures"

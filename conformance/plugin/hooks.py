@@ -23,14 +23,15 @@ from gatecheck.conformance.plugin.expectations import ExpectationError, expectat
 from gatecheck.conformance.plugin.finish import FINISH_JOB, finish_if_killed
 from gatecheck.conformance.plugin.interrupts import Deadlines, Interrupts
 from gatecheck.conformance.plugin.options import add_options, check_output_paths, jobs_wanted, session_timeout
-from gatecheck.conformance.plugin.outcomes import Verdict, decide
+from gatecheck.conformance.plugin.outcomes import decide
 from gatecheck.conformance.plugin.profiles import load_profile
 from gatecheck.conformance.plugin.pool import ServerPool
 from gatecheck.conformance.plugin.resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
 from gatecheck.conformance.plugin.selection import select_items
 from gatecheck.conformance.plugin.session import SESSION as _SESSION
 from gatecheck.conformance.plugin.session import GatecheckSession, item_meta
-from gatecheck.conformance.plugin.watch import _server_watch, death, server  # noqa: F401  (fixtures of the plugin)
+from gatecheck.conformance.plugin.watch import _server_watch, server  # noqa: F401  (fixtures of the plugin)
+from gatecheck.conformance.plugin.inflight import after_call
 from gatecheck.conformance.plugin.shards import Claims
 from gatecheck.conformance.plugin.merge import write_collected
 from gatecheck.conformance.plugin.reports import DEVIATION, attach_details, brief_if_known, deviation
@@ -131,7 +132,7 @@ def pytest_configure(config):
     results = Results(opt("--results-json"))
     results.open()
     finish_if_killed(config, results)
-    pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"))
+    pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"), opt("--server-memory"))
     pool.on_start = lambda started: results.add_target(started.session_target, started.versions)
     for st in targets:
         results.add_target(st)
@@ -327,10 +328,10 @@ def pytest_runtest_makereport(item, call):
     verdict = decide(call.when, report, call.excinfo, known, unsupported,
                      meta_of(item).get("level", ""))
     if call.when == "call" and verdict.outcome != "interrupted":
-        # A server that died during the call makes the call an error (in the call's report, so JUnit keeps one
-        # test case per check, as the results do); the watch fixture restarts it.
-        died = death(item, gs.pool, failed=report.failed)
-        verdict = Verdict("error", died) if died else verdict
+        # A server that died during the call makes the call "crashed", a fixture refusal an error (in the
+        # call's report, so JUnit keeps one test case per check, as the results do); the watch fixture
+        # restarts a dead server.
+        verdict = after_call(item, gs.pool, failed=report.failed) or verdict
     shape(report, verdict)
     extra = attach_details(item, call, report, verdict, gs, known)
     record = gs.results.fold(item, verdict, getattr(report, "duration", 0.0))

@@ -65,7 +65,7 @@ def shape(report, verdict) -> None:
         return
     if verdict.outcome in ("known", "noted"):
         report.outcome, report.wasxfail = "skipped", verdict.message
-    elif verdict.outcome in ("fixed", "timeout") or (verdict.outcome == "error" and report.when == "call"):
+    elif verdict.outcome in ("fixed", "timeout", "crashed") or (verdict.outcome == "error" and report.when == "call"):
         report.outcome, report.longrepr = "failed", verdict.message
 
 

@@ -16,10 +16,11 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
     counts = results.counts()
     tr.write_line("checks × targets: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
     write_targets(tr, results)
-    failures = results.failures_by_level()
-    if failures:
-        order = [SPEC_GROUP, "POLICY", "INFO"]
-        parts = [f"{group} {failures.get(group, 0)}" for group in order]
+    findings = results.findings_by_level()
+    if findings:
+        order = [SPEC_GROUP, "POLICY", "MAY", "INFO"]
+        parts = [f"{group} {_count(findings.get(group, {}))}" for group in order
+                 if group in findings or group != "MAY"]
         tr.write_line("failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
                       "not spec requirements)")
     write_summary(tr, report)
@@ -29,6 +30,13 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
         tr.write_line(f"results: {write_error}; the records decided are in {results.partial}", red=True)
     elif written:
         tr.write_line(f"results: {results.path} ({LISTS_HINT})")
+
+
+def _count(outcomes: dict) -> str:
+    """"4" or "4 (1 crashed)": a level's findings, the crashes named."""
+    total = sum(outcomes.values())
+    crashed = outcomes.get("crashed", 0)
+    return f"{total} ({crashed} crashed)" if crashed else str(total)
 
 
 class LineWriter:

@@ -35,14 +35,23 @@ def matrix() -> Matrix:
 
 def test_a_cell_is_the_spec_share_with_known_deviations_counted_and_policy_info_apart(tmp_path):
     records = [("MUST", "passed"), ("SHOULD", "failed"), ("MUST", "known"), ("DEFINED", "passed"),
-               ("POLICY", "failed"), ("INFO", "noted"), ("MUST", "unsupported"), ("MAY", "error")]
+               ("POLICY", "failed"), ("INFO", "noted"), ("MUST", "unsupported"), ("SHOULD NOT", "error"),
+               ("MAY", "noted")]
     m = _matrix(tmp_path, [dict(level=lv, outcome=o, check=f"test_a.py::test_{i}") for i, (lv, o) in enumerate(records)])
     cell = m.cell("s:asgi:h1", "ASGI")
     assert (cell.passed, cell.decided, cell.known, cell.failed) == (2, 5, 1, 2)
-    assert cell.policy == [0, 1] and cell.info == [0, 1]
+    assert cell.policy == [0, 1] and cell.info == [0, 2]   # a MAY never enters the MUST/SHOULD share
     view = cell_view(cell, "ASGI")
     assert (view.css, view.main, view.sub, view.known, view.failed) == ("b0", "40%", "2/5", "✗1 known", "2 failed")
     assert m.rows["s:asgi:h1"].share == 0.4
+
+
+def test_a_crash_counts_as_a_failure_of_its_level(tmp_path):
+    m = _matrix(tmp_path, [dict(level="MUST", outcome="crashed", check="test_a.py::test_c", message="crashed: x"),
+                           dict(level="MUST", outcome="passed", check="test_a.py::test_p")])
+    cell = m.cell("s:asgi:h1", "ASGI")
+    assert (cell.passed, cell.decided, cell.failed) == (1, 2, 1)
+    assert "crashed the server" in render_target_md(m, "s:asgi:h1")
 
 
 def test_not_supported_and_not_applicable_cells_differ_from_failures(tmp_path):
@@ -96,7 +105,7 @@ def test_policy_and_info_failures_are_listed_apart_from_spec_failures(tmp_path):
                            dict(level="INFO", outcome="noted", check="test_a.py::test_info", message="E i")])
     page = render_target_md(m, "s:asgi:h1")
     spec, policy, info = (page.index(f"## {title}") for title in ("MUST/SHOULD failures (1)", "POLICY failures (1)",
-                                                                  "INFO noted (1)"))
+                                                                  "INFO and MAY noted (1)"))
     assert spec < page.index("test_must") < policy < page.index("test_policy") < info < page.index("test_info")
 
 

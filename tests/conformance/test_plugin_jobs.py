@@ -218,7 +218,7 @@ def test_each_module_is_claimed_by_one_shard_the_first_to_ask(tmp_path):
     late = Claims(tmp_path)  # a shard started now leaves both out of its collection, never its own
     assert late.taken("gatecheck/conformance/checks/test_a.py") and late.taken("gatecheck/conformance/checks/test_b.py")
     assert not late.taken("gatecheck/conformance/checks/test_c.py") and not first.taken("gatecheck/conformance/checks/test_a.py")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["conformance%test_a.py", "conformance%test_b.py"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gatecheck%conformance%checks%test_a.py", "gatecheck%conformance%checks%test_b.py"]
     assert modules_left(tmp_path) == 0  # no list yet: nothing to help with
     first.list_modules(["gatecheck/conformance/checks/test_a.py", "gatecheck/conformance/checks/test_b.py", "gatecheck/conformance/checks/test_c.py"])
     assert first.listed and modules_left(tmp_path) == 1
