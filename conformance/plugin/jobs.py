@@ -44,7 +44,7 @@ from pathlib import Path
 from gatecheck.tools import cache_dir
 
 from gatecheck.conformance.plugin.children import Child, child_env
-from gatecheck.conformance.plugin.lastfailed import child_cache, merge
+from gatecheck.conformance.plugin.lastfailed import child_cache, merge, seed
 from gatecheck.conformance.plugin.merge import crash_record, exit_status, merge_junit, read_child, read_collected
 from gatecheck.conformance.plugin.options import SESSION_TIMEOUT_PER_TARGET
 from gatecheck.conformance.plugin.shards import MAX_SHARDS, MIN_LEFT, SHARD_OPTION, WORTH, claims_args, progress, time_left
@@ -76,7 +76,8 @@ class JobRun:
     (rules 1-4, 6)."""
 
     def __init__(self, config, groups: list, jobs: int, results, tw) -> None:
-        self.results, self.tw, self.jobs, self.config = results, tw, jobs, config
+        self.results, self.tw, self.jobs = results, tw, jobs
+        self._seed = seed(config)   # the run's lastfailed, which each child's own cache starts from
         self.scratch = Path(tempfile.mkdtemp(prefix="gatecheck-jobs-"))
         base = child_args(list(config.invocation_params.args))
         given = config.getoption("--session-timeout")
@@ -127,7 +128,7 @@ class JobRun:
             self._restore()
 
     def _new(self, index: int, targets: list, args: list, shard: bool = False) -> Child:
-        cache = child_cache(self.config, self.scratch / f"cache-{index}")   # lastfailed.py
+        cache = child_cache(self._seed, self.scratch / f"cache-{index}")   # lastfailed.py
         child = Child(index, targets, self._base + args + cache, self.scratch, self._cwd,
                       self._given or SESSION_TIMEOUT_PER_TARGET * len(targets), self._junit)
         child.group_args, child.shard = args, shard

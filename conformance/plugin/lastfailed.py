@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["cache_root", "child_cache", "merge", "KEY"]
+__all__ = ["cache_root", "seed", "child_cache", "merge", "KEY"]
 
 KEY = Path("v") / "cache" / "lastfailed"   # where pytest's cache keeps "cache/lastfailed"
 
@@ -37,15 +37,20 @@ def _original(config, root: Path) -> dict:
     return {} if getattr(config.option, "cacheclear", False) else _read(root / KEY)
 
 
-def child_cache(config, directory: Path) -> list:
-    """A child's cache in ``directory``, seeded with the run's ``lastfailed``: the options that give it."""
+def seed(config) -> dict | None:
+    """The run's ``lastfailed`` as its children start from it, or None without pytest's cache plugin."""
     root = cache_root(config)
-    if root is None:
+    return None if root is None else _original(config, root)
+
+
+def child_cache(lastfailed: dict | None, directory: Path) -> list:
+    """A child's cache in ``directory``, seeded with the run's ``lastfailed`` (:func:`seed`): the options that
+    give it (none without pytest's cache plugin)."""
+    if lastfailed is None:
         return []
-    seed = _original(config, root)
-    if seed:
+    if lastfailed:
         (directory / KEY).parent.mkdir(parents=True, exist_ok=True)
-        (directory / KEY).write_text(json.dumps(seed), encoding="utf-8")
+        (directory / KEY).write_text(json.dumps(lastfailed), encoding="utf-8")
     return ["-o", f"cache_dir={directory}"]
 
 

@@ -234,6 +234,7 @@ def test_a_free_slot_helps_the_target_that_should_end_last(tmp_path):
 
     run = object.__new__(JobRun)  # only what _shard and _new read
     run.scratch, run._base, run._cwd, run._given, run._junit, run.children = tmp_path, [], str(tmp_path), 60.0, False, []
+    run._seed = None   # no pytest cache
 
     def target(name: str, listed: int, claimed: int, children: int, for_s: float) -> list:
         claims = tmp_path / name
