@@ -18,7 +18,7 @@ from gatecheck.fixtures import payload_bytes
 from gatecheck.conformance.helpers.support import body_not_read
 from gatecheck.conformance.app import random_bytes, response_script, script_target
 from gatecheck.conformance.client.bounded import RESET
-from gatecheck.conformance.client.http1 import ParseError, broken_start, parse_responses, read_raw
+from gatecheck.conformance.client.http1 import ParseError, answered, parse_responses, read_raw
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, request
 from gatecheck.conformance.client.connect import connect
@@ -42,8 +42,8 @@ def _pieces(data: bytes, rng: random.Random, max_log2: int = 17) -> list:
 
 
 def _exchange_streaming(server, head: bytes, payload: bytes, rng: random.Random) -> tuple:
-    """Send ``head`` + ``payload`` in random writes from a thread while reading until the server closes
-    (the request says Connection: close) or its bytes cannot be a response any more. Returns (raw
+    """Send ``head`` + ``payload`` in random writes from a thread while reading until a final response is complete,
+    the server closes (the request says Connection: close) or its bytes cannot be a response any more. Returns (raw
     response bytes, error from the writer or None)."""
     sock = connect(server, timeout=REPLY_TIMEOUT)
     writes = [head] + _pieces(payload, rng)
@@ -59,7 +59,8 @@ def _exchange_streaming(server, head: bytes, payload: bytes, rng: random.Random)
     thread = threading.Thread(target=writer, daemon=True)
     try:
         thread.start()
-        received, end = read_raw(sock, broken_start, timeout=_DEADLINE)
+        # the response said how long it is: a server that keeps the connection open costs no deadline here
+        received, end = read_raw(sock, lambda buf: answered(buf, "POST"), timeout=_DEADLINE)
         if end == RESET:
             failure.append(ConnectionResetError("the server reset the connection"))
     finally:
@@ -175,7 +176,7 @@ def test_many_small_streamed_chunks_arrive_byte_exact(server):
     sock = connect(server, timeout=REPLY_TIMEOUT)
     try:
         sock.sendall(request(server, "GET", script_target(steps), [("Connection", "close")]))
-        received, _ = read_raw(sock, broken_start, timeout=REPLY_TIMEOUT * 2)
+        received, _ = read_raw(sock, lambda buf: answered(buf, "GET"), timeout=REPLY_TIMEOUT * 2)
     finally:
         sock.close()
     responses, problem = _parse(received, "GET")

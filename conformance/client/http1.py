@@ -24,12 +24,14 @@ import time
 
 from gatecheck.conformance.client import bounded
 from gatecheck.conformance.client.connect import connect
-from gatecheck.conformance.client.http1parse import (HEAD_CAP, Exchange, ParseError, Response, broken_start, parse_from,
+from gatecheck.conformance.client.http1parse import (HEAD_CAP, Exchange, ParseError, Response, answered, broken_start,
+                                                    parse_from,
                                                     parse_head,
                                                     parse_responses)
 from gatecheck.conformance.spec.results import CheckError
 
-__all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "broken_start", "exchange",
+__all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "broken_start", "answered",
+           "exchange",
            "Connection", "ParseError", "Overflow", "HEAD_CAP", "read_raw", "persistent", "ending_of", "AfterClose",
            "request_closes"]
 
