@@ -12,7 +12,9 @@ Rules of this module:
    The check's own verdict (a pass on that answer, or a failure citing an unrelated clause) is replaced by an
    error that names the cause; it is never a pass and never "known".
 3. Each is judged once per check: after the call, or, when the server died only after the call's report, in
-   the teardown (``watch.py``).
+   the teardown (``watch.py``). A server that dies a while after the request that killed it (one that logs the
+   fault, then exits) is charged to the check running when it exits; the message says when it logged nothing
+   during that check, so a reader looks at the check before.
 """
 from __future__ import annotations
 
@@ -69,7 +71,9 @@ def _session_crash(state: dict, grace: float, members: bool = True) -> str | Non
     if what is None:
         return None
     during = started.log_since(state["offset"]).strip()
-    return (f"crashed: {what} while this check's request was in flight.\nlogged during the check:\n"
+    earlier = "" if during else (" It logged nothing during this check: if its last lines show a fault, the "
+                                 "request of an earlier check may have caused it.")
+    return (f"crashed: {what} while this check's request was in flight.{earlier}\nlogged during the check:\n"
             f"{during or '(nothing)'}\nlast log lines:\n{started.last_log_lines() or '(none)'}")
 
 
