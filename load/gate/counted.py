@@ -115,9 +115,9 @@ def _block(pipeline: Pipeline, case: GateCase, spec: Mapping[str, Any], pairs: S
 
 def run_lane(spec: Mapping[str, Any], log: Callable[[str], None] = lambda s: None,
              pipeline: Optional[Pipeline] = None) -> int:
-    """Every counted pair of every HTTP/1 case (the counted client speaks HTTP/1.1), fresh servers every
-    ``restart_every`` pairs, records appended to ``runs.jsonl`` as each server pair ends; returns how many pairs
-    were measured."""
+    """Every counted pair of every HTTP/1 case of an HTTP route (the counted client speaks HTTP/1.1), fresh
+    servers every ``restart_every`` pairs, records appended to ``runs.jsonl`` as each server pair ends; returns
+    how many pairs were measured."""
     out_dir = Path(spec["out_dir"])
     pipeline = pipeline or Pipeline(out_dir / "counted")
     cases = [GateCase.from_dict(c) for c in spec["cases"]]
@@ -127,7 +127,7 @@ def run_lane(spec: Mapping[str, Any], log: Callable[[str], None] = lambda s: Non
     for first in range(0, spec["pairs"], every):
         pairs = list(range(first, min(first + every, spec["pairs"])))
         for case in cases:
-            if case.http2:
+            if case.http2 or lookup_route(case.route).kind != "http":
                 continue
             append_records(out_dir / "runs.jsonl", _block(pipeline, case, spec, pairs, rng, log))
             done += len(pairs)

@@ -169,7 +169,8 @@ def _method_lines(result: GateResult) -> list:
              f"(a slowdown of {opts.threshold:.0%} not ruled out); inconclusive = interval containing 1 and wider "
              f"than {opts.threshold:.0%}" if opts.size_by == "interval" else
              f"- regression = whole interval on the worse side of 1 and the change ≥ {opts.threshold:.0%}; "
-             f"inconclusive = interval wider than {opts.threshold:.0%}"),
+             f"inconclusive = interval wider than {opts.threshold:.0%}")
+            + (f" ({opts.count_threshold:.1%} for instructions per request)" if opts.count_pairs else ""),
             f"- stopped: {result.stopped_because}",
             "", "</details>", ""]
 

@@ -104,7 +104,7 @@ class _Session:
         """HEAD's injected CPU cost and off-CPU wait: as given, or calibrated on BASE's install first. A
         slowdown is counted work (a loop sized by counting instructions) where the gate counts, else a timed burn."""
         self.cost_us, self.loops = self.opts.head_cost_us, self.opts.head_loops
-        if head_slowdown and COUNTED in self.opts.fail_on:
+        if head_slowdown and self.opts.count_pairs:  # counting here (_without_counting set 0 pairs where it cannot)
             self.loops = self._calibrate_loops(head_slowdown)
         elif head_slowdown:
             self.cost_us = self._calibrate_cost(head_slowdown)
