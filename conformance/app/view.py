@@ -36,11 +36,11 @@ from urllib.parse import quote
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.client.h2 import H2Client, StreamState
-from gatecheck.conformance.client.http1 import Connection, Exchange, build_request, exchange
+from gatecheck.conformance.client.http1 import Connection, Exchange, build_request
 from gatecheck.conformance.client.ws import connect as ws_connect
 from gatecheck.conformance.app.events import (events_of, events_until, named, step, step_value, steps_of, wait_event,
                                               wait_step, wait_steps)
+from gatecheck.conformance.app.probing import h2_get, h2_probe, probe
 from gatecheck.conformance.app.probes import (app_view, asgi_scope, decode_probe, rsgi_attrs, rsgi_headers, value_of,
                                               wsgi_environ)
 
@@ -241,37 +241,6 @@ def response_script(interface: str, status: int, headers=(), chunks=(), pause: f
 
 _REASONS = {200: "OK", 204: "No Content", 299: "Gatecheck", 304: "Not Modified"}
 _READ_BODY = {"asgi": "receive_all", "rsgi": "read_all", "wsgi": "read_body"}
-
-
-# -- probe documents --------------------------------------------------------------------------------
-
-def probe(server, target: str = "/probe", *, method: str = "GET", headers=(), body: bytes = b"",
-          version: str = "HTTP/1.1", timeout: float = 5.0) -> dict:
-    """Send one raw HTTP/1.x request to a probe route and return the decoded probe document.
-
-    The request goes out byte-exact (no client normalises the path), so checks control what the app
-    should see."""
-    data = build_request(method, target, headers, body, version=version, host=server.authority)
-    resp = exchange(server.address, data, methods=[method], timeout=timeout).first
-    assert resp.status == 200, f"probe {method} {target} answered {resp.status}: {resp.body[:300]!r}"
-    return decode_probe(resp.body)
-
-
-def h2_get(server, path: str, headers=(), *, method: str = "GET", body: bytes = b"",
-           raw_headers: list | None = None, timeout: float = 5.0, tls: bool = False) -> StreamState:
-    """One HTTP/2 request on a fresh connection (prior knowledge, or ALPN h2 with ``tls``); the stream's
-    final state."""
-    with H2Client(server.address, authority=server.authority, timeout=timeout, tls=tls) as client:
-        sid = client.request(method, path, headers, body, raw_headers=raw_headers)
-        return client.response(sid)
-
-
-def h2_probe(server, path: str = "/probe", headers=(), *, method: str = "GET", body: bytes = b"",
-             raw_headers: list | None = None) -> dict:
-    """The probe document for one HTTP/2 request (the request must be answered 200)."""
-    resp = h2_get(server, path, headers, method=method, body=body, raw_headers=raw_headers)
-    assert resp.status == 200, f"h2 probe {method} {path}: {resp.describe()} {resp.body[:300]!r}"
-    return decode_probe(resp.body)
 
 
 def h2_never_logged(server, token: str) -> list:
