@@ -26,6 +26,7 @@ pytestmark = [interfaces("asgi"), needs("websockets")]
 _WS = "ASGI WWW §WebSocket"
 _SCOPE = "ASGI WWW §Websocket Connection Scope"
 _NEVER_ON_WIRE = (1005, 1006, 1015)
+_SEND_BOTH = {"type": "websocket.send", "text": "a", "bytes": {"b64": "YQ=="}}   # bytes and text: one too many
 _HERE = "test_websocket_asgi.py::"   # the check ids' prefix, for the observables' table
 
 
@@ -198,8 +199,7 @@ def test_text_arrives_as_text_and_binary_as_bytes(server):
     assert binary.get("bytes") == b"\x00\xffbin" and binary.get("text") is None, binary
 
 
-@pytest.mark.parametrize("message", [{"type": "websocket.send", "text": "a", "bytes": {"b64": "YQ=="}},
-                                     {"type": "websocket.send"}], ids=["both", "neither"])
+@pytest.mark.parametrize("message", [_SEND_BOTH, {"type": "websocket.send"}], ids=["both", "neither"])
 @spec("ASGI Core §Error Handling", "SHOULD")
 def test_send_with_both_or_neither_payload_raises(server, message):
     """websocket.send needs exactly one of bytes/text: a message with both or neither raises from send()."""
