@@ -108,7 +108,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         for item in opts.planned(run.environment()["cpus_available"]):
             status = f"skip ({item.skip})" if item.skip else "run"
-            print(f"{item.case.label:<40} {str(item.target):<45} {item.case.route:<12} c{','.join(map(str, opts.concurrency or item.case.concurrency))}  {status}")
+            conc = ",".join(map(str, opts.concurrency or item.case.concurrency))
+            print(f"{item.case.label:<40} {str(item.target):<45} {item.case.route:<12} c{conc}  {status}")
         return 0
     try:
         summary = run.run_profile(opts)

@@ -274,7 +274,8 @@ def check_route(srv: ServerHandle, route: RouteSpec, *, http2: bool = False, oha
         raise RouteCheckError(f"{where}: requests failed before any load ({_fmt(result.errors)}); is the server up and the route served?")
     wanted = str(route.expect_status)
     if result.non_2xx or result.ok != count and wanted.startswith("2"):
-        raise RouteCheckError(f"{where}: expected status {wanted} for all {count} requests, got {_fmt(result.non_2xx) or 'other 2xx'}; does the fixture app serve this route?")
+        raise RouteCheckError(f"{where}: expected status {wanted} for all {count} requests, got "
+                              f"{_fmt(result.non_2xx) or 'other 2xx'}; does the fixture app serve this route?")
     if route.expect_size is not None and result.size_per_request != route.expect_size:
         raise RouteCheckError(f"{where}: expected a {route.expect_size}-byte body, got {result.size_per_request} bytes per response")
 
