@@ -111,7 +111,9 @@ def _round_trip(server, name: str, *, http2: bool) -> None:
     with http_client(server, http2=http2) as client:
         got = fetch(client, exchange.method, exchange.target(server), content=content,
                     cap=len(expected) + 65_536)
-    assert got.http_version == version, f"httpx spoke {got.http_version}, not {version}"
+    # over HTTP/1.1 an HTTP/1.0 answer is still this exchange (its version is test_response_version_*'s rule)
+    spoke = got.http_version == version or (not http2 and got.http_version.startswith("HTTP/1."))
+    assert spoke, f"httpx spoke {got.http_version}, not {version}"
     if content is not None and not isinstance(content, bytes):
         body_not_read(server, got, expected)   # a body without Content-Length: a 411 or the WSGI read gap
     assert got.status == 200, f"{version} {exchange.method}: status {got.status}, body {got.body[:200]!r}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from gatecheck.conformance.client.http1 import Connection, Exchange
+from gatecheck.conformance.client.http1 import Connection, Exchange, persistent
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe, request, says_close
 from gatecheck.conformance.spec.dimensions import PIPELINE
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
@@ -62,8 +62,8 @@ def at_position(server, position, target: bytes, method: str = "GET", *, others=
 def _one_by_one(conn: Connection, position, datas: list, methods: list, pause: float) -> tuple:
     finals, raw, sent, answered, ex = [], b"", 0.0, 0.0, None
     for i, data in enumerate(datas):
-        if i and (conn.closed or says_close(finals[-1])):
-            break   # the previous response ended the connection: no request after it (RFC 9112 §9.6)
+        if i and (not conn.may_send() or says_close(finals[-1]) or not persistent(finals[-1])):
+            break   # the previous response ended the connection: no request after it (RFC 9112 §9.3, §9.6)
         if i == position.index and pause:
             time.sleep(pause)
         sent = time.time() if i == position.index else sent
@@ -98,9 +98,10 @@ def _reached(server, talk: Conversation, ex: Exchange | None, position, count: i
     if len(talk.finals) > position.index:
         return
     shown = f"got {talk.raw[:300]!r}"
-    said = talk.finals and says_close(talk.finals[-1])
-    if talk.finals and talk.closed and (said or _stops_unprovoked(server, position, len(talk.finals), count)):
-        how = "saying close" if said else "without saying close, as on a connection of GET /ping only"
+    said = talk.finals and (says_close(talk.finals[-1]) or not persistent(talk.finals[-1]))
+    if said or (talk.finals and talk.closed and _stops_unprovoked(server, position, len(talk.finals), count)):
+        how = ("with a response that does not persist (RFC 9112 §9.3)" if said
+               else "without saying close, as on a connection of GET /ping only")
         pytest.skip(f"{UNSUPPORTED_PREFIX} the server ends the connection after {len(talk.finals)} response(s), "
                     f"{how}: no request reaches position {position.name}")
     if position.pipelined and talk.finals and ex is not None and not talk.closed and ex.timed_out:
