@@ -55,7 +55,7 @@ def at_position(server, position, target: bytes, method: str = "GET", *, others=
             talk = Conversation(ex.final, conn.closed, ex.raw, sent, time.time())
         else:
             talk, ex = _one_by_one(conn, position, datas, methods, pause)
-    _reached(server, talk, ex, position, count)
+    _reached(server, talk, ex, position, count, pause)
     return talk
 
 
@@ -80,26 +80,28 @@ def _one_by_one(conn: Connection, position, datas: list, methods: list, pause: f
     return Conversation(finals, conn.closed, raw, sent, answered), ex
 
 
-def _stops_unprovoked(server, position, answered: int, count: int) -> bool:
+def _stops_unprovoked(server, position, answered: int, count: int, pause: float = 0.0) -> bool:
     """Whether the same connection made of ``GET /ping`` only also ends, closed by the server, after ``answered``
     responses or fewer (RFC 9112 §9.5: a server MAY close at any time): its way with connections, not something
-    the request under test provoked (whether it should have said close is another check's)."""
+    the request under test provoked (whether it should have said close is another check's). The same ``pause``
+    goes before the request at the position: a server that closes a connection idle that long (its keep-alive
+    timeout) ends this one too."""
     datas = [request(server) for _ in range(count)]
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         if position.pipelined:
             conn.send(b"".join(datas))
             ex = conn.read_responses(count, methods=["GET"] * count)
             return len(ex.final) <= answered and conn.closed
-        talk, _ = _one_by_one(conn, position, datas, ["GET"] * count, 0.0)
+        talk, _ = _one_by_one(conn, position, datas, ["GET"] * count, pause)
     return len(talk.finals) <= answered and talk.closed
 
 
-def _reached(server, talk: Conversation, ex: Exchange | None, position, count: int) -> None:
+def _reached(server, talk: Conversation, ex: Exchange | None, position, count: int, pause: float = 0.0) -> None:
     if len(talk.finals) > position.index:
         return
     shown = f"got {talk.raw[:300]!r}"
     said = talk.finals and (says_close(talk.finals[-1]) or not persistent(talk.finals[-1]))
-    if said or (talk.finals and talk.closed and _stops_unprovoked(server, position, len(talk.finals), count)):
+    if said or (talk.finals and talk.closed and _stops_unprovoked(server, position, len(talk.finals), count, pause)):
         how = ("with a response that does not persist (RFC 9112 §9.3)" if said
                else "without saying close, as on a connection of GET /ping only")
         pytest.skip(f"{UNSUPPORTED_PREFIX} the server ends the connection after {len(talk.finals)} response(s), "

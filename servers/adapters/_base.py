@@ -148,8 +148,8 @@ class Adapter:
 
     def with_role(self, target: Target, role: str, value: str) -> Target | None:
         """``target`` with the option that plays ``role`` (see ``ROLES``) set to ``value``; None without one."""
-        name = self.ROLES.get(role)
-        return target.with_options(**{name: value}) if name else None
+        name = self.ROLES.get(role)   # a subclass that offers fewer options has no option for the role
+        return target.with_options(**{name: value}) if name and name in self.OPTIONS else None
 
     def check_combination(self, target: Target) -> None:
         """Hook for rules between options (e.g. a worker class that serves only one interface)."""
