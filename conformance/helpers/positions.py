@@ -64,7 +64,7 @@ def _one_by_one(conn: Connection, position, datas: list, methods: list, pause: f
     for i, data in enumerate(datas):
         if i and (not conn.may_send() or says_close(finals[-1]) or not persistent(finals[-1])):
             break   # the previous response ended the connection: no request after it (RFC 9112 §9.3, §9.6)
-        if i == position.index and pause:
+        if i and i == position.index and pause:   # after the response before it: a request alone has none
             time.sleep(pause)
         sent = time.time() if i == position.index else sent
         try:
