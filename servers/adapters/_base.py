@@ -107,6 +107,9 @@ class Adapter:
     #: options a check may ask for by what they do: "keep-alive-timeout" (seconds an idle kept-alive connection
     #: stays open) and "trusted-proxies" (the addresses whose forwarded fields the server believes) -> option name
     ROLES: ClassVar[dict] = {}
+    #: a master that stops idle workers on purpose (Apache's MPM): a worker that vanished died only when the log
+    #: says so with this pattern ("{pid}" is the worker's pid); "" for a master that never stops one unasked
+    WORKER_FAULT: ClassVar[str] = ""
 
     # -- target handling -----------------------------------------------------------------------------
 
