@@ -8,6 +8,7 @@ returns. It replaces the three wrappers of earlier versions (``ServerHandle`` in
 """
 from __future__ import annotations
 
+import re
 import secrets
 import signal
 import time
@@ -16,7 +17,8 @@ from pathlib import Path
 import psutil
 
 from gatecheck import fixtures
-from gatecheck.servers import ServerError, ServerHandle, ServerStartError, Target, app_for, start_server
+from gatecheck.servers import (ServerError, ServerHandle, ServerStartError, Target, app_for, get_adapter,
+                               start_server)
 from gatecheck.servers.memory import DEFAULT_BOUND
 
 __all__ = ["StartedServer", "TLS", "read_log"]
@@ -115,11 +117,25 @@ class StartedServer:
             code = self.handle.process.popen.returncode
             return f"the server process exited (exit code {code}{_signal_name(code)})"
         if before:
-            gone = sorted(pid for pid, created in before.items() if not _alive(pid, created))
+            gone = self._faulted(sorted(pid for pid, created in before.items() if not _alive(pid, created)))
             if gone:
                 return (f"server process{'es' if len(gone) > 1 else ''} {', '.join(map(str, gone))} of "
                         f"{self.target} vanished (a worker died; the server itself lives on)")
         return None
+
+    def _faulted(self, gone: list) -> list:
+        """The vanished workers that died: all of them, unless the adapter's master stops idle workers on
+        purpose (``Adapter.WORKER_FAULT``); then those its log names as died."""
+        if not gone:
+            return gone
+        try:
+            pattern = getattr(get_adapter(self.target.server), "WORKER_FAULT", "")
+        except Exception:   # a server with no adapter of its own (--server-cmd): every vanished worker died
+            pattern = ""
+        if not pattern:
+            return gone
+        log = self.last_log_lines(400)
+        return [pid for pid in gone if re.search(pattern.format(pid=pid), log)]
 
     def last_log_lines(self, lines: int = 30) -> str:
         """The last lines the server logged (a crash often logs nothing while the check ran)."""

@@ -187,7 +187,10 @@ def test_date_is_sent_in_2xx_and_4xx(server, target, status):
 def test_date_is_sent_in_the_servers_own_400(server):
     """The server's own 400 for an unparseable request (Content-Length: x5) carries Date too."""
     ex = deliver(server, request(server, "POST", "/echo", [("Content-Length", "x5")], b"hello"))
-    assert 400 <= ex.first.status < 500 and ex.first.header("date"), describe(ex)
+    if not 400 <= ex.first.status < 500:   # accepting it is test_invalid_content_length_is_rejected's to judge
+        not_supported(f"the server did not refuse the request ({ex.first.status}): it sent no 4xx of its own to "
+                      f"judge; {describe(ex)}")
+    assert ex.first.header("date"), describe(ex)
     assert_serves(server)
 
 
@@ -232,7 +235,8 @@ def test_status_line_has_sp_after_the_code(server, status):
     ex = deliver(server, data)
     _app_answered(server, token, f"the {status} response")
     line = ex.first.raw_head.split(b"\r\n", 1)[0]
-    assert re.fullmatch(rb"HTTP/1\.1 %d [\t -~\x80-\xff]*" % status, line), f"status-line {line!r}"
+    # HTTP-version is 1*DIGIT "." 1*DIGIT here: which version the server answers is test_response_version_*'s rule
+    assert re.fullmatch(rb"HTTP/[0-9]\.[0-9] %d [\t -~\x80-\xff]*" % status, line), f"status-line {line!r}"
 
 
 _VERSIONS = {"http-1.0": "HTTP/1.0", "http-1.2": "HTTP/1.2"}

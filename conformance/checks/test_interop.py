@@ -33,6 +33,7 @@ from gatecheck.fixtures import payload_bytes
 from gatecheck.conformance.app import random_bytes, response_script, script_target
 from gatecheck.conformance.client.interop import (CLOSE_BOUND, ClientStuck, fetch, http_client, ws_client, ws_close,
                                                    ws_recv, ws_refused)
+from gatecheck.conformance.helpers.support import body_not_read
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 
 # -- HTTP exchanges ---------------------------------------------------------------------------------------
@@ -106,10 +107,15 @@ def _round_trip(server, name: str, *, http2: bool) -> None:
     exchange = EXCHANGES[name]
     expected = exchange.expected(server)
     version = "HTTP/2" if http2 else "HTTP/1.1"
+    content = exchange.content()
     with http_client(server, http2=http2) as client:
-        got = fetch(client, exchange.method, exchange.target(server), content=exchange.content(),
+        got = fetch(client, exchange.method, exchange.target(server), content=content,
                     cap=len(expected) + 65_536)
-    assert got.http_version == version, f"httpx spoke {got.http_version}, not {version}"
+    # over HTTP/1.1 an HTTP/1.0 answer is still this exchange (its version is test_response_version_*'s rule)
+    spoke = got.http_version == version or (not http2 and got.http_version.startswith("HTTP/1."))
+    assert spoke, f"httpx spoke {got.http_version}, not {version}"
+    if content is not None and not isinstance(content, bytes):
+        body_not_read(server, got, expected)   # a body without Content-Length: a 411 or the WSGI read gap
     assert got.status == 200, f"{version} {exchange.method}: status {got.status}, body {got.body[:200]!r}"
     if got.body != expected:
         first = next((i for i, (a, b) in enumerate(zip(got.body, expected)) if a != b),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from gatecheck.conformance.client.http1 import Connection, Exchange
+from gatecheck.conformance.client.http1 import Connection, Exchange, persistent
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe, request, says_close
 from gatecheck.conformance.spec.dimensions import PIPELINE
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
@@ -55,16 +55,16 @@ def at_position(server, position, target: bytes, method: str = "GET", *, others=
             talk = Conversation(ex.final, conn.closed, ex.raw, sent, time.time())
         else:
             talk, ex = _one_by_one(conn, position, datas, methods, pause)
-    _reached(server, talk, ex, position, count)
+    _reached(server, talk, ex, position, count, pause)
     return talk
 
 
 def _one_by_one(conn: Connection, position, datas: list, methods: list, pause: float) -> tuple:
     finals, raw, sent, answered, ex = [], b"", 0.0, 0.0, None
     for i, data in enumerate(datas):
-        if i and (conn.closed or says_close(finals[-1])):
-            break   # the previous response ended the connection: no request after it (RFC 9112 §9.6)
-        if i == position.index and pause:
+        if i and (not conn.may_send() or says_close(finals[-1]) or not persistent(finals[-1])):
+            break   # the previous response ended the connection: no request after it (RFC 9112 §9.3, §9.6)
+        if i and i == position.index and pause:   # after the response before it: a request alone has none
             time.sleep(pause)
         sent = time.time() if i == position.index else sent
         try:
@@ -80,27 +80,30 @@ def _one_by_one(conn: Connection, position, datas: list, methods: list, pause: f
     return Conversation(finals, conn.closed, raw, sent, answered), ex
 
 
-def _stops_unprovoked(server, position, answered: int, count: int) -> bool:
+def _stops_unprovoked(server, position, answered: int, count: int, pause: float = 0.0) -> bool:
     """Whether the same connection made of ``GET /ping`` only also ends, closed by the server, after ``answered``
     responses or fewer (RFC 9112 §9.5: a server MAY close at any time): its way with connections, not something
-    the request under test provoked (whether it should have said close is another check's)."""
+    the request under test provoked (whether it should have said close is another check's). The same ``pause``
+    goes before the request at the position: a server that closes a connection idle that long (its keep-alive
+    timeout) ends this one too."""
     datas = [request(server) for _ in range(count)]
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         if position.pipelined:
             conn.send(b"".join(datas))
             ex = conn.read_responses(count, methods=["GET"] * count)
             return len(ex.final) <= answered and conn.closed
-        talk, _ = _one_by_one(conn, position, datas, ["GET"] * count, 0.0)
+        talk, _ = _one_by_one(conn, position, datas, ["GET"] * count, pause)
     return len(talk.finals) <= answered and talk.closed
 
 
-def _reached(server, talk: Conversation, ex: Exchange | None, position, count: int) -> None:
+def _reached(server, talk: Conversation, ex: Exchange | None, position, count: int, pause: float = 0.0) -> None:
     if len(talk.finals) > position.index:
         return
     shown = f"got {talk.raw[:300]!r}"
-    said = talk.finals and says_close(talk.finals[-1])
-    if talk.finals and talk.closed and (said or _stops_unprovoked(server, position, len(talk.finals), count)):
-        how = "saying close" if said else "without saying close, as on a connection of GET /ping only"
+    said = talk.finals and (says_close(talk.finals[-1]) or not persistent(talk.finals[-1]))
+    if said or (talk.finals and talk.closed and _stops_unprovoked(server, position, len(talk.finals), count, pause)):
+        how = ("with a response that does not persist (RFC 9112 §9.3)" if said
+               else "without saying close, as on a connection of GET /ping only")
         pytest.skip(f"{UNSUPPORTED_PREFIX} the server ends the connection after {len(talk.finals)} response(s), "
                     f"{how}: no request reaches position {position.name}")
     if position.pipelined and talk.finals and ex is not None and not talk.closed and ex.timed_out:

@@ -107,6 +107,9 @@ class Adapter:
     #: options a check may ask for by what they do: "keep-alive-timeout" (seconds an idle kept-alive connection
     #: stays open) and "trusted-proxies" (the addresses whose forwarded fields the server believes) -> option name
     ROLES: ClassVar[dict] = {}
+    #: a master that stops idle workers on purpose (Apache's MPM): a worker that vanished died only when the log
+    #: says so with this pattern ("{pid}" is the worker's pid); "" for a master that never stops one unasked
+    WORKER_FAULT: ClassVar[str] = ""
 
     # -- target handling -----------------------------------------------------------------------------
 
@@ -148,8 +151,8 @@ class Adapter:
 
     def with_role(self, target: Target, role: str, value: str) -> Target | None:
         """``target`` with the option that plays ``role`` (see ``ROLES``) set to ``value``; None without one."""
-        name = self.ROLES.get(role)
-        return target.with_options(**{name: value}) if name else None
+        name = self.ROLES.get(role)   # a subclass that offers fewer options has no option for the role
+        return target.with_options(**{name: value}) if name and name in self.OPTIONS else None
 
     def check_combination(self, target: Target) -> None:
         """Hook for rules between options (e.g. a worker class that serves only one interface)."""

@@ -37,6 +37,7 @@ class ModWsgiAdapter(Adapter):
     description = "mod_wsgi-express (Apache httpd + mod_wsgi daemon mode): WSGI, HTTP/1.1"
     default_interface = "wsgi"
     default_http = "h1"
+    WORKER_FAULT = r"child pid {pid} exit signal"   # Apache's AH00052 (idle children are stopped by design)
     WORKERS_OPTION = "processes"
     capabilities = Capabilities(
         interfaces=frozenset({"wsgi"}),
