@@ -258,37 +258,65 @@ class ServerProcess:
     def stop(self, grace: float = 5.0) -> int | None:
         """SIGTERM the leader, wait ``grace`` s, then SIGKILL the group and any descendant seen.
 
-        Returns the exit code (negative for a signal), or None if it could not be reaped.
+        Returns the exit code (negative for a signal), or None if it could not be reaped. A signal handler that
+        raises while it waits (Ctrl-C, SIGTERM, a check's deadline) does not end it halfway: the tree is killed
+        at once and the exception raised after; a tree not seen gone stays with the reaper (its token is not
+        forgotten) and in ``_LIVE``, so ``stop_all`` tries again.
         """
         if self._stopped:
             return self.popen.returncode
         self._stopped = True
-        self._tree()
+        raised: list = []
         try:
+            self._tree()
             if self.popen.poll() is None:
                 self.popen.send_signal(signal.SIGTERM)
                 try:
                     self.popen.wait(timeout=grace)
                 except subprocess.TimeoutExpired:
                     self._log_line(f"did not exit {grace:.1f} s after SIGTERM; sending SIGKILL")
-            # Workers may outlive their leader: the group, then every process of the tree, get SIGKILL.
-            self._signal_group(signal.SIGKILL)
-            strangers = self.tree.kill_all()
-            if strangers:
-                self._log_line(f"left alone: pid {', '.join(map(str, strangers))} listens on the server's "
-                               f"port but is not a process gatecheck started")
+        except BaseException as exc:  # the kill below runs whatever arrived
+            raised.append(exc)
+            self._log_line(f"stopping was interrupted ({type(exc).__name__}); sending SIGKILL")
+        gone = False
+        for _attempt in range(3):
             try:
-                self.popen.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
-                return None
-            return self.popen.returncode
-        finally:
-            self.tree.close()
-            reaper.forget(self.token)
-            self._log_line(f"stopped, exit code {self.popen.returncode}")
-            self._log.close()
-            with _LIVE_LOCK:
-                _LIVE.discard(self)
+                gone = self._kill_tree()
+                break
+            except BaseException as exc:  # a second signal: try again, raise the first one after
+                raised.append(exc)
+        self._stopped_as(gone)
+        if raised:
+            raise raised[0]
+        return self.popen.returncode
+
+    def _kill_tree(self) -> bool:
+        """SIGKILL the group and every process of the tree; whether the leader is reaped and nothing is left."""
+        # Workers may outlive their leader: the group, then every process of the tree, get SIGKILL.
+        self._signal_group(signal.SIGKILL)
+        strangers = self.tree.kill_all()
+        if strangers:
+            self._log_line(f"left alone: pid {', '.join(map(str, strangers))} listens on the server's "
+                           f"port but is not a process gatecheck started")
+        try:
+            self.popen.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
+            return False
+        return not [p for p in self.tree.live(scan_tokens=True) if p.pid != self.pid and _running(p)]
+
+    def _stopped_as(self, gone: bool) -> None:
+        """Close the books on a stop: a tree seen gone is forgotten by the reaper; one that is not stays with
+        the reaper and in ``_LIVE`` (``stop_all`` tries again)."""
+        if not gone:
+            self._stopped = False
+            self._log_line("some of its processes may still run: left to the reaper and to stop_all")
+            return
+        self.tree.close()
+        reaper.forget(self.token)
+        self._log_line(f"stopped, exit code {self.popen.returncode}")
+        self._log.close()
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
 
     def _signal_group(self, sig: int) -> None:
         try:
@@ -308,6 +336,13 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _running(proc) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _covers(ip: str, host: str) -> bool:

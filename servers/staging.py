@@ -10,7 +10,7 @@ it imports nothing from servers, conformance or load) into a temporary directory
     gatecheck/fixtures/...     the fixture apps, routes, static files, TLS files
 
 and the child gets that directory on ``PYTHONPATH`` and as its working directory (``child_root``). The
-directory is removed when the harness process exits.
+directory is removed when the harness process exits, or by the server reaper when it is killed.
 """
 from __future__ import annotations
 
@@ -50,7 +50,10 @@ def child_env(base: dict | None = None) -> dict:
 
 
 def _stage(source: str) -> str:
+    from . import reaper
+
     root = tempfile.mkdtemp(prefix="gatecheck-apps-")
+    reaper.remove_after_death(root)
     package = os.path.join(root, "gatecheck")
     os.mkdir(package)
     with open(os.path.join(package, "__init__.py"), "w", encoding="utf-8"):
@@ -64,6 +67,9 @@ def _remove() -> None:
     root = _staged.pop(os.getpid(), None)
     if root:
         shutil.rmtree(root, ignore_errors=True)
+        from . import reaper
+
+        reaper.removed(root)
 
 
 atexit.register(_remove)  # process.py imports this module first: this runs after its stop_all

@@ -38,6 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from gatecheck.servers.reaper import remove_after_death, removed
 from gatecheck.tools import cache_dir
 
 from gatecheck.conformance.plugin.children import Child, child_env
@@ -74,6 +75,7 @@ class JobRun:
     def __init__(self, config, groups: list, jobs: int, results, tw) -> None:
         self.results, self.tw, self.jobs = results, tw, jobs
         self.scratch = Path(tempfile.mkdtemp(prefix="gatecheck-jobs-"))
+        remove_after_death(str(self.scratch))  # a killed parent's scratch goes too
         base = child_args(list(config.invocation_params.args))
         given = config.getoption("--session-timeout")
         cwd, junit = str(config.invocation_params.dir), bool(getattr(config.option, "xmlpath", None))
@@ -212,6 +214,7 @@ class JobRun:
 
     def cleanup(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
+        removed(str(self.scratch))
 
     def _install(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):

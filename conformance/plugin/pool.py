@@ -8,8 +8,9 @@ Rules of this module:
 3. A server found dead (during a check or between two) is restarted; when the restart fails, that failure
    (with the log tail) becomes the target's reason, as in rule 2.
 4. Once ``stopping`` is set (Ctrl-C, SIGTERM, the end of the session), nothing starts or restarts.
-5. Its directories are its own: the event logs live in a scratch directory removed at the end; the server
-   logs too, unless the user named a ``--server-log-dir``, which is kept.
+5. Its directories are its own: the event logs live in a scratch directory removed at the end (by the server
+   reaper when the session is killed); the server logs too, unless the user named a ``--server-log-dir``,
+   which is kept.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from gatecheck.servers import Target
+from gatecheck.servers.reaper import remove_after_death, removed
 
 from gatecheck.conformance.app.started import StartedServer
 from gatecheck.conformance.plugin.targets import SessionTarget
@@ -35,6 +37,7 @@ class ServerPool:
     def __init__(self, log_dir: str | Path | None, ready_timeout: float) -> None:
         self.keep_logs = log_dir is not None
         self.work_dir = Path(tempfile.mkdtemp(prefix="gatecheck-"))
+        remove_after_death(str(self.work_dir))  # a killed session's scratch goes too
         self.log_dir = Path(log_dir) if log_dir else self.work_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ready_timeout = ready_timeout
@@ -99,3 +102,4 @@ class ServerPool:
     def cleanup(self) -> None:
         """Remove the scratch directory (the logs with it, unless they went to a --server-log-dir)."""
         shutil.rmtree(self.work_dir, ignore_errors=True)
+        removed(str(self.work_dir))

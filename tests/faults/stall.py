@@ -1,0 +1,46 @@
+"""An HTTP/1.1 server that stops answering in the middle of a streamed response, for the fault tests.
+
+    python -m tests.faults.stall --port PORT
+
+``GET /ping`` (the readiness probe) gets ``200 ok``; any other request gets a chunked ``200`` head and one
+chunk of what it read of the body, then nothing more: the connection stays open and unread.
+"""
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import threading
+import time
+
+
+def _serve(conn: socket.socket) -> None:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            conn.close()
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    if head.split(b" ")[1:2] == [b"/ping"]:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        conn.close()
+        return
+    first = body[:64] or b"x"
+    conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(first), first))
+    time.sleep(600)  # silence, the connection open: a server that stopped answering mid-stream
+
+
+def main(argv: list) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args(argv)
+    listener = socket.create_server(("127.0.0.1", args.port))
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=_serve, args=(conn,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
