@@ -9,6 +9,9 @@ decided → the results document at the end.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import weakref
 from pathlib import Path
 
@@ -25,7 +28,7 @@ from gatecheck.conformance.plugin.options import add_options, check_output_paths
 from gatecheck.conformance.plugin.outcomes import Verdict, decide
 from gatecheck.conformance.plugin.profiles import load_profile
 from gatecheck.conformance.plugin.pool import ServerPool
-from gatecheck.conformance.plugin.resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
+from gatecheck.conformance.plugin.resultsfile import NO_TARGET, Results, ResultsBusy, check_id_of, meta_of, set_meta
 from gatecheck.conformance.plugin.session import SESSION as _SESSION
 from gatecheck.conformance.plugin.session import GatecheckSession, item_meta
 from gatecheck.conformance.plugin.watch import _server_watch, death, server  # noqa: F401  (fixtures of the plugin)
@@ -42,7 +45,8 @@ __all__ = [
     "pytest_generate_tests", "pytest_ignore_collect", "pytest_collection_modifyitems", "pytest_collection_everything",
     "pytest_runtest_protocol",
     "pytest_runtest_protocol_records",
-    "pytest_runtest_call", "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary",
+    "pytest_runtest_call", "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_sessionfinish_junit",
+    "pytest_terminal_summary",
     "pytest_keyboard_interrupt", "pytest_internalerror", "server", "_server_watch", "server_pool",
 ]
 
@@ -121,9 +125,7 @@ def pytest_configure(config):
     opt = config.getoption
     targets, expectations = _targets_and_expectations(config)
     check_output_paths(config)
-    results = Results(opt("--results-json"))
-    results.open()
-    finish_if_killed(config, results)
+    results = open_results(config)
     pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"))
     pool.on_start = lambda started: results.add_target(started.session_target, started.versions)
     for st in targets:
@@ -137,6 +139,30 @@ def pytest_configure(config):
     config.stash[_SESSION] = gs
     for warning in expectations.warnings:
         config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
+
+
+def open_results(config) -> Results:
+    """The session's results, their partial file created and locked (a second run on the same file is a usage
+    error, one line), finished by the reaper if this process is killed; a failed append is said at once."""
+    results = Results(config.getoption("--results-json"))
+    try:
+        results.open()
+    except ResultsBusy as exc:
+        raise pytest.UsageError(str(exc)) from None
+    results.on_loss = lambda message: _say_now(config, message)
+    finish_if_killed(config, results)
+    return results
+
+
+def _say_now(config, message: str) -> None:
+    """One red line on the terminal now, outside pytest's capture of the running check."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+        if reporter is not None:
+            reporter.write_line(message, red=True)
+        else:
+            print(message, file=sys.stderr)
 
 
 def pytest_unconfigure(config):
@@ -338,6 +364,25 @@ def pytest_internalerror(excrepr, excinfo):
     stop_all()
 
 
+@pytest.hookimpl(wrapper=True, specname="pytest_sessionfinish")
+def pytest_sessionfinish_junit(session, exitstatus):
+    """pytest's JUnit XML that cannot be written (a full disk) is one line of the summary and exit status 1, not
+    a traceback (the results are written first: ``pytest_sessionfinish`` runs first)."""
+    try:
+        return (yield)
+    except OSError as exc:
+        gs = session.config.stash.get(_SESSION, None)
+        if gs is None:
+            raise
+        xml = getattr(session.config.option, "xmlpath", None)
+        gs.junit_error = f"could not write {xml}: {exc.strerror or exc}"
+        with contextlib.suppress(OSError):
+            os.unlink(xml)  # what pytest began to write: a torn file must not pass for the results
+        session.exitstatus = session.exitstatus or 1
+        return None
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
     """Stop every server, write the results document, remove the scratch directories; nothing escapes."""
     gs = session.config.stash.get(_SESSION, None)
@@ -357,7 +402,7 @@ def pytest_sessionfinish(session, exitstatus):
             gs.write_error = f"could not write {gs.results.path}: {exc.strerror or exc}"
             session.exitstatus = session.exitstatus or 1
         cancel(FINISH_JOB)
-        if gs.results.incomplete:
+        if gs.results.incomplete or gs.results.lost:
             session.exitstatus = session.exitstatus or 1
         gs.pool.cleanup()
 
@@ -366,4 +411,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     gs = config.stash.get(_SESSION, None)
     if gs is None or not gs.results.records:
         return
-    write_gatecheck_summary(terminalreporter, gs.results, gs.expectation_report, gs.written, gs.write_error)
+    write_gatecheck_summary(terminalreporter, gs.results, gs.expectation_report, gs.written, gs.write_error,
+                            gs.junit_error)

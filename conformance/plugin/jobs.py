@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from gatecheck.servers.reaper import remove_after_death, removed
 from gatecheck.tools import cache_dir
 
@@ -205,9 +207,8 @@ class JobRun:
         return read_collected([child.collected for child in judged]), [st for child in judged for st in child.targets]
 
     def junit(self, out: Path) -> None:
-        merge_junit(out, [(child.xml, [r for r in self.results.records.values()
-                                       if r["target"] in {st.target.name for st in child.targets}])
-                          for child in self.children if child.proc is not None])
+        merge_junit(out, [child.xml for child in self.children if child.proc is not None],
+                    list(self.results.records.values()))
 
     def status(self) -> int:
         return exit_status(self.codes, self.interrupted is not None, bool(self.results.incomplete))
@@ -268,14 +269,18 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
 
     from gatecheck.conformance.plugin.expectations import server_version
     from gatecheck.conformance.plugin.finish import FINISH_JOB, finish_if_killed
-    from gatecheck.conformance.plugin.resultsfile import Results
+    from gatecheck.conformance.plugin.resultsfile import Results, ResultsBusy
     from gatecheck.conformance.plugin.stale import judge
     from gatecheck.conformance.plugin.summary import LineWriter, write_gatecheck_summary
 
     began = time.monotonic()
     tw = create_terminal_writer(config)
     results = Results(config.getoption("--results-json"))
-    results.open()
+    try:
+        results.open()
+    except ResultsBusy as exc:
+        raise pytest.UsageError(str(exc)) from None
+    results.on_loss = lambda message: tw.line(message, red=True)
     finish_if_killed(config, results)
     for st in targets:
         results.add_target(st)
@@ -292,13 +297,12 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
                        set(results.records), collected)
         results.extra["expectations"] = report
         written, write_error = _write(results)
-        junit = getattr(config.option, "xmlpath", None)
-        if junit:
-            run.junit(Path(os.path.abspath(junit)))
+        junit_error = _junit(run, getattr(config.option, "xmlpath", None))
         cancel(FINISH_JOB)
         _failures(tw, results)
-        write_gatecheck_summary(LineWriter(tw), results, report, written, write_error)
-        status = 1 if write_error and run.status() == 0 else run.status()
+        write_gatecheck_summary(LineWriter(tw), results, report, written, write_error, junit_error)
+        lost = write_error or junit_error or results.lost
+        status = 1 if lost and run.status() == 0 else run.status()
         counts = ", ".join(f"{n} {k}" for k, n in results.counts().items() if n) or "no checks"
         tw.sep("=", f"{counts} in {time.monotonic() - began:.1f}s", red=status != 0, green=status == 0)
         return status
@@ -311,6 +315,17 @@ def _write(results) -> tuple:
         return results.write(), ""
     except OSError as exc:
         return False, f"could not write {results.path}: {exc.strerror or exc}"
+
+
+def _junit(run: JobRun, junit: str | None) -> str:
+    """Write the merged JUnit XML when asked for; why it could not be, or ""."""
+    if not junit:
+        return ""
+    try:
+        run.junit(Path(os.path.abspath(junit)))
+    except OSError as exc:
+        return f"could not write {junit}: {exc.strerror or exc}"
+    return ""
 
 
 def _failures(tw, results) -> None:

@@ -9,8 +9,9 @@ from gatecheck.conformance.plugin.stale import write_summary
 __all__ = ["write_gatecheck_summary", "LineWriter"]
 
 
-def write_gatecheck_summary(tr, results, report: dict, written: bool, write_error: str) -> None:
-    """``tr``: pytest's terminal reporter or a :class:`LineWriter`; ``results``: a ``resultsfile.Results``."""
+def write_gatecheck_summary(tr, results, report: dict, written: bool, write_error: str, junit_error: str = "") -> None:
+    """``tr``: pytest's terminal reporter or a :class:`LineWriter`; ``results``: a ``resultsfile.Results``; the
+    errors: the results document's and the JUnit XML's, when they could not be written."""
     tr.write_sep("=", "gatecheck")
     counts = results.counts()
     tr.write_line("checks × targets: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
@@ -24,9 +25,12 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
     for reason in results.incomplete:
         tr.write_line(f"incomplete: {reason}", red=True)
     if write_error:
-        tr.write_line(f"results: {write_error}; the records decided are in {results.partial}", red=True)
+        tr.write_line(f"results: {write_error}; {results.kept_line()}", red=True)
     elif written:
-        tr.write_line(f"results: {results.path}")
+        tr.write_line(f"results: {results.path}" + (f" (every record; while the run ran, {results.lost})"
+                                                    if results.lost else ""), red=bool(results.lost))
+    if junit_error:
+        tr.write_line(f"junit: {junit_error}", red=True)
 
 
 class LineWriter:
