@@ -43,6 +43,7 @@ from .peak import PeakTracker
 from .ports import free_port, port_is_free
 from .errors import PortTaken, ServerExited, ServerNotReady, ServerStartError, TargetError
 from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
+from .tree import _alive as _running
 
 __all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids", "available_cpus",
            "free_port", "port_is_free"]
@@ -123,6 +124,7 @@ class ServerProcess:
         self.pid = self.popen.pid
         self.tree = ProcessTree(self.pid, self.token, port)
         self._stopped = False
+        self.killed = False  # stop() had to SIGKILL the leader: it did not exit within the grace after SIGTERM
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -146,6 +148,7 @@ class ServerProcess:
         deadline = start + timeout
         last_error = "no connection attempt yet"
         next_check = start + 0.5
+        io_timeout = 2.0  # doubled after each round trip that connected but got no answer in time: a slow server
         while True:
             code = self.popen.poll()
             if code is not None:
@@ -159,15 +162,19 @@ class ServerProcess:
                 raise ServerNotReady(
                     f"server did not answer on {host}:{port} within {timeout:.0f} s "
                     f"(last attempt: {last_error}); raise the deadline with --ready-timeout "
-                    f"if it is just slow to start (command: {' '.join(self.argv)})",
+                    f"if it is just slow to start or to answer (command: {' '.join(self.argv)})",
                     self.log_tail(),
                 )
+            wait = min(io_timeout, max(0.2, remaining))
             try:
-                if probe(host, port, min(2.0, max(0.2, remaining))):
+                if probe(host, port, wait):
                     self.check_port_is_ours(port)
                     self.check_listeners(host, port, ready=True, loopback_only=loopback_only)
                     return time.monotonic() - start
                 last_error = "connected, but the HTTP round trip failed"
+            except socket.timeout:  # connected (or connecting) and no answer within ``wait``: wait longer next time
+                last_error = f"no answer within {wait:.1f} s"
+                io_timeout = io_timeout * 2
             except OSError as exc:
                 last_error = f"{type(exc).__name__}: {exc}"
             if time.monotonic() >= next_check:
@@ -274,6 +281,7 @@ class ServerProcess:
                 try:
                     self.popen.wait(timeout=grace)
                 except subprocess.TimeoutExpired:
+                    self.killed = True
                     self._log_line(f"did not exit {grace:.1f} s after SIGTERM; sending SIGKILL")
         except BaseException as exc:  # the kill below runs whatever arrived
             raised.append(exc)
@@ -336,13 +344,6 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _running(proc) -> bool:
-    try:
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def _covers(ip: str, host: str) -> bool:

@@ -11,6 +11,9 @@ Rules of this module:
    at the end unless ``--server-log-dir`` keeps the logs).
 3. A start failure is returned, not raised, when ``expect_failure`` is set: checks about servers that
    *should* refuse to start (startup failed) look at the exit and the log instead.
+4. A private server that exits on its own while it is in use (not stopped by its check, and not one that may
+   refuse to start) is a death the plugin charges to the running check as an error (``private_deaths``), never
+   a failure of the check's rule, never known: its check could not finish.
 
     with private_server(server, env={fixtures.LIFESPAN_ENV: "raise"}) as priv:
         resp = exchange(priv.address, build_request("GET", "/ping", host=priv.authority)).first
@@ -26,7 +29,10 @@ from gatecheck.servers import ServerError, get_adapter
 from gatecheck.conformance.app.started import StartedServer
 from gatecheck.conformance.spec.results import not_supported
 
-__all__ = ["private_server", "with_workers"]
+__all__ = ["private_server", "with_workers", "private_deaths"]
+
+_OPEN: list = []      # the private servers inside their ``with`` now
+_DEATHS: list = []    # what was found of those that exited on their own, not yet taken by the plugin
 
 
 @contextlib.contextmanager
@@ -41,15 +47,41 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
     priv = StartedServer(target, server.capabilities, log_dir=Path(tempfile.mkdtemp(prefix="private-", dir=log_root)),
                          event_dir=Path(tempfile.mkdtemp(prefix="private-events-", dir=work_root)),
                          work_dir=Path(work_root) if work_root else Path(tempfile.gettempdir()))
+    watched = not expect_failure
     try:
         try:
             priv.start(app=app, env=env, port=port, ready_timeout=ready_timeout)
         except ServerError:
             if not expect_failure:
                 raise
+        if watched:
+            _OPEN.append(priv)
         yield priv
     finally:
+        if watched:
+            _note_if_dead(priv)
+            if priv in _OPEN:
+                _OPEN.remove(priv)
         priv.stop()
+
+
+def private_deaths() -> list:
+    """What is known of each private server that exited on its own since the last call (each once: a line
+    with its exit code and the end of its log), the ones still in use looked at now."""
+    for priv in list(_OPEN):
+        _note_if_dead(priv)
+    taken = list(_DEATHS)
+    _DEATHS.clear()
+    return taken
+
+
+def _note_if_dead(priv: StartedServer) -> None:
+    if priv.handle is None or priv.exit_code is not None or priv.alive():
+        return  # never started, stopped by its check (or noted already), or still running
+    tail = "\n".join(priv.log_text().splitlines()[-20:])
+    code = priv.stop()  # what is left of its tree goes now; its exit code is kept
+    _DEATHS.append(f"the private server {priv.target} exited on its own during this check (exit code {code}); "
+                   f"its log ends:\n{tail}")
 
 
 def with_workers(server, count: int):

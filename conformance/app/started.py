@@ -38,6 +38,7 @@ class StartedServer:
         self.ready_at = 0.0            # time.time() when its first HTTP round trip succeeded
         self.exit_code: int | None = None
         self.starts = 0
+        self.last_check = ""           # the check that used it last (set by the plugin)
         self._launch: dict = {}
 
     # -- starting and stopping -----------------------------------------------------------------------

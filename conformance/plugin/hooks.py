@@ -9,9 +9,6 @@ decided → the results document at the end.
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import weakref
 from pathlib import Path
 
@@ -22,19 +19,21 @@ from gatecheck.servers.reaper import cancel
 
 from gatecheck.conformance.spec.markers import MARKERS, applicable_interfaces, row_of, validate_item
 from gatecheck.conformance.plugin.expectations import ExpectationError, expectations_of
-from gatecheck.conformance.plugin.finish import FINISH_JOB, finish_if_killed
+from gatecheck.conformance.plugin.finish import FINISH_JOB
 from gatecheck.conformance.plugin.interrupts import Deadlines, Interrupts
 from gatecheck.conformance.plugin.options import add_options, check_output_paths, jobs_wanted, session_timeout
 from gatecheck.conformance.plugin.outcomes import Verdict, decide
 from gatecheck.conformance.plugin.profiles import load_profile
 from gatecheck.conformance.plugin.pool import ServerPool
-from gatecheck.conformance.plugin.resultsfile import NO_TARGET, Results, ResultsBusy, check_id_of, meta_of, set_meta
+from gatecheck.conformance.plugin.outputs import junit_failed, open_results
+from gatecheck.conformance.plugin.resultsfile import NO_TARGET, check_id_of, meta_of, set_meta
 from gatecheck.conformance.plugin.session import SESSION as _SESSION
 from gatecheck.conformance.plugin.session import GatecheckSession, item_meta
 from gatecheck.conformance.plugin.watch import _server_watch, death, server  # noqa: F401  (fixtures of the plugin)
 from gatecheck.conformance.plugin.shards import Claims
 from gatecheck.conformance.plugin.merge import write_collected
-from gatecheck.conformance.plugin.reports import DEVIATION, attach_log, brief_if_known, deviation, report_interrupted, shape
+from gatecheck.conformance.plugin.reports import (DEVIATION, attach_log, brief_if_known, deviation, private_death,
+                                                  record_cut, report_interrupted, shape)
 from gatecheck.conformance.plugin.stale import judge_session
 from gatecheck.conformance.plugin.summary import write_gatecheck_summary
 from gatecheck.conformance.plugin.targets import targets_from_options
@@ -128,6 +127,8 @@ def pytest_configure(config):
     results = open_results(config)
     pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"))
     pool.on_start = lambda started: results.add_target(started.session_target, started.versions)
+    pool.on_restart = lambda started: results.restarted(started.target.name, started.stop(), started.last_check,
+                                                        "\n".join(started.log_text().splitlines()[-20:]))
     for st in targets:
         results.add_target(st)
     gs = GatecheckSession(targets, expectations, results, pool,
@@ -139,30 +140,6 @@ def pytest_configure(config):
     config.stash[_SESSION] = gs
     for warning in expectations.warnings:
         config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
-
-
-def open_results(config) -> Results:
-    """The session's results, their partial file created and locked (a second run on the same file is a usage
-    error, one line), finished by the reaper if this process is killed; a failed append is said at once."""
-    results = Results(config.getoption("--results-json"))
-    try:
-        results.open()
-    except ResultsBusy as exc:
-        raise pytest.UsageError(str(exc)) from None
-    results.on_loss = lambda message: _say_now(config, message)
-    finish_if_killed(config, results)
-    return results
-
-
-def _say_now(config, message: str) -> None:
-    """One red line on the terminal now, outside pytest's capture of the running check."""
-    capman = config.pluginmanager.getplugin("capturemanager")
-    reporter = config.pluginmanager.getplugin("terminalreporter")
-    with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
-        if reporter is not None:
-            reporter.write_line(message, red=True)
-        else:
-            print(message, file=sys.stderr)
 
 
 def pytest_unconfigure(config):
@@ -338,8 +315,6 @@ def pytest_runtest_makereport(item, call):
     known = deviation(item, gs)
     brief_if_known(item, call, known)
     report = yield
-    if call.when == "call":
-        item.stash[_CALLED] = True
     unsupported = item.get_closest_marker("gatecheck_unsupported") is not None
     verdict = decide(call.when, report, call.excinfo, known, unsupported,
                      meta_of(item).get("level", ""))
@@ -348,9 +323,12 @@ def pytest_runtest_makereport(item, call):
         # test case per check, as the results do); the watch fixture restarts it.
         died = death(item, gs.pool, failed=report.failed)
         verdict = Verdict("error", died) if died else verdict
+    verdict = private_death(verdict)
     shape(report, verdict)
     attach_log(item, report)
     gs.results.fold(item, verdict, getattr(report, "duration", 0.0))
+    if call.when == "call":  # only now: a Ctrl-C before the call's verdict is folded makes it "interrupted"
+        item.stash[_CALLED] = True
     if verdict is not None and verdict.outcome == "timeout" and gs.deadlines.session_over():
         item.session.shouldstop = gs.deadlines.session_message()
     return report
@@ -374,11 +352,7 @@ def pytest_sessionfinish_junit(session, exitstatus):
         gs = session.config.stash.get(_SESSION, None)
         if gs is None:
             raise
-        xml = getattr(session.config.option, "xmlpath", None)
-        gs.junit_error = f"could not write {xml}: {exc.strerror or exc}"
-        with contextlib.suppress(OSError):
-            os.unlink(xml)  # what pytest began to write: a torn file must not pass for the results
-        session.exitstatus = session.exitstatus or 1
+        gs.junit_error = junit_failed(session, exc)
         return None
 
 
@@ -392,6 +366,9 @@ def pytest_sessionfinish(session, exitstatus):
     try:
         gs.pool.stop_all()
         stop_all()
+        if gs.deadlines.session_over():  # a shard claims the modules it cuts: no other child runs them then
+            record_cut(session, gs, lambda item: meta_of(item) is not None and not item.stash.get(_ELSEWHERE, False)
+                       and (gs.claims is None or gs.claims.mine(_module_of(item))))
     finally:
         gs.results.extra["expectations"] = gs.expectation_report = judge_session(gs)
         if session.config.getoption("--gatecheck-collected"):  # a --jobs child: its collection for the parent

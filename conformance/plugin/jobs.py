@@ -31,6 +31,7 @@ Rules of this module:
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -163,7 +164,9 @@ class JobRun:
         self._warm = True
         code = child.proc.returncode
         self.codes.append(code)
-        targets, checks, incomplete = read_child(child.results)
+        targets, checks, incomplete, restarts = read_child(child.results)
+        for record in restarts:
+            self.results.take_lines([json.dumps({"record": "restart", **record})])
         for record in targets:
             self.results.take_target(record)
         for record in checks:

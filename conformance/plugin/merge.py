@@ -29,20 +29,20 @@ CRASH_CHECK = "session"   # the check id of a crashed child's record for each of
 
 
 def read_child(results: Path) -> tuple:
-    """(targets, checks, incomplete) a child left: its results document, else (killed before it wrote it,
-    or its reaper is still finishing it) its partial file."""
+    """(targets, checks, incomplete, restarts) a child left: its results document, else (killed before it wrote
+    it, or its reaper is still finishing it) its partial file (whose restarts the parent took as they came)."""
     for _ in range(2):  # the reaper writes the document before it removes the partial file
         try:
             data = json.loads(results.read_text(encoding="utf-8"))
-            return data.get("targets", []), data.get("checks", []), data.get("incomplete")
+            return data.get("targets", []), data.get("checks", []), data.get("incomplete"), data.get("restarts", [])
         except (OSError, ValueError):
             pass
         try:
             targets, checks = read_partial(partial_path(results))
-            return targets, checks, "its session was killed before it finished"
+            return targets, checks, "its session was killed before it finished", []
         except OSError:
             continue
-    return [], [], None
+    return [], [], None, []
 
 
 def write_collected(path: Path, collected: Collected) -> None:

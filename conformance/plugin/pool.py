@@ -5,8 +5,9 @@ Rules of this module:
 1. The pool is the only owner of the session's server processes; one ``StartedServer`` per target.
 2. A target that fails to start is not launched again: its first failure is the reason every later
    check of that target reports (the full message once, then a one-line reference to it).
-3. A server found dead (during a check or between two) is restarted; when the restart fails, that failure
-   (with the log tail) becomes the target's reason, as in rule 2.
+3. A server found dead (during a check or between two) is restarted, and the restart reported (``on_restart``:
+   the results and the summary say it); when the restart fails, that failure (with the log tail) becomes the
+   target's reason, as in rule 2.
 4. Once ``stopping`` is set (Ctrl-C, SIGTERM, the end of the session), nothing starts or restarts.
 5. Its directories are its own: the event logs live in a scratch directory removed at the end (by the server
    reaper when the session is killed); the server logs too, unless the user named a ``--server-log-dir``,
@@ -45,6 +46,7 @@ class ServerPool:
         self._servers: dict = {}
         self._failed: dict = {}      # target -> (first message, times reported)
         self.on_start = None         # called with each StartedServer once it is up (the results' targets)
+        self.on_restart = None       # called with each StartedServer found dead, before it is started again
 
     def get(self, st: SessionTarget) -> StartedServer:
         """The ``StartedServer`` of ``st``, started now (or restarted, if it died) unless its target failed
@@ -59,6 +61,8 @@ class ServerPool:
             self._servers[st.target] = started
             self._launch(started, lambda: started.start(ready_timeout=self.ready_timeout))
         elif not started.alive() and st.target not in self._failed:
+            if self.on_restart is not None and started.handle is not None:
+                self.on_restart(started)  # reported before anything of the dead one is gone
             self._launch(started, started.restart)
         return started
 

@@ -20,7 +20,10 @@ Schema history (``schema_version``):
       "versions", "why"}]}.
 
 An optional ``incomplete`` string (no schema change: absent when empty) says what the session could not run,
-e.g. "h2spec not installed — Go is missing ...": such a run exits non-zero.
+e.g. "h2spec not installed — Go is missing ...": such a run exits non-zero. A check the session deadline cut
+before it ran is a record too, outcome ``interrupted``, with ``"incomplete"`` (why) in the record. An optional
+``restarts`` list has one entry per server found dead and started again: {"target", "after" (the check decided
+last on it), "exit_code", "log" (its end)}.
 
 Partial lines: {"record": "session", "schema_version", "created", "pid"} first, then {"record": "target", ...target
 fields} and {"record": "check", ...check fields}. The session holds an exclusive lock (``flock``) on the partial
@@ -75,6 +78,8 @@ class Results:
         self._written: set = set()
         self.extra: dict = {}        # further top-level sections of the document ("expectations")
         self.incomplete: list = []  # why the session did not run all it selected, e.g. "h2spec not installed — ..."
+        self.restarts: list = []     # servers found dead between or during checks and started again
+        self.last_check: dict = {}   # target -> the check decided last on it
         self.kept = 0                # check records appended to the partial file
         self.lost = ""               # the first failed append (the partial file then lacks records)
         self.on_loss = None          # called once with that message, as it happens
@@ -129,8 +134,24 @@ class Results:
             return
         if rec["outcome"] is None:  # e.g. a phase that produced no report at all
             rec["outcome"], rec["message"] = "error", "the check produced no result"
+        self.last_check[key[1]] = key[0]
         self._written.add(key)
         self._append({"record": "check", **rec}, checks=1)
+
+    def restarted(self, target: str, exit_code, after: str, log: str) -> None:
+        """``target``'s server was found dead and is started again: a restart record (``after`` the check that
+        used it last, its exit code, the end of its log), in the partial file now and in the document's
+        ``restarts``."""
+        record = {"target": target, "after": after or self.last_check.get(target, ""), "exit_code": exit_code,
+                  "log": log[-2000:]}
+        self._take_restart(record)
+
+    def _take_restart(self, record: dict) -> bool:
+        if record in self.restarts:
+            return False
+        self.restarts.append(dict(record))
+        self._append({"record": "restart", **record})
+        return True
 
     def take_target(self, record: dict) -> None:
         """A target record written by another session (a ``--jobs`` child): kept, and appended when new. One
@@ -154,6 +175,9 @@ class Results:
                 kept = self._keep_target(record)
             elif kind == "check":
                 kept = self._keep_check(record)
+            elif kind == "restart":
+                self._take_restart(record)
+                continue
             else:
                 continue
             taken += 1
@@ -186,7 +210,8 @@ class Results:
             self._drop_partial()
             return False
         incomplete = "; ".join(self.incomplete) or None
-        write_document(self.path, {**document(self.targets.values(), self.records.values(), incomplete), **self.extra})
+        extra = {**self.extra, **({"restarts": self.restarts} if self.restarts else {})}
+        write_document(self.path, {**document(self.targets.values(), self.records.values(), incomplete), **extra})
         self._drop_partial()
         return True
 

@@ -24,6 +24,10 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
     write_summary(tr, report)
     for reason in results.incomplete:
         tr.write_line(f"incomplete: {reason}", red=True)
+    for restart in results.restarts:
+        after = f" after {restart['after']}" if restart.get("after") else " before its first check"
+        tr.write_line(f"restarted: the server of {restart['target']} was found dead{after} (exit code "
+                      f"{restart['exit_code']}) and started again", yellow=True)
     if write_error:
         tr.write_line(f"results: {write_error}; {results.kept_line()}", red=True)
     elif written:

@@ -3,15 +3,19 @@
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from gatecheck.conformance.plugin.pool import StartFailed
 from gatecheck.conformance.plugin.reports import LOG
+from gatecheck.conformance.plugin.resultsfile import meta_of
 from gatecheck.conformance.plugin.session import SESSION as _SESSION
 
 __all__ = ["server", "_server_watch", "death"]
 
 _EXIT_GRACE = 0.05  # seconds: waited only when a call failed and its server still runs
+_BEGAN = pytest.StashKey[float]()  # time.time() when the check began (its server checked alive just before)
 
 
 def _session(config):
@@ -43,7 +47,9 @@ def _server_watch(request):
     if failure is not None:
         pytest.fail(failure, pytrace=False)
     request.node.stash[LOG] = (started, started.handle, started.log_size())
+    request.node.stash[_BEGAN] = time.time()
     yield
+    started.last_check = (meta_of(request.node) or {}).get("check", request.node.name)
     if pool.stopping:
         return
     died = death(request.node, pool)
@@ -63,6 +69,10 @@ def death(item, pool, failed: bool = False) -> str | None:
     if started.handle is not handle or not handle.exited_within(_EXIT_GRACE if failed else 0):
         return None
     item.stash[LOG] = (started, None, offset)  # reported: the call's report or the teardown's, not both
-    log = started.log_since(offset)
+    gone_at = handle.process.tree.leader_gone_at
+    log = "\n".join(started.log_text().splitlines()[-30:])  # the lines before its exit, this check's or not
     code = started.stop()
-    return f"the server process exited during this check (exit code {code}); log:\n{log}"
+    if gone_at is not None and gone_at < item.stash.get(_BEGAN, gone_at):
+        return (f"the server process had exited before this check began (exit code {code}), during or after "
+                f"the check before it ({started.last_check or 'none'}); this check could not run; its log ends:\n{log}")
+    return f"the server process exited during this check (exit code {code}); its log ends:\n{log}"

@@ -4,7 +4,6 @@ Every decided record is kept or its loss is said (at once, in the summary, and i
 JUnit count the same checks."""
 from __future__ import annotations
 
-import json
 import re
 import signal
 
