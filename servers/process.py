@@ -196,7 +196,8 @@ class ServerProcess:
 
     def log_tail(self, lines: int = 40) -> str:
         try:
-            self._log.flush()
+            if not self._log.closed:  # closed once stopped: the file is still there to read
+                self._log.flush()
             data = self.log_path.read_bytes()[-64 * 1024 :]
         except OSError:
             return ""

@@ -31,6 +31,7 @@ from gatecheck.conformance.spec.results import not_supported
 
 __all__ = ["private_server", "with_workers", "private_deaths"]
 
+_EXIT_GRACE = 0.5     # seconds a private server under a failing check gets to finish exiting
 _OPEN: list = []      # the private servers inside their ``with`` now
 _DEATHS: list = []    # what was found of those that exited on their own, not yet taken by the plugin
 
@@ -47,7 +48,7 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
     priv = StartedServer(target, server.capabilities, log_dir=Path(tempfile.mkdtemp(prefix="private-", dir=log_root)),
                          event_dir=Path(tempfile.mkdtemp(prefix="private-events-", dir=work_root)),
                          work_dir=Path(work_root) if work_root else Path(tempfile.gettempdir()))
-    watched = not expect_failure
+    watched, failing = not expect_failure, False
     try:
         try:
             priv.start(app=app, env=env, port=port, ready_timeout=ready_timeout)
@@ -57,9 +58,12 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
         if watched:
             _OPEN.append(priv)
         yield priv
+    except BaseException:
+        failing = True
+        raise
     finally:
-        if watched:
-            _note_if_dead(priv)
+        if watched:  # a server dying under a failing check closes its sockets first: it gets _EXIT_GRACE to exit
+            _note_if_dead(priv, _EXIT_GRACE if failing else 0.0)
             if priv in _OPEN:
                 _OPEN.remove(priv)
         priv.stop()
@@ -75,8 +79,8 @@ def private_deaths() -> list:
     return taken
 
 
-def _note_if_dead(priv: StartedServer) -> None:
-    if priv.handle is None or priv.exit_code is not None or priv.alive():
+def _note_if_dead(priv: StartedServer, wait: float = 0.0) -> None:
+    if priv.handle is None or priv.exit_code is not None or not priv.handle.exited_within(wait):
         return  # never started, stopped by its check (or noted already), or still running
     tail = "\n".join(priv.log_text().splitlines()[-20:])
     code = priv.stop()  # what is left of its tree goes now; its exit code is kept

@@ -16,5 +16,11 @@ def stubborn(server: str = "uvicorn", start_delay: float = 0.0, term_delay: floa
             f"-- {real}")
 
 
-def stall() -> str:
-    return f"{{python}} {HERE / 'stall.py'} --port {{port}}"
+def stall(answer_delay: float = 0.0) -> str:
+    """A template: ``stall.py`` (answers its readiness probe after ``answer_delay`` s, stalls mid-stream)."""
+    return f"{{python}} {HERE / 'stall.py'} --port {{port}} --answer-delay {answer_delay:g}"
+
+
+def hostile(mode: str) -> str:
+    """A template: the hostile server of ``tests/hostile`` in ``mode`` (e.g. ``die``: it exits on a request)."""
+    return f"{{python}} {HERE.parent / 'hostile' / 'server.py'} --port {{port}} --mode {mode}"

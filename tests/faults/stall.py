@@ -1,9 +1,10 @@
 """An HTTP/1.1 server that stops answering in the middle of a streamed response, for the fault tests.
 
-    python -m tests.faults.stall --port PORT
+    python -m tests.faults.stall --port PORT [--answer-delay S]
 
-``GET /ping`` (the readiness probe) gets ``200 ok``; any other request gets a chunked ``200`` head and one
-chunk of what it read of the body, then nothing more: the connection stays open and unread.
+``GET /ping`` (the readiness probe) gets ``200 ok`` (after ``--answer-delay`` seconds: a server slower than the
+probe's first wait); any other request gets a chunked ``200`` head and one chunk of what it read of the body,
+then nothing more: the connection stays open and unread.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import threading
 import time
 
 
-def _serve(conn: socket.socket) -> None:
+def _serve(conn: socket.socket, delay: float) -> None:
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = conn.recv(65536)
@@ -24,6 +25,7 @@ def _serve(conn: socket.socket) -> None:
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     if head.split(b" ")[1:2] == [b"/ping"]:
+        time.sleep(delay)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
         conn.close()
         return
@@ -35,11 +37,12 @@ def _serve(conn: socket.socket) -> None:
 def main(argv: list) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--answer-delay", type=float, default=0.0)
     args = parser.parse_args(argv)
     listener = socket.create_server(("127.0.0.1", args.port))
     while True:
         conn, _ = listener.accept()
-        threading.Thread(target=_serve, args=(conn,), daemon=True).start()
+        threading.Thread(target=_serve, args=(conn, args.answer_delay), daemon=True).start()
 
 
 if __name__ == "__main__":
