@@ -55,7 +55,8 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
 class Run:
     """One ``pytest`` conformance session over the installed checks, started in a session of its own."""
 
-    def __init__(self, tmp: Path, *args: str, results: Path | None = None, junit: bool = True) -> None:
+    def __init__(self, tmp: Path, *args: str, results: Path | None = None, junit: bool = True,
+                 preexec=None) -> None:
         self.mark = secrets.token_hex(8)
         self.tmp = tmp
         self.tmpdir = tmp / "tmp"
@@ -69,7 +70,7 @@ class Run:
         env = {**os.environ, "PYTHONPATH": str(ROOT), MARK: self.mark, "TMPDIR": str(self.tmpdir)}
         with open(self.out, "wb") as out:
             self.proc = subprocess.Popen(argv, cwd=RUN_DIR, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec)
 
     def signal(self, sig: int) -> None:
         if self.proc.poll() is None:

@@ -50,7 +50,7 @@ def test_a_server_killed_at_its_stop_makes_the_rsgi_del_checks_an_error_that_say
 
 def test_a_stalled_stream_fails_within_its_own_deadline_and_the_session_deadline_cuts_the_rest(tmp_path):
     run = Run(tmp_path, f"{CHECKS}/test_streaming.py", "-k", "iterated_echo", "--server-cmd", stall(),
-              "--interface", "asgi", "--session-timeout", "25")
+              "--interface", "asgi", "--session-timeout", "18")
     try:
         assert run.wait() == 2, run.output()[-3000:]
         records = run.document()["checks"]
