@@ -29,6 +29,7 @@ def _serve(conn: socket.socket, delay: float) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
         conn.close()
         return
+    print(f"stall: {head.split(b' ')[1].decode(errors='replace')} answered in part, then silence", flush=True)
     first = body[:64] or b"x"
     conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(first), first))
     time.sleep(600)  # silence, the connection open: a server that stopped answering mid-stream
