@@ -23,9 +23,22 @@ def _in_private_stop(run: Run) -> bool:
     return any("private-" in str(p) for p in run.log_lines("stubborn: SIGTERM"))
 
 
-@pytest.mark.parametrize("phase", ["start", "private-stop", "teardown", "jobs"])
+def _h2spec_run(tmp_path) -> Run:
+    from gatecheck.conformance.h2spec.tool import find_h2spec
+
+    if find_h2spec() is None:
+        pytest.skip("h2spec is not installed (the granian env of .ci/run installs it)")
+    return Run(tmp_path, f"{CHECKS}/test_h2spec.py", "-k", "test_h2spec_ran_every_case", "--server-cmd",
+               stubborn("granian", term_delay=30), "--interface", "asgi", "--features", "h2c")
+
+
+@pytest.mark.parametrize("phase", ["start", "h2spec", "private-stop", "teardown", "jobs"])
 def test_a_signal_at_any_phase_of_a_stop_leaves_no_process(tmp_path, phase):
-    if phase == "start":
+    if phase == "h2spec":  # Ctrl-C while h2spec runs against its private server, again while that one stops
+        run = _h2spec_run(tmp_path)
+        when = lambda: any("private-" in str(p) for p in run.log_lines("stubborn: child"))  # noqa: E731
+        signals = [signal.SIGINT, signal.SIGINT]
+    elif phase == "start":
         run = Run(tmp_path, _PRIVATE, "-k", _K, "--server-cmd", stubborn(start_delay=3, term_delay=2),
                   "--interface", "asgi", "--features", "lifespan")
         when = lambda: run.log_lines("stubborn: starting")  # noqa: E731
