@@ -11,9 +11,10 @@ Rules of this module:
    at the end unless ``--server-log-dir`` keeps the logs).
 3. A start failure is returned, not raised, when ``expect_failure`` is set: checks about servers that
    *should* refuse to start (startup failed) look at the exit and the log instead.
-4. A private server that exits on its own while it is in use (not stopped by its check, and not one that may
-   refuse to start) is a death the plugin charges to the running check as an error (``private_deaths``), never
-   a failure of the check's rule, never known: its check could not finish.
+4. A private server that exits on its own while it is in use (not stopped by its check, through ``stop()`` or
+   after setting ``stopping``, and not one that may refuse to start) is a death the plugin charges to the
+   running check when it fails, as an error (``private_deaths``), never a failure of the check's rule, never
+   known: its check could not finish.
 
     with private_server(server, env={fixtures.LIFESPAN_ENV: "raise"}) as priv:
         resp = exchange(priv.address, build_request("GET", "/ping", host=priv.authority)).first
@@ -80,7 +81,7 @@ def private_deaths() -> list:
 
 
 def _note_if_dead(priv: StartedServer, wait: float = 0.0) -> None:
-    if priv.handle is None or priv.exit_code is not None or not priv.handle.exited_within(wait):
+    if priv.handle is None or priv.stopping or not priv.handle.exited_within(wait):
         return  # never started, stopped by its check (or noted already), or still running
     tail = "\n".join(priv.log_text().splitlines()[-20:])
     code = priv.stop()  # what is left of its tree goes now; its exit code is kept

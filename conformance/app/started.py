@@ -39,6 +39,7 @@ class StartedServer:
         self.exit_code: int | None = None
         self.starts = 0
         self.last_check = ""           # the check that used it last (set by the plugin)
+        self.stopping = False          # stop() was called
         self._launch: dict = {}
 
     # -- starting and stopping -----------------------------------------------------------------------
@@ -59,7 +60,7 @@ class StartedServer:
     def _start(self) -> None:
         launch = self._launch
         self.started_at = time.time()
-        self.handle, self.exit_code = None, None
+        self.handle, self.exit_code, self.stopping = None, None, False
         try:
             self.handle = start_server(
                 self._target, app=launch["app"], log_dir=self.log_dir, port=launch["port"],
@@ -79,6 +80,7 @@ class StartedServer:
     def stop(self, grace: float = 5.0) -> int | None:
         """Stop the server and its tree (idempotent); return its exit code."""
         if self.handle is not None and self.exit_code is None:
+            self.stopping = True  # from now on its exit is ours (a check may stop it from another thread)
             self.exit_code = self.handle.stop(grace)
         return self.exit_code
 

@@ -266,6 +266,7 @@ def _terminate(priv, timeout: float = 8.0) -> None:
     """Stop the server the way an operator does (``kill <pid>``: SIGTERM to its main process only) and wait
     for it to exit; the private-server cleanup still kills whatever is left."""
     popen = priv.handle.process.popen
+    priv.stopping = True  # its exit is this check's doing, not a death of the server
     try:
         os.kill(popen.pid, signal.SIGTERM)
         popen.wait(timeout)

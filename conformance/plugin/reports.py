@@ -47,10 +47,10 @@ def record_cut(session, gs, ours) -> None:
 
 
 def private_death(verdict):
-    """A check's private server that exited on its own makes the phase an error (``app.private`` rule 4), whatever
-    the phase said but *interrupted*: never a plain failure, never known."""
+    """A check's private server that exited on its own makes a failing phase (failed, known, noted) an error
+    (``app.private`` rule 4): never a plain failure, never known."""
     dead = private_deaths()
-    if not dead or (verdict is not None and verdict.outcome in ("interrupted", "error")):
+    if not dead or verdict is None or verdict.outcome not in ("failed", "known", "noted"):
         return verdict
     return Verdict("error", "\n".join(dead))
 
