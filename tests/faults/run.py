@@ -12,7 +12,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -144,7 +143,3 @@ class Run:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
         self.leftovers(timeout=0)
-
-
-def python() -> str:
-    return sys.executable

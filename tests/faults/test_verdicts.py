@@ -19,7 +19,8 @@ _LEGACY = [f"{CHECKS}/test_asgi_messages_errors.py", "-k", "test_legacy_double_c
 
 def test_a_private_server_that_dies_during_a_listed_check_is_an_error(tmp_path):
     listed = tmp_path / "listed.toml"
-    listed.write_text('[[deviation]]\ncheck = "test_asgi_messages_errors.py::test_legacy_double_callable_app_is_served"\n'
+    listed.write_text('[[deviation]]\n'
+                      'check = "test_asgi_messages_errors.py::test_legacy_double_callable_app_is_served"\n'
                       'evidence = "listed here so that a dead server could pass for a known deviation"\n')
     run = Run(tmp_path, *_LEGACY, "--server-cmd", hostile("die"), "--interface", "asgi", "--expectations", str(listed))
     try:
@@ -72,9 +73,11 @@ def test_a_server_that_dies_between_checks_is_restarted_and_the_restart_reported
     run = Run(tmp_path, f"{CHECKS}/test_asgi_scope.py", "--server", "granian:asgi")
     try:
         def server():
-            return [p for p in psutil.Process(run.proc.pid).children(recursive=True) if "granian" in " ".join(p.cmdline())]
+            procs = psutil.Process(run.proc.pid).children(recursive=True)
+            return [p for p in procs if "granian" in " ".join(p.cmdline())]
         wait_until(lambda: run.results.with_name("r.json.partial.jsonl").exists() and server(), 90, "the server")
-        wait_until(lambda: '"record": "check"' in run.results.with_name("r.json.partial.jsonl").read_text(), 60, "a record")
+        partial = run.results.with_name("r.json.partial.jsonl")
+        wait_until(lambda: '"record": "check"' in partial.read_text(), 60, "a record")
         for proc in server():
             proc.send_signal(signal.SIGKILL)
         assert run.wait() in (0, 1), run.output()[-3000:]
