@@ -70,7 +70,8 @@ def test_a_stalled_stream_fails_within_its_own_deadline_and_the_session_deadline
 
 
 def test_a_server_that_dies_between_checks_is_restarted_and_the_restart_reported(tmp_path):
-    run = Run(tmp_path, f"{CHECKS}/test_asgi_scope.py", "--server", "granian:asgi")
+    run = Run(tmp_path, f"{CHECKS}/test_asgi_scope.py", f"{CHECKS}/test_echo.py", f"{CHECKS}/test_streaming.py",
+              "--server", "granian:asgi")  # a few seconds of checks after the first record: the kill lands mid-run
     try:
         def server():
             procs = psutil.Process(run.proc.pid).children(recursive=True)
