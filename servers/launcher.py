@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Sequence
 
 from .capabilities import Capabilities
-from .errors import PortInUse, PortTaken, ServerExited, ServerError, TargetError
+from .errors import PortInUse, PortTaken, ServerExited, TargetError
+from .memory import DEFAULT_BOUND, parse_size
 from .probe import probe_for
 from .process import PeakTracker, ResourceSample, ServerProcess, free_port, port_is_free
 from .registry import get_adapter
 from .staging import child_env as isolated_env
-from .staging import child_root
+from .staging import child_root, hand_over
 from .target import Target
 
 __all__ = ["start_server", "ServerHandle", "resolve", "app_for", "python_for"]
@@ -134,6 +135,11 @@ class ServerHandle:
     def alive(self) -> bool:
         return self.process.alive()
 
+    @property
+    def memory_exceeded(self) -> str | None:
+        """The log line of a server killed for passing its memory bound (``memory.py``); None otherwise."""
+        return self.process.memory_exceeded
+
     def exited_within(self, seconds: float) -> bool:
         return self.process.exited_within(seconds)
 
@@ -160,12 +166,18 @@ def start_server(
     ready_timeout: float = 30.0,
     allow_remote: bool = False,
     tls: tuple | None = None,
+    memory: int | str | None = DEFAULT_BOUND,
+    wrap: Sequence[str] = (),
 ) -> ServerHandle:
     """Start ``target`` serving ``app`` and return once it answered one HTTP request.
 
     ``tls`` is (certificate path, key path) for a target with ``tls=on`` (ignored otherwise): servers
-    ships no certificate of its own."""
+    ships no certificate of its own. ``memory`` bounds the resident memory of the server's process tree
+    (bytes, a size such as ``"4G"``, or None/``"off"``: ``memory.py``); the target's ``memory=`` option wins.
+    ``wrap`` is a command the server's command line runs under (e.g.
+    valgrind and its options): the wrapper must exec the server in place, so the leader stays its process."""
     adapter, target = resolve(target)
+    bound = _bound(target, memory)
     _check_where(host, port, ready_timeout, allow_remote)
     interpreter = python_for(target, python)
     version = adapter.ensure_installed(interpreter)
@@ -175,32 +187,56 @@ def start_server(
     child_env, cwd = _child_env(adapter.name, env)
 
     attempts = 1 if port is not None else 3
-    last_error: ServerError | None = None
     for attempt in range(attempts):
         chosen = port if port is not None else free_port(host)
         launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter, tls=tls)
-        proc = ServerProcess(launch.argv, log_path=log_dir / f"{_log_stem(target)}-{chosen}.log",
-                             env={**child_env, **launch.env}, cwd=cwd, cpus=cpus, port=chosen)
-        try:
-            probe = probe_for(launch.probe_http2, launch.tls)
-            took = proc.wait_ready(host, chosen, probe, timeout=ready_timeout, loopback_only=not allow_remote)
-        except (ServerExited, PortTaken) as exc:
-            proc.stop()
-            last_error = exc
-            clash = isinstance(exc, PortTaken) or _looks_like_port_clash(exc.log_tail)
-            if port is None and clash and attempt + 1 < attempts:
-                time.sleep(0.1)
-                continue
-            raise
-        except BaseException:
-            proc.stop()
-            raise
+        if launch.run_as:
+            _hand_over_event_log(child_env, launch.run_as)
+        proc = ServerProcess([*wrap, *launch.argv], log_path=log_dir / f"{_log_stem(target)}-{chosen}.log",
+                             env={**child_env, **launch.env}, cwd=cwd, cpus=cpus, port=chosen, memory=bound)
+        took = _wait_ready(proc, launch, host, chosen, ready_timeout, allow_remote,
+                           retry=port is None and attempt + 1 < attempts)
+        if took is None:
+            continue
         versions = {adapter.package or adapter.name: version, "python": _python_version(interpreter)}
         return ServerHandle(target=target, capabilities=adapter.target_capabilities(target), host=host,
                             port=chosen, process=proc, python=interpreter, versions=versions, ready_seconds=took,
                             tls=tuple(tls) if launch.tls else None)
-    assert last_error is not None
-    raise last_error
+    raise AssertionError("unreachable: the last attempt raises")  # pragma: no cover
+
+
+def _wait_ready(proc: ServerProcess, launch, host: str, port: int, ready_timeout: float, allow_remote: bool, *,
+                retry: bool) -> float | None:
+    """Seconds until ``proc`` answered; None when it lost its port to a clash and another attempt may follow
+    (``retry``). Any other failure stops it and is raised."""
+    try:
+        probe = probe_for(launch.probe_http2, launch.tls)
+        return proc.wait_ready(host, port, probe, timeout=ready_timeout, loopback_only=not allow_remote)
+    except (ServerExited, PortTaken) as exc:
+        proc.stop()
+        if retry and (isinstance(exc, PortTaken) or _looks_like_port_clash(exc.log_tail)):
+            time.sleep(0.1)
+            return None
+        raise
+    except BaseException:
+        proc.stop()
+        raise
+
+
+def _bound(target: Target, memory: int | str | None) -> int | None:
+    """The memory bound in bytes (None: none): the target's ``memory=`` option, else ``memory``."""
+    given = target.option("memory", memory)
+    try:
+        return parse_size(given) if given is not None else None
+    except ValueError as exc:
+        raise TargetError(str(exc)) from None
+
+
+def _hand_over_event_log(env: dict, user: str) -> None:
+    """A server whose processes drop to ``user`` writes the fixture app's event log as that user."""
+    from gatecheck import fixtures
+
+    hand_over(env.get(fixtures.EVENT_DIR_ENV), user)
 
 
 def _check_where(host: str, port: int | None, ready_timeout: float, allow_remote: bool) -> None:

@@ -42,6 +42,8 @@ from . import reaper, staging  # noqa: F401  (both register atexit first: they r
 from .peak import PeakTracker
 from .ports import free_port, port_is_free
 from .errors import PortTaken, ServerExited, ServerNotReady, ServerStartError, TargetError
+from .cpus import available_cpus, checked_cpus as _checked_cpus
+from .memory import DEFAULT_BOUND, MemoryWatch
 from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
 from .tree import _alive as _running
 
@@ -83,7 +85,9 @@ class ServerProcess:
         cwd: str | os.PathLike | None = None,
         cpus: Sequence[int] | None = None,
         port: int | None = None,
+        memory: int | None = DEFAULT_BOUND,
     ) -> None:
+        """``memory``: the bound on the tree's resident memory in bytes (``memory.py``), None for none."""
         self.argv = list(argv)
         cpu_set = _checked_cpus(cpus)
         self.token = new_token()
@@ -125,6 +129,7 @@ class ServerProcess:
         self.tree = ProcessTree(self.pid, self.token, port)
         self._stopped = False
         self.killed = False  # stop() had to SIGKILL the leader: it did not exit within the grace after SIGTERM
+        self.memory = MemoryWatch(self, memory, self._over_memory) if memory else None
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -186,6 +191,17 @@ class ServerProcess:
 
     def alive(self) -> bool:
         return self.popen.poll() is None
+
+    @property
+    def memory_exceeded(self) -> str | None:
+        """The line logged when the tree passed its memory bound and was killed; None while it has not."""
+        return self.memory.exceeded if self.memory is not None else None
+
+    def _over_memory(self, message: str) -> None:
+        """The memory watch's verdict: one line in the log, then SIGKILL to the group and every member."""
+        self._log_line(message)
+        self._signal_group(signal.SIGKILL)
+        self.tree.kill_all()
 
     def exited_within(self, seconds: float) -> bool:
         """Whether the process has exited, waiting up to ``seconds`` for it (0: just look)."""
@@ -276,6 +292,8 @@ class ServerProcess:
         self._stopped = True
         raised: list = []
         try:
+            if self.memory is not None:
+                self.memory.stop()
             self._tree()
             if self.popen.poll() is None:
                 self.popen.send_signal(signal.SIGTERM)
@@ -355,27 +373,6 @@ def _covers(ip: str, host: str) -> bool:
         return ip in {info[4][0] for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
     except OSError:
         return ip == host
-
-
-def available_cpus() -> list[int]:
-    """The CPUs this process may run on (its affinity mask, which cgroups and taskset narrow)."""
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return list(range(os.cpu_count() or 1))
-
-
-def _checked_cpus(cpus: Sequence[int] | None) -> list | None:
-    """The CPU set as a sorted list, or a TargetError naming the CPUs this host lets us use."""
-    if not cpus:
-        return None
-    chosen = sorted(set(cpus))
-    available = available_cpus()
-    missing = [c for c in chosen if c not in available]
-    if missing:
-        raise TargetError(f"cannot pin the server to CPU {', '.join(map(str, missing))}: this process may use "
-                          f"CPU {', '.join(map(str, available))} only")
-    return chosen
 
 
 def live_pids() -> list[int]:

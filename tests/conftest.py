@@ -9,10 +9,17 @@ itself (it stops its servers and finishes its results); what a killed child stil
 """
 from __future__ import annotations
 
+import os
 import signal
 import threading
+from pathlib import Path
 
 import psutil
+
+#: the checkout: its ``tests`` package (broken and hostile servers, pick plugins) is what child processes import
+#: by name, e.g. ``--server-cmd "{python} -m tests.broken.server ..."``; it holds no ``gatecheck``, so the
+#: children still import the installed package
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _on_sigterm(signum, frame) -> None:
@@ -26,5 +33,8 @@ def _on_sigterm(signum, frame) -> None:
 
 
 def pytest_configure(config) -> None:
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(ROOT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *paths])
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)

@@ -18,7 +18,7 @@ PKG = Path(gatecheck.__file__).resolve().parent
 CONFORMANCE = PKG / "conformance"
 CHECKS = CONFORMANCE / "checks"
 #: pytest with the checks' own settings, as `gatecheck conformance` runs it
-PYTEST_ARGS = ["-c", str(CONFORMANCE / "data" / "pytest.ini"), "--rootdir", str(PKG.parent)]
+PYTEST_ARGS = ["-c", str(CONFORMANCE / "data" / "pytest.ini"), "--rootdir", str(PKG.parent), "--confcutdir", str(CONFORMANCE)]
 PYTEST = [sys.executable, "-m", "pytest", *PYTEST_ARGS]
 #: the working directory of a conformance session in a child process
 RUN_DIR = PKG.parent

@@ -11,10 +11,13 @@ Rules of this module:
    at the end unless ``--server-log-dir`` keeps the logs).
 3. A start failure is returned, not raised, when ``expect_failure`` is set: checks about servers that
    *should* refuse to start (startup failed) look at the exit and the log instead.
-4. A private server that exits on its own while it is in use (not stopped by its check, through ``stop()`` or
-   after setting ``stopping``, and not one that may refuse to start) is a death the plugin charges to the
-   running check when it fails, as an error (``private_deaths``), never a failure of the check's rule, never
-   known: its check could not finish.
+4. Every private server started is remembered (:func:`take_started`) until the session's plugin takes the list
+   after the check: one that exited unasked while the check ran (``expect_failure`` aside: such a server is
+   meant to exit; one its check stopped, ``stopped_by_us``, did not exit unasked) crashed of the check's
+   requests, unless no connection of the check reached it after it became ready: it was found dead before
+   the check used it, and the check is an error (never known, never a plain failure). The fixture app's
+   refusals in its event log are read too. A server dying under a failing check closes its sockets first: it
+   gets ``_EXIT_GRACE`` to finish exiting before it is judged.
 
     with private_server(server, env={fixtures.LIFESPAN_ENV: "raise"}) as priv:
         resp = exchange(priv.address, build_request("GET", "/ping", host=priv.authority)).first
@@ -26,15 +29,34 @@ import tempfile
 from pathlib import Path
 
 from gatecheck.servers import ServerError, get_adapter
+from gatecheck.servers.memory import DEFAULT_BOUND
 
 from gatecheck.conformance.app.started import StartedServer
 from gatecheck.conformance.spec.results import not_supported
 
-__all__ = ["private_server", "with_workers", "private_deaths"]
+__all__ = ["private_server", "with_workers", "with_role", "take_started", "PrivateRun"]
 
 _EXIT_GRACE = 0.5     # seconds a private server under a failing check gets to finish exiting
-_OPEN: list = []      # the private servers inside their ``with`` now
-_DEATHS: list = []    # what was found of those that exited on their own, not yet taken by the plugin
+
+
+class PrivateRun:
+    """What the plugin needs of one private server once the check is over: the server, and how it ended."""
+
+    def __init__(self, started: StartedServer, may_exit: bool) -> None:
+        self.started, self.may_exit = started, may_exit
+        self.crash: str | None = None      # set when it is stopped: it had exited unasked (rule 4)
+        self.log_tail = ""
+        self.address: tuple = ()           # where it listened (for the plugin: did the check connect to it)
+
+
+_STARTED: list = []
+
+
+def take_started() -> list:
+    """The :class:`PrivateRun` of every private server started since the last call (rule 4)."""
+    runs = list(_STARTED)
+    _STARTED.clear()
+    return runs
 
 
 @contextlib.contextmanager
@@ -48,45 +70,27 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
     log_root, work_root = getattr(server, "log_dir", None), getattr(server, "work_dir", None)
     priv = StartedServer(target, server.capabilities, log_dir=Path(tempfile.mkdtemp(prefix="private-", dir=log_root)),
                          event_dir=Path(tempfile.mkdtemp(prefix="private-events-", dir=work_root)),
-                         work_dir=Path(work_root) if work_root else Path(tempfile.gettempdir()))
-    watched, failing = not expect_failure, False
+                         work_dir=Path(work_root) if work_root else Path(tempfile.gettempdir()),
+                         memory=getattr(server, "memory", DEFAULT_BOUND))
+    run = PrivateRun(priv, may_exit=expect_failure)
+    _STARTED.append(run)
+    failing = False
     try:
         try:
             priv.start(app=app, env=env, port=port, ready_timeout=ready_timeout)
         except ServerError:
             if not expect_failure:
                 raise
-        if watched:
-            _OPEN.append(priv)
         yield priv
     except BaseException:
         failing = True
         raise
     finally:
-        if watched:  # a server dying under a failing check closes its sockets first: it gets _EXIT_GRACE to exit
-            _note_if_dead(priv, _EXIT_GRACE if failing else 0.0)
-            if priv in _OPEN:
-                _OPEN.remove(priv)
+        if not run.may_exit:
+            run.crash = priv.crash(grace=_EXIT_GRACE if failing else 0.0)
+            run.log_tail = priv.last_log_lines() if run.crash else ""
+            run.address = priv.address if priv.handle is not None else ()
         priv.stop()
-
-
-def private_deaths() -> list:
-    """What is known of each private server that exited on its own since the last call (each once: a line
-    with its exit code and the end of its log), the ones still in use looked at now."""
-    for priv in list(_OPEN):
-        _note_if_dead(priv)
-    taken = list(_DEATHS)
-    _DEATHS.clear()
-    return taken
-
-
-def _note_if_dead(priv: StartedServer, wait: float = 0.0) -> None:
-    if priv.handle is None or priv.stopping or not priv.handle.exited_within(wait):
-        return  # never started, stopped by its check (or noted already), or still running
-    tail = "\n".join(priv.log_text().splitlines()[-20:])
-    code = priv.stop()  # what is left of its tree goes now; its exit code is kept
-    _DEATHS.append(f"the private server {priv.target} exited on its own during this check (exit code {code}); "
-                   f"its log ends:\n{tail}")
 
 
 def with_workers(server, count: int):
@@ -95,4 +99,13 @@ def with_workers(server, count: int):
     target = get_adapter(server.target.server).with_workers(server.target, count)
     if target is None:
         not_supported(f"{server.target.server} targets cannot be asked for {count} worker processes")
+    return target
+
+
+def with_role(server, role: str, value: str):
+    """The session server's target with the option that plays ``role`` (``Adapter.ROLES``: a keep-alive timeout,
+    the trusted proxies) set to ``value``; a server without such an option makes the check *unsupported*."""
+    target = get_adapter(server.target.server).with_role(server.target, role, value)
+    if target is None:
+        not_supported(f"{server.target.server} targets have no {role} option gatecheck can set")
     return target

@@ -9,11 +9,15 @@ returns. It replaces the three wrappers of earlier versions (``ServerHandle`` in
 from __future__ import annotations
 
 import secrets
+import signal
 import time
 from pathlib import Path
 
+import psutil
+
 from gatecheck import fixtures
 from gatecheck.servers import ServerError, ServerHandle, ServerStartError, Target, app_for, start_server
+from gatecheck.servers.memory import DEFAULT_BOUND
 
 __all__ = ["StartedServer", "TLS", "read_log"]
 
@@ -25,21 +29,22 @@ class StartedServer:
     """A target's server process (``handle`` None until started, or when its start failed)."""
 
     def __init__(self, target: Target, capabilities, *, event_dir: Path, log_dir: Path, work_dir: Path,
-                 session_target=None) -> None:
+                 session_target=None, memory: int | None = DEFAULT_BOUND) -> None:
         self._target = target
         self._capabilities = capabilities
         self.session_target = session_target
         self.event_dir = event_dir     # the fixture app's event log (a fresh one per StartedServer)
         self.log_dir = log_dir         # where its log goes (and the logs of private servers it spawns)
         self.work_dir = work_dir       # scratch space removed at the end of the session
+        self.memory = memory           # the bound on its tree's resident memory (bytes; None: none)
         self.handle: ServerHandle | None = None
         self.error: ServerError | None = None   # the last start failure
         self.started_at = 0.0          # time.time() just before the last launch
         self.ready_at = 0.0            # time.time() when its first HTTP round trip succeeded
         self.exit_code: int | None = None
         self.starts = 0
-        self.last_check = ""           # the check that used it last (set by the plugin)
-        self.stopping = False          # stop() was called
+        self.last_check = ""           # the check that used it last (set by the plugin; a restart names it)
+        self.stopped_by_us = False     # stop() was called: an exit after it is not a crash
         self._launch: dict = {}
 
     # -- starting and stopping -----------------------------------------------------------------------
@@ -60,12 +65,12 @@ class StartedServer:
     def _start(self) -> None:
         launch = self._launch
         self.started_at = time.time()
-        self.handle, self.exit_code, self.stopping = None, None, False
+        self.handle, self.exit_code, self.stopped_by_us = None, None, False
         try:
             self.handle = start_server(
                 self._target, app=launch["app"], log_dir=self.log_dir, port=launch["port"],
                 env={fixtures.EVENT_DIR_ENV: str(self.event_dir), **launch["env"]},
-                ready_timeout=launch["ready_timeout"], tls=TLS)
+                ready_timeout=launch["ready_timeout"], tls=TLS, memory=self.memory)
         except ServerError as exc:
             self.error = exc
             raise
@@ -79,13 +84,54 @@ class StartedServer:
 
     def stop(self, grace: float = 5.0) -> int | None:
         """Stop the server and its tree (idempotent); return its exit code."""
+        self.stopped_by_us = True
         if self.handle is not None and self.exit_code is None:
-            self.stopping = True  # from now on its exit is ours (a check may stop it from another thread)
             self.exit_code = self.handle.stop(grace)
         return self.exit_code
 
     def alive(self) -> bool:
         return self.handle is not None and self.handle.alive()
+
+    # -- crashes -------------------------------------------------------------------------------------
+
+    def members(self) -> dict:
+        """pid -> create time of every live process of the server (its leader, its workers)."""
+        if self.handle is None:
+            return {}
+        found = {}
+        for proc in self.handle.process.tree.live():
+            try:
+                found[proc.pid] = proc.create_time()
+            except psutil.Error:
+                continue
+        return found
+
+    def crash(self, before: dict | None = None, grace: float = 0.0) -> str | None:
+        """What says the server died unasked, or None: the leader exited without :meth:`stop` (waited up to
+        ``grace`` s), or a process of ``before`` (a :meth:`members` taken earlier) vanished while the leader
+        lives on (a worker died; its master may already have replaced it)."""
+        if self.handle is None or self.stopped_by_us:
+            return None
+        if self.handle.exited_within(grace):
+            code = self.handle.process.popen.returncode
+            return f"the server process exited (exit code {code}{_signal_name(code)})"
+        if before:
+            gone = sorted(pid for pid, created in before.items() if not _alive(pid, created))
+            if gone:
+                return (f"server process{'es' if len(gone) > 1 else ''} {', '.join(map(str, gone))} of "
+                        f"{self.target} vanished (a worker died; the server itself lives on)")
+        return None
+
+    def last_log_lines(self, lines: int = 30) -> str:
+        """The last lines the server logged (a crash often logs nothing while the check ran)."""
+        return self.handle.log_tail(lines) if self.handle is not None else ""
+
+    # -- what the fixture app refused ------------------------------------------------------------------
+
+    def refusals(self, since: int = 0) -> list:
+        """The fixture app's refusals (``fixtures.REFUSALS``) from the ``since``-th on: requests it could not
+        run (a script it could not read, an invalid token), with what it was handed."""
+        return fixtures.read_events(self.event_dir, fixtures.REFUSALS)[since:]
 
     # -- where and what ------------------------------------------------------------------------------
 
@@ -112,7 +158,10 @@ class StartedServer:
         return "t" + secrets.token_hex(8)
 
     def events(self, token: str, timeout: float = 0.0) -> list:
-        return fixtures.read_events(self.event_dir, token, timeout=timeout)
+        """The app's events for ``token`` (a script it refused raises ``CheckError``: ``view.refused``)."""
+        from gatecheck.conformance.app.view import refused
+
+        return refused(fixtures.read_events(self.event_dir, token, timeout=timeout))
 
     def wait_for_event(self, token: str, name: str, timeout: float = 5.0):
         return fixtures.wait_for_event(self.event_dir, token, name, timeout=timeout)
@@ -143,6 +192,23 @@ class StartedServer:
     def __repr__(self) -> str:
         state = "running" if self.alive() else ("failed" if self.error else "stopped")
         return f"<StartedServer {self.target} {state}>"
+
+
+def _signal_name(code) -> str:
+    if isinstance(code, int) and code < 0:
+        try:
+            return f", killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f", killed by signal {-code}"
+    return ""
+
+
+def _alive(pid: int, created: float) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        return proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def read_log(path: Path, offset: int, limit: int = 16384) -> str:

@@ -22,6 +22,9 @@ Rules of this module:
    and ``NEVER_GRACE`` later, is the token's log read (:func:`h2_never_logged`; ``wire.assert_never_parsed``
    for HTTP/1.1). A server that hands a refused request to its app does so as it refuses it, before it reads
    the later one; the barrier also proves the log works, so an empty log is evidence.
+5. A script the fixture app could not read (it logs ``script.error`` and answers its own 400) is never evidence:
+   every reader of a token's events raises :class:`CheckError` (the check's outcome is "error") naming the
+   query string the app was handed.
 """
 from __future__ import annotations
 
@@ -33,11 +36,13 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 from gatecheck import fixtures
-from gatecheck.fixtures import typed
 
 from gatecheck.conformance.client.h2 import H2Client, StreamState
 from gatecheck.conformance.client.http1 import Connection, Exchange, build_request, exchange
 from gatecheck.conformance.client.ws import connect as ws_connect
+from gatecheck.conformance.spec.results import CheckError
+from gatecheck.conformance.app.probes import (app_view, asgi_scope, decode_probe, rsgi_attrs, rsgi_headers, value_of,
+                                              wsgi_environ)
 
 __all__ = ["TOKEN_HEADER", "new_token", "script_target", "script_request", "chunked", "ping", "run_script",
            "ScriptRun", "ws_open", "ws_script", "ws_accepted", "ws_steps", "response_script", "events_of",
@@ -51,6 +56,9 @@ TOKEN_HEADER = fixtures.TOKEN_HEADER
 #: how long a scripted exchange waits for its replies, and for its steps, by default
 _REPLY_TIMEOUT = 3.0
 _STEPS_TIMEOUT = 5.0
+
+#: how long a connection that a response ended gets to close, when a follow-up request is held back
+_CLOSE_WAIT = 1.5
 
 #: rule 4: once the barrier request was served and logged, how much longer an earlier request has to show up
 NEVER_GRACE = 0.05
@@ -110,12 +118,14 @@ class ScriptRun(NamedTuple):
 def run_script(server, steps: list, *, over: str = "http1", then=(), count: int | None = None,
                method: str = "GET", headers=(), body: bytes = b"", chunks=None, version: str = "HTTP/1.1",
                token: str | None = "new", timeout: float = 5.0, wait: bool = True,
-               steps_timeout: float | None = None, tls: bool = False) -> ScriptRun:
+               steps_timeout: float | None = None, tls: bool = False, pipeline: bool = False) -> ScriptRun:
     """Send one scripted request on a new connection and return a :class:`ScriptRun`.
 
     ``over``: "http1" (the request exactly as asked: Content-Length, or chunked when ``chunks`` is given;
-    the raw GET requests in the tuple ``then`` pipelined behind it; up to ``count`` final responses read,
-    default 1 + len(then)) or "h2" (one stream; ``exchange`` is its ``StreamState``). ``token=None``
+    then the raw GET requests in the tuple ``then``, each once the previous response came, as long as the
+    connection persists (the exchange's ``held`` says why one was not sent); with ``pipeline`` they go in the
+    same write, for the checks whose rule is pipelining; up to ``count`` final responses read, default
+    1 + len(then)) or "h2" (one stream; ``exchange`` is its ``StreamState``). ``token=None``
     sends no event-log token; ``tls`` sends it over TLS. ``timeout`` bounds the reply; then, unless ``wait``
     is false, the script's steps are waited for (:func:`wait_steps`, up to ``steps_timeout``, default ``timeout``)."""
     token = new_token() if token == "new" else token
@@ -124,14 +134,28 @@ def run_script(server, steps: list, *, over: str = "http1", then=(), count: int 
         result = h2_get(server, script_target(steps), h2_headers, method=method, body=body, timeout=timeout, tls=tls)
     else:
         result = _run_http1(server, steps, token, then=then, count=count, method=method, headers=headers,
-                            body=body, chunks=chunks, version=version, timeout=timeout, tls=tls)
+                            body=body, chunks=chunks, version=version, timeout=timeout, tls=tls, pipeline=pipeline)
     events = []
     if wait and token is not None:
         events = wait_steps(server, token, len(steps), timeout=timeout if steps_timeout is None else steps_timeout)
+        _assert_not_canned(result, events)
     return ScriptRun(token, result, events)
 
 
-def _run_http1(server, steps, token, *, then, count, method, headers, body, chunks, version, timeout, tls) -> Exchange:
+def _assert_not_canned(result, events: list) -> None:
+    """A 1xx-3xx final answer to a script, with nothing in the app's log for its token, is not the app's (a
+    canned answer): no check may take it as evidence (a server's own 4xx/5xx needs no app, checks judge it)."""
+    if events:
+        return
+    statuses = [r.status for r in result.final] if isinstance(result, Exchange) else [result.status]
+    first = statuses[0] if statuses else None
+    assert first is None or first >= 400, (
+        f"the script was answered {first}, and the app's log shows no run of it: the answer is not the app's "
+        f"(no evidence)")
+
+
+def _run_http1(server, steps, token, *, then, count, method, headers, body, chunks, version, timeout, tls,
+               pipeline) -> Exchange:
     count = count if count is not None else 1 + len(then)
     headers, content_length = list(headers), True
     if chunks is not None:
@@ -140,8 +164,25 @@ def _run_http1(server, steps, token, *, then, count, method, headers, body, chun
     data = script_request(server, steps, token=token, method=method, headers=headers, body=body,
                           version=version, content_length=content_length)
     with Connection(server.address, timeout, tls=tls) as conn:
-        conn.send(data + b"".join(then))
-        return conn.read_responses(count, methods=[method] + ["GET"] * (count - 1))
+        if pipeline or not then:
+            conn.send(data + b"".join(then))
+            return conn.read_responses(count, methods=[method] + ["GET"] * (count - 1))
+        conn.send(data)
+        ex = conn.read_responses(count - len(then), methods=[method])
+        for follow in then:
+            if not ex.final or not conn.may_send():
+                why = conn.ending or ("the server closed the connection" if conn.closed else "no response came")
+                if conn.ending and not conn.closed:   # whatever comes after the response, until the close
+                    before = len(conn.buffer)
+                    conn.wait_closed(_CLOSE_WAIT)
+                    ex = Exchange(ex.responses, conn.closed, conn.buffer, ex.timed_out, ex.raw + conn.buffer[before:])
+                ex.held = f"the follow-up request was not sent: {why}"
+                break
+            conn.send(follow)
+            more = conn.read_responses(1, methods=["GET"])
+            ex = Exchange(ex.responses + more.responses, more.closed, more.leftover, more.timed_out,
+                          ex.raw + more.raw)
+        return ex
 
 
 def ws_open(server, target: str, *, token: str | None = None, protocols=(), headers=(), timeout: float = 5.0,
@@ -209,8 +250,20 @@ _READ_BODY = {"asgi": "receive_all", "rsgi": "read_all", "wsgi": "read_body"}
 # -- the event log ----------------------------------------------------------------------------------
 
 def events_of(server, token: str) -> list:
-    """The events logged so far for ``token`` (decoded), oldest first."""
-    return fixtures.read_events(server.event_dir, token)
+    """The events logged so far for ``token`` (decoded), oldest first. A script the app refused (``script.error``:
+    it could not read it) raises :class:`CheckError` naming what the app was handed (rule 5)."""
+    return refused(fixtures.read_events(server.event_dir, token))
+
+
+def refused(events: list) -> list:
+    """``events``, unless they show the fixture app refused the script (rule 5): then :class:`CheckError`."""
+    for event in events:
+        if event.get("event") == "script.error":
+            query = repr(event.get("query"))
+            query = query if len(query) <= 160 else query[:150] + "...'"
+            raise CheckError(f"the fixture app could not run this check's script: {event.get('message')}; it was "
+                             f"handed the query string {query}. The check has no evidence either way")
+    return events
 
 
 def steps_of(events: list) -> list:
@@ -239,8 +292,13 @@ def step_value(event: dict | None, what: str):
 
 
 def wait_event(server, token: str, name: str, timeout: float = 5.0, **match) -> dict:
-    """The first event called ``name`` (matching ``match``); TimeoutError with the events seen otherwise."""
-    return fixtures.wait_for_event(server.event_dir, token, name, timeout, **match)
+    """The first event called ``name`` (matching ``match``); TimeoutError with the events seen otherwise (or
+    :class:`CheckError` when the app refused the script, rule 5)."""
+    try:
+        return fixtures.wait_for_event(server.event_dir, token, name, timeout, **match)
+    except TimeoutError:
+        refused(fixtures.read_events(server.event_dir, token))
+        raise
 
 
 def _poll(server, token: str, enough, timeout: float) -> list:
@@ -265,7 +323,7 @@ def wait_steps(server, token: str, count: int, timeout: float = _STEPS_TIMEOUT) 
     simply has fewer steps, which the check then reports."""
     def enough(events: list) -> bool:
         done = {e.get("index") for e in steps_of(events)}
-        ended = any(e.get("event") in ("script.end", "request.end") for e in events)
+        ended = any(e.get("event") in ("script.end", "request.end", "script.error") for e in events)
         return all(i in done for i in range(count)) or ended
 
     return _poll(server, token, enough, timeout)
@@ -324,67 +382,6 @@ def h2_never_logged(server, token: str) -> list:
     assert server.events(later, timeout=BARRIER_LOG_TIMEOUT), (
         "the app's event log shows nothing for a served request, so its silence on the refused one is no evidence")
     return server.events(token, timeout=NEVER_GRACE)
-
-
-def decode_probe(body: bytes) -> dict:
-    return json.loads(body)
-
-
-def value_of(doc: dict):
-    """Decode one typed value from a probe document."""
-    return typed.decode(doc)
-
-
-def asgi_scope(doc: dict) -> dict:
-    return value_of(doc["scope"])
-
-
-def wsgi_environ(doc: dict) -> dict:
-    return value_of(doc["environ"])
-
-
-def rsgi_attrs(doc: dict) -> dict:
-    attrs = {}
-    for name, result in doc["scope"].items():
-        assert "error" not in result, f"scope.{name} raised {result['error']}"
-        attrs[name] = value_of(result["value"])
-    return attrs
-
-
-def rsgi_headers(doc: dict) -> dict:
-    """``items`` (list of (name, value)) and ``get_all`` per name from the RSGI headers object."""
-    headers = doc["headers"]
-    assert "error" not in headers["items"], f"headers.items() raised {headers['items']['error']}"
-    items = [tuple(pair) for pair in value_of(headers["items"]["value"])]
-    get_all = {}
-    for name, results in headers["per_name"].items():
-        result = results["get_all"]
-        get_all[name] = value_of(result["value"]) if "value" in result else result["error"]
-    return {"items": items, "get_all": get_all}
-
-
-def app_view(doc: dict) -> dict:
-    """What the app was handed, interface-neutral: {"path", "query", "headers": [(name, value)]}.
-
-    Names are lower-case str, values latin-1 str, as received in order; WSGI's HTTP_* keys come back as
-    names with "-" (their order and duplicates are lost by the interface)."""
-    kind = doc["interface"]
-    if kind == "asgi":
-        scope = asgi_scope(doc)
-        headers = [(n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in scope["headers"]]
-        return {"path": scope["path"], "query": scope["query_string"].decode("latin-1"), "headers": headers}
-    if kind == "rsgi":
-        attrs = {k: value_of(v["value"]) for k, v in doc["scope"].items() if "value" in v}
-        items = doc["headers"]["items"]
-        pairs = value_of(items["value"]) if "value" in items else []
-        headers = [(str(n).lower(), str(v)) for n, v in pairs]
-        return {"path": attrs.get("path"), "query": attrs.get("query_string"), "headers": headers}
-    env = wsgi_environ(doc)
-    headers = [(k[5:].lower().replace("_", "-"), v) for k, v in env.items() if k.startswith("HTTP_")]
-    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-        if env.get(key):
-            headers.append((key.lower().replace("_", "-"), env[key]))
-    return {"path": env.get("PATH_INFO"), "query": env.get("QUERY_STRING"), "headers": headers}
 
 
 def random_bytes(size: int, seed: int) -> bytes:

@@ -156,7 +156,7 @@ _AFTER_PATHSEND = {
 @spec(f"{_EXT} §Path Send", "SHOULD")
 def test_pathsend_completes_the_response(server, case):
     """pathsend completes the response as a last body would: a later pathsend or body adds nothing to it. The
-    request pipelined behind it shows stray bytes; if the server closes instead of answering it, that passes."""
+    request sent after it shows stray bytes; if the server closes instead of answering it, that passes."""
     _require(server, PATHSEND)
     data = _file(fixtures.STATIC_SMALL)
     steps = [["start", 200, [["content-length", str(len(data))]]], ["pathsend", fixtures.STATIC_SMALL],

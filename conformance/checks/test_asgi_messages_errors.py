@@ -134,6 +134,8 @@ def test_header_with_cr_lf_or_nul_never_reaches_the_wire(server, case):
     assert b"\x00" not in head, f"a NUL byte reached the response head: {head[:300]!r}"
     if result.final:
         assert not result.first.header_all("x-injected"), f"an injected field reached the wire: {head[:300]!r}"
+        assert step(events, 0) is not None, (
+            f"a response the app's log never shows it made (its start never ran): no evidence: {head[:300]!r}")
         return
     assert step(events, 0) is not None and closed, (
         f"no response, and no evidence the server refused the header (the app's send logged: "

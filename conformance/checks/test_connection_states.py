@@ -6,12 +6,13 @@ connection is judged, not only the one under test: the ``GET /ping`` requests ar
 200 "ok" in order. ``Connection: close`` is put in the request and in the app's response at each position;
 a client that half-closes after sending is last.
 
-Not supported, never failed: a server that does not keep connections open (it says "close" and closes,
-RFC 9112 §9.3; or it closes after as many responses on a connection of ``GET /ping`` only, whether or not
-it said close: that omission is another check's obligation) cannot reach a later position, and one that
-answers the first of pipelined requests and then neither the rest nor closes does not serve pipelining
-(RFC 9112 §9.3.2 lets a client pipeline; the suite reports that server's pipelined positions as not
-supported). A close the request under test provoked is no such reason: it fails.
+Not supported, never failed: a server that does not keep connections open (its response does not persist
+and it closes, RFC 9112 §9.3; or it closes after as many responses on a connection of ``GET /ping`` only,
+whether or not it said close: that omission is another check's obligation) cannot reach a later position,
+and one that does not serve pipelined requests (found once per target, ``helpers/support.py``) cannot reach
+a pipelined one (RFC 9112 §9.3.2 lets a client pipeline; the suite reports that server's pipelined positions
+as not supported). A close the request under test provoked is no such reason: it fails. The client sends
+no request after a response that ended the connection (RFC 9112 §9.6).
 """
 from __future__ import annotations
 
@@ -20,12 +21,13 @@ import socket
 import pytest
 
 from gatecheck.conformance.app import app_view, decode_probe, response_script, script_target
-from gatecheck.conformance.client.http1 import Connection
+from gatecheck.conformance.client.http1 import Connection, ending_of, persistent
 from gatecheck.conformance.spec.dimensions import PIPELINE, POSITIONS, Position, position_params
 from gatecheck.conformance.spec.markers import needs, spec
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.helpers.wire import (CLOSE_WAIT, REPLY_TIMEOUT, assert_never_parsed, describe, request, says_close,
-                                        smuggled_request)
+from gatecheck.conformance.helpers.support import body_not_read, needs_pipelining
+from gatecheck.conformance.helpers.wire import (CLOSE_WAIT, REPLY_TIMEOUT, assert_never_parsed, describe,
+                                        ends_connection, request, smuggled_request)
 from gatecheck.fixtures import TOKEN_HEADER, payload_bytes
 
 pytestmark = needs("http1")
@@ -68,7 +70,7 @@ def _converse(server, position, datas: list, methods: list, wait_close: bool = F
             finals = ex.final
         else:
             for i, data in enumerate(datas):
-                if i and conn.closed:
+                if i and not conn.may_send():   # closed, or the last response ended the connection (§9.6)
                     break
                 try:
                     conn.send(data)
@@ -81,7 +83,7 @@ def _converse(server, position, datas: list, methods: list, wait_close: bool = F
                 finals += ex.final
                 if not ex.final:
                     break
-        if wait_close and not conn.closed:
+        if (wait_close or conn.ending) and not conn.closed:   # a response ended it: its close is judged too
             conn.wait_closed(CLOSE_WAIT)
     except BaseException:
         conn.close()
@@ -93,6 +95,8 @@ def _exchange(server, position, target: bytes, method: str = "GET", *, tokens: b
               wait_close: bool = False):
     """Send the connection's requests as the position says; return (final responses, connection, requests).
     Skips as not supported when the position cannot be reached (see the module docstring)."""
+    if position.pipelined and position.index:   # the first of a pipeline is reached by any server
+        needs_pipelining(server)
     requests = _place(server, position, target, tokens)
     methods = ["GET"] * len(requests)
     methods[position.index] = method
@@ -120,11 +124,12 @@ def _reachable(server, finals, conn, position, ex, total: int) -> None:
     if len(finals) > position.index:
         return
     conn.close()
-    said = finals and says_close(finals[-1])
-    if finals and conn.closed and (said or _stops_unprovoked(server, position, len(finals))):
-        how = "saying close" if said else "without saying close, as on a connection of GET /ping only"
-        _unsupported(f"the server closes the connection after {len(finals)} of {total} responses ({how}): "
-                     f"no request reaches position {position.name}")
+    if finals and ends_connection(finals[-1]):   # the client sends nothing more (RFC 9112 §9.6), closed or not
+        _unsupported(f"the server ended the connection in response {len(finals)} of {total} "
+                     f"({ending_of(finals[-1])}): no request reaches position {position.name}")
+    if finals and conn.closed and _stops_unprovoked(server, position, len(finals)):
+        _unsupported(f"the server closes the connection after {len(finals)} of {total} responses (without saying "
+                     f"close, as on a connection of GET /ping only): no request reaches position {position.name}")
     if position.pipelined and finals and not conn.closed and ex.timed_out:
         _unsupported(f"the server answered {len(finals)} of {total} pipelined requests and then neither the "
                      "rest nor closed: it does not serve pipelined requests")
@@ -141,13 +146,14 @@ def _others_answered(finals, position, *, upto: int | None = None) -> None:
 
 
 def _all_answered(server, finals, conn, position, ex) -> None:
-    """Every request got its response; a server may stop early only by closing, after saying close or where
-    a connection of ``GET /ping`` only stops as early (see ``_reachable``)."""
+    """Every request got its response; a server may stop early only by ending the connection in a response
+    (RFC 9112 §9.3: its close is another check's obligation), or by closing where a connection of ``GET /ping``
+    only stops as early (see ``_reachable``)."""
     total = PIPELINE if position.pipelined else position.index + 1
-    if len(finals) < total:
-        assert conn.closed and (says_close(finals[-1]) or _stops_unprovoked(server, position, len(finals))), (
-            f"{len(finals)} of {total} requests answered, without Connection: close and a close the server "
-            f"makes whatever the requests: {describe(ex)}")
+    if len(finals) < total and not ends_connection(finals[-1]):
+        assert conn.closed and _stops_unprovoked(server, position, len(finals)), (
+            f"{len(finals)} of {total} requests answered, without ending the connection in a response (RFC 9112 "
+            f"§9.3) and a close the server makes whatever the requests: {describe(ex)}")
     _others_answered(finals, position)
 
 
@@ -186,6 +192,8 @@ def test_request_body_is_read_at_each_position(server, position, framing):
     finals, conn, _, ex = _exchange(server, position, target, "POST")
     conn.close()
     resp = finals[position.index]
+    if _FRAMINGS[framing]:
+        body_not_read(server, resp, _BODY)   # a 411, or a WSGI app with no way to read it: not supported
     assert resp.status == 200 and resp.body == _BODY, (
         f"/echo answered {resp.status} with {len(resp.body)} bytes, want the {len(_BODY)} sent: {describe(ex)}")
     _all_answered(server, finals, conn, position, ex)
@@ -198,14 +206,15 @@ def test_streamed_response_is_delimited_at_each_position(server, position):
     stands, so the responses after it parse; close-delimited only when the server then closes and said so."""
     target = request(server, "POST", "/echo_iter", body=_BODY)
     finals, conn, _, ex = _exchange(server, position, target, "POST")
-    if finals and says_close(finals[-1]) and not conn.closed:
-        conn.wait_closed(CLOSE_WAIT)   # only a response that said close is waited for (18 × 1.5 s otherwise)
+    if finals and ends_connection(finals[-1]) and not conn.closed:
+        conn.wait_closed(CLOSE_WAIT)   # only a response that ended the connection is waited for (18 × 1.5 s otherwise)
     conn.close()
     resp = finals[position.index]
     assert resp.status == 200 and resp.body == _BODY, (
         f"/echo_iter answered {resp.status} with {len(resp.body)} bytes ({resp.framing}): {describe(ex)}")
     if resp.framing == "close":
-        assert says_close(resp) and ex.closed, f"a close-delimited response without saying close: {describe(ex)}"
+        assert not persistent(resp, framing=False) and ex.closed, (
+            f"a close-delimited response that does not announce the end of the connection: {describe(ex)}")
     _all_answered(server, finals, conn, position, ex)
 
 
@@ -224,12 +233,14 @@ def test_connection_close_request_is_answered_then_closed_at_each_position(serve
     """A request with Connection: close, at each place on the connection, is answered (200 "ok", every
     response before it too) and then the server closes the connection. Where requests were pipelined behind
     it the client broke §9.6 ("MUST NOT send further requests"), so that response's status is not judged:
-    any final response, then the close."""
+    any final response (a 2xx one only with the app's log showing it ran the request), then the close."""
     token = server.new_token()
     finals, conn, _, ex = _exchange(server, position, _close_target(server, "request", token), wait_close=True)
     conn.close()
     _others_answered(finals, position, upto=position.index)
     resp = finals[position.index]
+    if 200 <= resp.status < 300:
+        assert server.events(token, timeout=2.0), "a 2xx the app's log never shows it made: no evidence"
     if not (position.pipelined and position.index < PIPELINE - 1):
         assert (resp.status, resp.body) == (200, b"ok"), (
             f"the Connection: close request got {resp.status}: {describe(ex)}")
@@ -248,8 +259,8 @@ def test_connection_close_from_the_app_closes_at_each_position(server, position)
     _others_answered(finals, position, upto=position.index)
     resp = finals[position.index]
     assert server.events(token, timeout=2.0), "the app's log never showed the request: no evidence"
-    if says_close(resp):
-        assert conn.closed, f"the server sent Connection: close and kept the connection open: {describe(ex)}"
+    if ends_connection(resp):
+        assert conn.closed, f"the server ended the connection in its response and kept it open: {describe(ex)}"
         assert len(finals) == position.index + 1, f"requests after the close were answered: {describe(ex)}"
     else:
         _all_answered(server, finals, conn, position, ex)
@@ -270,7 +281,7 @@ def test_requests_pipelined_after_a_close_are_not_processed(server, position, wh
     conn.close()
     assert server.events(token, timeout=2.0), "the app's log never showed the close request: no evidence"
     resp = finals[position.index]
-    if who == "response" and not says_close(resp):
+    if who == "response" and not ends_connection(resp):
         _unsupported("the server did not send the app's Connection: close; nothing after it is to be refused")
     assert len(finals) == position.index + 1, (
         f"{len(finals)} responses, the requests after the close answered: {describe(ex)}")
@@ -293,13 +304,15 @@ def test_half_closed_client_gets_its_responses(server, case):
     """POLICY: a client that shuts down its sending side (TCP half-close) after a complete request still
     reads; the server answers every complete request it received (the connection then ends)."""
     methods, build, bodies = _HALF_CLOSE[case]
+    if len(bodies) > 1:
+        needs_pipelining(server)
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(build(server))
         conn.sock.shutdown(socket.SHUT_WR)
         ex = conn.read_responses(len(bodies), methods=methods)
     got = [(r.status, r.body) for r in ex.final]
     if 0 < len(got) < len(bodies) and got == [(200, b) for b in bodies[:len(got)]]:
-        said = says_close(ex.final[-1])
+        said = ends_connection(ex.final[-1])
         stops = ex.closed and (said or _stops_unprovoked(server, Position("pipelined", 0, True), len(got),
                                                          len(bodies)))
         if stops or (not ex.closed and ex.timed_out):

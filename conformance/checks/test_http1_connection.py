@@ -1,5 +1,10 @@
 """Connection management on the HTTP/1.x wire: keep-alive, Connection: close, HTTP/1.0, pipelining
-(RFC 9112 §9.3, §9.3.2, §9.6)."""
+(RFC 9112 §9.3, §9.3.2, §9.6).
+
+Every request carries an event-log token and a pass needs the app's log showing it ran it: a server's canned
+answer says nothing of how the server handles the app's responses on the connection. Whether a response lets
+the connection persist is read as RFC 9112 §9.3 says (``client.http1.persistent``): the "close" option, or an
+HTTP/1.0 response without "keep-alive"; the client sends nothing after a response that ends it (§9.6)."""
 from __future__ import annotations
 
 import pytest
@@ -8,8 +13,10 @@ from gatecheck.fixtures import JSON_BODY, TOKEN_HEADER, payload_bytes
 
 from gatecheck.conformance.app import new_token
 from gatecheck.conformance.spec.markers import needs, spec
-from gatecheck.conformance.helpers.wire import (REPLY_TIMEOUT, assert_answered_in_order, assert_closed, assert_never_parsed,
-                                        deliver, describe, request, says_close, smuggled_request)
+from gatecheck.conformance.client.http1 import persistent
+from gatecheck.conformance.helpers.wire import (REPLY_TIMEOUT, assert_answered_in_order, assert_app_ran, assert_closed,
+                                        assert_never_parsed, deliver, describe, request, says_close, smuggled_request,
+                                        tracked)
 
 pytestmark = needs("http1")
 
@@ -19,9 +26,11 @@ _B1K = payload_bytes(1024)
 @spec("RFC 9112 §9.3", "SHOULD")
 def test_two_sequential_requests_share_one_connection(server):
     """HTTP/1.1 connections persist by default: a second request on the same connection is answered."""
-    ex = deliver(server, request(server), then=request(server, target="/b1k"))
-    assert [r.status for r in ex.final] == [200, 200], describe(ex)
+    (first, one), (second, two) = tracked(server), tracked(server, target="/b1k")
+    ex = deliver(server, first, then=second)
+    assert [r.status for r in ex.final] == [200, 200], f"{ex.held or 'the second request was not answered'}: {describe(ex)}"
     assert ex.final[0].body == b"ok" and ex.final[1].body == _B1K, describe(ex)
+    assert_app_ran(server, one, two, what="the two requests")
 
 
 _CLOSE_TOKENS = {"lower": "close", "capitalised": "Close", "in-a-list": "keep-alive, close"}
@@ -32,15 +41,19 @@ _CLOSE_TOKENS = {"lower": "close", "capitalised": "Close", "in-a-list": "keep-al
 def test_connection_close_request_is_answered_then_closed(server, value):
     """A request with the "close" connection option (any case, any list position) gets its response, and
     then the server closes the connection."""
-    ex = deliver(server, request(server, headers=[("Connection", value)]), wait_close=True)
+    data, token = tracked(server, headers=[("Connection", value)])
+    ex = deliver(server, data, wait_close=True)
     assert ex.first.status == 200 and ex.first.body == b"ok", describe(ex)
+    assert_app_ran(server, token)
     assert_closed(ex)
 
 
 @spec("RFC 9112 §9.6", "SHOULD")
 def test_connection_close_request_gets_connection_close_in_response(server):
     """The response to a request with Connection: close carries the "close" connection option."""
-    ex = deliver(server, request(server, headers=[("Connection", "close")]))
+    data, token = tracked(server, headers=[("Connection", "close")])
+    ex = deliver(server, data)
+    assert_app_ran(server, token)
     assert says_close(ex.first), describe(ex)
 
 
@@ -53,18 +66,22 @@ def test_server_that_closes_after_its_response_says_close(server):
     connections persistent: the rule is not applicable (never a pass). A server that closes instead, unasked,
     after the first response of a fresh connection with a request pending, does not keep connections
     persistent (there is nothing else it could be answering, and no idle time passed), so its first response
-    must have carried "close"."""
-    ex = deliver(server, request(server), then=request(server))
+    must have carried "close" — or be an HTTP/1.0 response without "keep-alive", which says the same (RFC 9112
+    §9.3: the connection "will close after the current response"). A response that announced the end gets no
+    second request (§9.6): the close that follows is then judged as announced."""
+    (first, token), (second, _) = tracked(server), tracked(server)
+    ex = deliver(server, first, then=second)
     assert ex.final and ex.first.status == 200 and ex.first.body == b"ok", describe(ex)
+    assert_app_ran(server, token)
     if len(ex.final) > 1:
         pytest.skip(f"not applicable: a second request on the connection was answered {ex.final[1].status} (the "
                     "server keeps it persistent)")
     if not ex.closed:
         pytest.skip(f"not applicable: the connection stayed open {REPLY_TIMEOUT:.0f} s after the response, with a "
                     "second request unanswered (it was not closed: nothing to say close about)")
-    assert says_close(ex.first), ("the server closed the connection after its first response, with a second "
-                                  f"request pending and unanswered, without the \"close\" connection option: "
-                                  f"{describe(ex)}")
+    assert not persistent(ex.first, framing=False), (
+        "the server closed the connection after its first response, with a second request pending and unanswered, "
+        f"without the \"close\" connection option: {describe(ex)}")
 
 
 @spec("RFC 9112 §9.6", "MUST NOT")
@@ -88,8 +105,10 @@ def test_request_pipelined_after_connection_close_is_not_processed(server):
 @spec("RFC 9112 §9.3", "DEFINED")
 def test_http10_request_without_keep_alive_is_closed_after_response(server):
     """An HTTP/1.0 request without the keep-alive option: the connection closes after the response."""
-    ex = deliver(server, request(server, version="HTTP/1.0"), wait_close=True)
+    data, token = tracked(server, version="HTTP/1.0")
+    ex = deliver(server, data, wait_close=True)
     assert ex.first.status == 200 and ex.first.body == b"ok", describe(ex)
+    assert_app_ran(server, token)
     assert_closed(ex)
 
 
@@ -97,11 +116,12 @@ def test_http10_request_without_keep_alive_is_closed_after_response(server):
 def test_http10_keep_alive_is_honoured_with_a_delimited_response_or_closed(server):
     """An HTTP/1.0 request with Connection: keep-alive either gets a close after its response, or a
     length-delimited response (never chunked) and a second request answered on the same connection."""
-    first = request(server, version="HTTP/1.0", headers=[("Connection", "keep-alive")])
+    first, token = tracked(server, version="HTTP/1.0", headers=[("Connection", "keep-alive")])
     second = request(server, target="/b1k", version="HTTP/1.0", headers=[("Connection", "keep-alive")])
     ex = deliver(server, first, then=second)
     resp = ex.first
     assert resp.status == 200 and resp.body == b"ok", describe(ex)
+    assert_app_ran(server, token)
     if len(ex.final) == 1:
         assert_closed(ex)
     else:

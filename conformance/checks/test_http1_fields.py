@@ -12,8 +12,8 @@ import pytest
 
 from gatecheck.conformance.app import app_view, decode_probe
 from gatecheck.conformance.spec.markers import needs, spec
-from gatecheck.conformance.helpers.wire import (assert_closed_after_answer, assert_refused, assert_serves, deliver, describe,
-                                        request)
+from gatecheck.conformance.helpers.wire import (assert_app_ran, assert_closed_after_answer, assert_refused,
+                                        assert_serves, deliver, describe, request, tracked)
 
 pytestmark = needs("http1")
 
@@ -84,9 +84,11 @@ def test_request_with_invalid_host_is_rejected(server, host):
 
 @spec("RFC 9112 §3.2", "DEFINED")
 def test_http10_request_without_host_is_served(server):
-    """HTTP/1.0 requests may omit Host: they are served normally."""
-    ex, resp = _status(server, request(server, version="HTTP/1.0", host=None))
+    """HTTP/1.0 requests may omit Host: they are served normally (the app's log shows it ran)."""
+    data, token = tracked(server, version="HTTP/1.0", host=None)
+    ex, resp = _status(server, data)
     assert resp.status == 200 and resp.body == b"ok", describe(ex)
+    assert_app_ran(server, token)
 
 
 @spec("RFC 9112 §3.2.2", "MUST")
@@ -180,8 +182,10 @@ def test_whitespace_line_after_request_line_is_rejected_or_ignored(server):
 @spec("RFC 9112 §2.2", "SHOULD")
 def test_empty_line_before_request_line_is_ignored(server):
     """At least one empty line (CRLF) received before the request-line is ignored."""
-    ex, resp = _status(server, b"\r\n" + request(server))
+    data, token = tracked(server)
+    ex, resp = _status(server, b"\r\n" + data)
     assert resp.status == 200 and resp.body == b"ok", describe(ex)
+    assert_app_ran(server, token)
 
 
 _BAD_VERSIONS = {"lower-case": b"http/1.1", "missing": b""}

@@ -14,7 +14,8 @@ import pytest
 from gatecheck.conformance.app import app_view, decode_probe
 from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.spec.markers import needs, spec
-from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, assert_serves, deliver, describe, request
+from gatecheck.conformance.helpers.wire import (REPLY_TIMEOUT, assert_app_ran, assert_serves, deliver, describe,
+                                                request, tracked)
 
 pytestmark = needs("http1")
 
@@ -67,13 +68,13 @@ def test_oversized_header_section_is_4xx_or_passed_whole(server, headers):
 
 
 def _full(server, which: str) -> tuple:
-    """(request bytes, split offset, expected body) for an incomplete-request case."""
+    """(request bytes, split offset, expected body, token) for an incomplete-request case."""
     if which == "partial-body":
-        data = request(server, "POST", "/echo", [("Content-Length", "10")], b"helloworld")
-        return data, len(data) - 5, b"helloworld"
-    data = request(server, headers=[("X-Gatecheck", "value")])
+        data, token = tracked(server, "POST", "/echo", [("Content-Length", "10")], b"helloworld")
+        return data, len(data) - 5, b"helloworld", token
+    data, token = tracked(server, headers=[("X-Gatecheck", "value")])
     cut = data.index(b"\r\n") + 2 if which == "after-request-line" else data.index(b"X-Gatecheck: va") + 15
-    return data, cut, b"ok"
+    return data, cut, b"ok", token
 
 
 # RFC 9110 §5.3: a server MUST NOT apply a request before its whole header section arrived; RFC 9112 §6.3:
@@ -86,7 +87,7 @@ _INCOMPLETE = {"after-request-line": ("RFC 9110 §5.3", "MUST NOT"), "inside-a-f
 def test_incomplete_request_is_waited_for_not_answered(server, which):
     """A request cut after its request-line, inside a field, or inside its body is waited for: nothing is
     answered and the connection stays open; once the rest arrives it is answered normally."""
-    data, cut, expected = _full(server, which)
+    data, cut, expected, token = _full(server, which)
     method = "POST" if which == "partial-body" else "GET"
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(data[:cut])
@@ -95,6 +96,7 @@ def test_incomplete_request_is_waited_for_not_answered(server, which):
         conn.send(data[cut:])
         ex = conn.read_responses(1, methods=[method])
     assert ex.first.status == 200 and ex.first.body == expected, describe(ex)
+    assert_app_ran(server, token, what="the request once complete")
 
 
 @spec("RFC 9112 §2.2", "DEFINED")
@@ -119,7 +121,9 @@ def test_slow_header_trickle_does_not_delay_other_clients(server):
         for i in range(3):
             slow.send(b"X-Slow-%d: y\r\n" % i)
             started = time.monotonic()
-            ex = deliver(server, request(server), timeout=2.0)
+            data, token = tracked(server)
+            ex = deliver(server, data, timeout=2.0)
             took = time.monotonic() - started
             assert ex.final and ex.final[0].body == b"ok" and took < 2.0, (
                 f"another client waited {took:.1f}s while one trickled headers: {describe(ex)}")
+            assert_app_ran(server, token, what="the other client's request")

@@ -2,6 +2,7 @@
 
     connect.py   ``connect(server, alpn=..., tls=...)``: the one way to open a socket (TLS by wrapping it)
     bounded.py   the one bounded read (a deadline and a cap on every ``recv``)
+    transcript.py  the bytes of a check's last connections, recorded by every socket ``connect`` opens
     http1.py     HTTP/1.x: requests from parts, a strict response parser, ``Connection``
     h2.py        HTTP/2: ``H2Client`` (h2frames.py: frame records, stream state, the raw path)
     ws.py        WebSocket: ``WSConnection`` (wsframes.py: handshake and frames from fields)

@@ -25,6 +25,7 @@ import warnings
 from dataclasses import dataclass
 
 from gatecheck import fixtures
+from gatecheck.conformance.client import transcript
 
 __all__ = ["connect", "TlsStream", "HandshakeInfo", "handshake", "tls_context", "tls_connect", "iana_cipher_id",
            "TLS_VERSIONS", "client_can_offer_old_tls"]
@@ -107,16 +108,29 @@ def handshake(server, alpn=None, *, timeout: float = 5.0, max_version=None) -> H
 
 class TlsStream:
     """An SSL socket whose reads return b"" when the peer ends TLS, with or without close_notify; ``info``
-    is what its handshake negotiated."""
+    is what its handshake negotiated. What goes through it is recorded as plaintext (``transcript``)."""
 
     def __init__(self, sock: ssl.SSLSocket, info: HandshakeInfo) -> None:
         self._sock, self.info = sock, info
+        self.transcript = transcript.opened(sock.getpeername(), tls=True)
 
     def recv(self, size: int) -> bytes:
+        return transcript.recorded_recv(self.transcript, self._recv, size)
+
+    def _recv(self, size: int) -> bytes:
         try:
             return self._sock.recv(size)
         except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
             return b""
+
+    def send(self, data, flags: int = 0) -> int:
+        sent = self._sock.send(data, flags)
+        self.transcript.add(transcript.SENT, memoryview(data)[:sent])
+        return sent
+
+    def sendall(self, data, flags: int = 0) -> None:
+        self.transcript.add(transcript.SENT, data)
+        self._sock.sendall(data, flags)
 
     def __getattr__(self, name):
         return getattr(self._sock, name)
@@ -127,14 +141,15 @@ def connect(server, *, alpn=None, tls: bool = False, timeout: float = 5.0, nodel
     """A connected socket to ``server`` (a served target, or an ``(host, port)`` address) with ``timeout``
     on every operation. ``tls=True`` wraps it in TLS offering ``alpn`` (a :class:`TlsStream` whose
     ``info`` says what was negotiated); a refused handshake raises ssl.SSLError/OSError. ``nodelay`` turns
-    Nagle's algorithm off (small frames and byte-by-byte writes go out at once)."""
+    Nagle's algorithm off (small frames and byte-by-byte writes go out at once). Either way the bytes it
+    carries are recorded for the check's failure report (``transcript``)."""
     address = getattr(server, "address", server)
     raw = socket.create_connection(address, timeout=timeout)
     raw.settimeout(timeout)
     if nodelay:
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if not tls:
-        return raw
+        return transcript.recording(raw)
     ctx = tls_context(alpn, max_version=max_version)
     try:
         sock = ctx.wrap_socket(raw, server_hostname=address[0])

@@ -11,20 +11,29 @@ Rules of this module:
    ``ParseError`` with its bytes, and a check fails on it; it is never read leniently into a pass.
 2. Every read goes through ``conformance.client.bounded`` (deadline and cap); passing the cap raises ``Overflow``,
    a failure naming the cap. ``read_raw`` is the one loop for checks that need bytes, not responses.
+3. The client keeps the client's rules it does not test (RFC 9112 §9.3, §9.6): once a final response says the
+   connection will not persist (:func:`persistent`), or the client itself sent the "close" option, a
+   ``Connection`` sends no further request on it (:class:`AfterClose`); a check whose rule is what a server
+   does with requests sent after a close sends them in the same write as the close, on purpose.
 """
 from __future__ import annotations
 
+import re
 import socket
 import time
 
 from gatecheck.conformance.client import bounded
 from gatecheck.conformance.client.connect import connect
-from gatecheck.conformance.client.http1parse import (HEAD_CAP, Exchange, ParseError, Response, broken_start, parse_from,
+from gatecheck.conformance.client.http1parse import (HEAD_CAP, Exchange, ParseError, Response, answered, broken_start,
+                                                    parse_from,
                                                     parse_head,
                                                     parse_responses)
+from gatecheck.conformance.spec.results import CheckError
 
-__all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "broken_start", "exchange",
-           "Connection", "ParseError", "Overflow", "HEAD_CAP", "read_raw"]
+__all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "broken_start", "answered",
+           "exchange",
+           "Connection", "ParseError", "Overflow", "HEAD_CAP", "read_raw", "persistent", "ending_of", "AfterClose",
+           "request_closes"]
 
 
 def build_request(method: str = "GET", target: str = "/", headers=(), body: bytes = b"",
@@ -44,6 +53,48 @@ def build_request(method: str = "GET", target: str = "/", headers=(), body: byte
 
 def _b(value) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode("latin-1")
+
+
+def persistent(resp: Response, *, framing: bool = True) -> bool:
+    """Whether the connection persists after the final response ``resp`` (RFC 9112 §9.3): not when it carries
+    the "close" option; an HTTP/1.1 response persists; an HTTP/1.0 one only with the "keep-alive" option;
+    a close-delimited body ends the connection whatever the fields say (``framing=False``: what the status-line
+    and fields alone announce)."""
+    options = resp.connection_options()
+    if "close" in options or (framing and resp.framing == "close"):
+        return False
+    if resp.version == "HTTP/1.0":
+        return "keep-alive" in options
+    return True
+
+
+def ending_of(resp: Response) -> str:
+    """Why ``resp`` ends its connection, for messages ("" when it persists)."""
+    if persistent(resp):
+        return ""
+    said = ", ".join(resp.header_all("connection")) or "none"
+    return (f"the {resp.status} response ({resp.version}, Connection: {said}"
+            f"{', close-delimited' if resp.framing == 'close' else ''}) does not persist (RFC 9112 §9.3)")
+
+
+_CLOSE_OPTION = re.compile(rb"\r\nconnection:[^\r\n]*\bclose\b", re.IGNORECASE)
+_KEEP_ALIVE = re.compile(rb"\r\nconnection:[^\r\n]*\bkeep-alive\b", re.IGNORECASE)
+
+
+def request_closes(data: bytes) -> bool:
+    """Whether the request (head) in ``data`` ends its connection from the client's side: it carries the
+    "close" option, or it is HTTP/1.0 without "keep-alive" (RFC 9112 §9.3, §9.6)."""
+    head = data.split(b"\r\n\r\n", 1)[0]
+    line = head.split(b"\r\n", 1)[0]
+    if _CLOSE_OPTION.search(head):
+        return True
+    return line.endswith(b" HTTP/1.0") and not _KEEP_ALIVE.search(head)
+
+
+class AfterClose(CheckError):
+    """A check asked the client to send a request on a connection that a response (or its own request) ended:
+    the harness's mistake, never the server's (RFC 9112 §9.6: "A client that receives a "close" connection
+    option MUST cease sending requests on that connection")."""
 
 
 class Overflow(AssertionError):
@@ -91,9 +142,26 @@ class Connection:
         self.info = getattr(self.sock, "info", None)   # the TLS handshake's HandshakeInfo (None in cleartext)
         self.buffer = b""
         self.closed = False
+        self.ending = ""      # why no further request may be sent here (rule 3), "" while one may
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, *, continuation: bool = False) -> None:
+        """Send ``data``: requests, or bytes of one already begun (``continuation``: its body after a 100). Bytes
+        that start a request (a request-line) on a connection that ended raise :class:`AfterClose` (rule 3)."""
+        if self.ending and not continuation and _REQUEST_LINE.search(data):
+            raise AfterClose(f"the harness would send a request on a connection that ended: {self.ending}; "
+                             f"it sends none (RFC 9112 §9.6): {data[:120]!r}")
         self.sock.sendall(data)
+        if not continuation and _closes(data):
+            self.ending = "the client's own request ended the connection (Connection: close, or HTTP/1.0)"
+
+    def may_send(self) -> bool:
+        """Whether a further request may be sent here: nothing ended the connection (rule 3), and it is open."""
+        return not self.ending and not self.closed
+
+    def _note_endings(self, responses) -> None:
+        for resp in responses:
+            if not resp.interim and not self.ending and not persistent(resp):
+                self.ending = ending_of(resp)
 
     # On an overflow or unparseable bytes the buffer is cut to what the message shows before raising: a
     # failed check's traceback (kept by pytest with its frames) must not keep megabytes alive.
@@ -128,6 +196,7 @@ class Connection:
             if error:
                 _cut(buf)
                 raise ParseError(error)
+            self._note_endings(responses)
         finally:
             self.buffer = bytes(buf)
         raw, self.buffer = self.buffer, self.buffer[pos:]
@@ -178,6 +247,15 @@ class Connection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_REQUEST_LINE = re.compile(rb"(?m)^[A-Z]+ [^\r\n ]+ HTTP/\d\.\d\r$")
+
+
+def _closes(data: bytes) -> bool:
+    """Whether any request head in ``data`` ends its connection from the client's side (:func:`request_closes`);
+    bytes with no request line (the body of a request already begun) say nothing."""
+    return any(request_closes(data[m.start():]) for m in _REQUEST_LINE.finditer(data))
 
 
 def exchange(address, data: bytes, *, count: int = 1, methods=(), timeout: float = 5.0,

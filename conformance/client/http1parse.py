@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Response", "Exchange", "parse_responses", "parse_from", "parse_head", "broken_start", "ParseError", "HEAD_CAP"]
+__all__ = ["Response", "Exchange", "parse_responses", "parse_from", "parse_head", "broken_start", "answered", "ParseError", "HEAD_CAP"]
 
 
 #: the longest response head the client reads before calling it a failure (servers cap request heads lower)
@@ -40,6 +40,10 @@ class Response:
         key = name.lower().encode()
         return [v.decode("latin-1") for k, v in self.headers if k.lower() == key]
 
+    def connection_options(self) -> list:
+        """The Connection field's options, lower-case, in order (every field line, comma-separated)."""
+        return [o.strip().lower() for v in self.header_all("connection") for o in v.split(",") if o.strip()]
+
     @property
     def interim(self) -> bool:
         return 100 <= self.status < 200
@@ -54,6 +58,7 @@ class Exchange:
     leftover: bytes = b""
     timed_out: bool = False
     raw: bytes = b""
+    held: str = ""     # why a follow-up request was not sent on this connection (the client's rules: RFC 9112 §9.6)
 
     @property
     def final(self) -> list:
@@ -135,6 +140,34 @@ def broken_start(data) -> bool:
         if not resp.interim or resp.status == 101:
             return False
         pos = end + 4
+
+
+def answered(data, method: str = "GET") -> bool:
+    """Whether a read of ``data`` (the bytes come so far, for one request of ``method``) may stop: they can no
+    longer begin valid responses (:func:`broken_start`), or a final response is complete by its framing. A server
+    that keeps the connection open after its answer then costs no read deadline. Cheap on a growing buffer: a
+    chunked body is parsed only when the bytes end as a last chunk could (CRLF CRLF)."""
+    if broken_start(data):
+        return True
+    pos = 0
+    while True:
+        end = data.find(b"\r\n\r\n", pos)
+        if end < 0:
+            return False
+        resp = parse_head(bytes(data[pos:end]))
+        if resp.interim:
+            if resp.status == 101:
+                return True
+            pos = end + 4
+            continue
+        if (method == "HEAD" or resp.status in (204, 304)
+                or any(k.lower() == b"content-length" for k, _ in resp.headers)
+                or data.endswith(b"\r\n\r\n")):
+            try:
+                return _parse_body(resp, data, end + 4, method, closed=False) is not None
+            except ParseError:
+                return True
+        return False
 
 
 def parse_head(head: bytes) -> Response:

@@ -9,6 +9,7 @@ import socket
 import struct
 import time
 
+from gatecheck.conformance.helpers.support import body_not_read
 from gatecheck.conformance.client.http1 import Connection, build_request
 
 __all__ = ["assert_ping", "b64", "upload", "message_records", "close_as", "DEFAULTS", "DEFAULT_BODY", "TE_CASES",
@@ -43,6 +44,8 @@ def upload(server, how: str, chunks: list) -> dict:
                 time.sleep(0.05)  # separate writes reach the server as separate reads
             conn.send(part)
         resp = conn.read_responses(1, methods=["POST"]).first
+    if how != "content-length":
+        body_not_read(server, resp, None)   # a 411 to a body without Content-Length: not supported
     assert resp.status == 200, resp.body[:200]
     return json.loads(resp.body)
 

@@ -137,6 +137,7 @@ BODIES = [
     dict(size=0, seed=0, chunked=True, writes=1, route="/echo"),
     dict(size=65_537, seed=1, chunked=True, writes=12, route="/echo_iter"),
     dict(size=1 << 20, seed=2, chunked=False, writes=3, route="/echo"),
+    dict(size=4616, seed=69337, chunked=False, writes=11, route="/echo_iter"),   # just past /echo_iter's 4 KiB read
 ]
 SPLITS = [
     dict(query="a=%20b&c", fields=[("X-P-A", "one two")], cuts=[1, 2, 3, 4, 5, 6]),   # the request line, bytewise

@@ -21,13 +21,14 @@ import pytest
 from gatecheck.fixtures import TOKEN_HEADER
 
 from gatecheck.conformance.app import BARRIER_LOG_TIMEOUT, NEVER_GRACE, new_token
-from gatecheck.conformance.client.http1 import Connection, Exchange, build_request
-from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
+from gatecheck.conformance.client.http1 import Connection, Exchange, build_request, persistent
+from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX, not_supported
 
 __all__ = ["REPLY_TIMEOUT", "CLOSE_WAIT", "MODES", "request", "deliver", "assert_rejected", "assert_refused",
            "assert_closed_after_answer", "status_classes", "assert_closed", "assert_serves", "smuggled_request",
            "assert_never_parsed", "describe",
-           "says_close", "assert_answered_in_order"]
+           "says_close", "ends_connection", "assert_answered_in_order", "held_follow_up", "tracked",
+           "assert_app_ran"]
 
 REPLY_TIMEOUT = 3.0   # seconds for a reply to a small request on a loaded 2-core box
 CLOSE_WAIT = 1.5      # seconds a server gets to close after its response
@@ -43,6 +44,24 @@ def request(server, method: str = "GET", target: str = "/ping", headers=(), body
     return build_request(method, target, headers, body, version=version, **kw)
 
 
+def tracked(server, method: str = "GET", target: str = "/ping", headers=(), body: bytes = b"",
+            version: str = "HTTP/1.1", **kw) -> tuple:
+    """(request bytes, token): ``request`` with an event-log token, so :func:`assert_app_ran` can show that the
+    answer is the app's."""
+    token = new_token()
+    return request(server, method, target, list(headers) + [(TOKEN_HEADER, token)], body, version, **kw), token
+
+
+def assert_app_ran(server, *tokens: str, what: str = "the request") -> None:
+    """The app's own log shows it ran each request (``request.start`` under its token): an answer without it is
+    not the app's (a canned answer, a server's own response) and is no evidence."""
+    for token in tokens:
+        events = server.events(token, timeout=BARRIER_LOG_TIMEOUT)
+        assert any(e.get("event") == "request.start" for e in events), (
+            f"the app's log shows no run of {what}: the answer is not the app's, so it is no evidence "
+            f"(events under its token: {[e.get('event') for e in events][:5]})")
+
+
 def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods=(),
             timeout: float = REPLY_TIMEOUT, wait_close=False, shut_write: bool = False,
             then: bytes = b"") -> Exchange:
@@ -50,7 +69,9 @@ def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods
 
     ``mode``: "whole" (one write), "bytewise" (one byte per write, Nagle off, a pause between writes)
     or "pipelined" (``data`` then a ``GET /ping`` in the same write; one more response is read).
-    ``then`` is sent after the first response arrived (on the same connection). ``wait_close`` waits
+    ``then`` is sent after the first response arrived (on the same connection), unless that response ended
+    the connection (RFC 9112 §9.3: the client sends nothing more, §9.6; ``held`` says why, and the close is
+    waited for, so ``leftover`` holds whatever came after the response). ``wait_close`` waits
     up to ``CLOSE_WAIT`` for the server to close after the responses, so ``closed`` is meaningful;
     ``"if-refused"`` waits only when a first response came and is not a 2xx (a check that needs a refusal
     fails on a 2xx or on silence anyway, so it need not spend the wait). Bytes that arrive while waiting
@@ -75,14 +96,8 @@ def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods
         except OSError:
             pass  # the server may close early (e.g. on a rejected request); read what it sent
         result = _read(conn, count, methods)
-        if then and not result.closed:
-            try:
-                conn.send(then)
-            except OSError:
-                pass
-            more = _read(conn, 1, ["GET"])
-            result = Exchange(result.responses + more.responses, more.closed, more.leftover,
-                              more.timed_out, result.raw + more.raw)
+        if then:
+            result = _follow_up(conn, result, then)
         if wait_close == "if-refused":
             wait_close = bool(result.final) and not 200 <= result.final[0].status < 300
         if wait_close and not result.closed:
@@ -90,6 +105,33 @@ def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods
             result.closed = conn.closed
             result.leftover = conn.buffer
         return result
+
+
+def _follow_up(conn: Connection, result: Exchange, then: bytes) -> Exchange:
+    """``then`` sent once ``result``'s response came, and its response read; or, where the client's rules hold
+    it back, ``result`` with ``held`` set and the close waited for."""
+    if result.final and conn.may_send():
+        try:
+            conn.send(then)
+        except OSError:
+            pass
+        more = _read(conn, 1, ["GET"])
+        return Exchange(result.responses + more.responses, more.closed, more.leftover, more.timed_out,
+                        result.raw + more.raw)
+    held = conn.ending or ("the server closed the connection" if conn.closed else "no response to the first request")
+    before = len(conn.buffer)
+    if conn.ending and not conn.closed:
+        conn.wait_closed(CLOSE_WAIT)
+    return Exchange(result.responses, conn.closed, conn.buffer, result.timed_out, result.raw + conn.buffer[before:],
+                    held=f"the follow-up request was not sent: {held}")
+
+
+def held_follow_up(ex: Exchange, what: str = "the follow-up request") -> None:
+    """Where the check's evidence is the follow-up's response and the client's rules held it back (the first
+    response ended the connection): *not supported*, unless bytes came after the first response (judged by the
+    caller before this)."""
+    if ex.held and len(ex.final) < 2:
+        not_supported(f"{what} could not be sent on the connection: {ex.held.split(': ', 1)[-1]}")
 
 
 def _read(conn: Connection, count: int, methods) -> Exchange:
@@ -171,22 +213,30 @@ def assert_never_parsed(server, token: str) -> None:
 
 
 def says_close(resp) -> bool:
-    """The response carries the "close" connection option."""
-    options = ",".join(resp.header_all("connection")).lower().split(",")
-    return "close" in [o.strip() for o in options]
+    """The response carries the "close" connection option (the field itself: the rule of checks about the
+    option; whether the connection persists is :func:`ends_connection`)."""
+    return "close" in resp.connection_options()
+
+
+def ends_connection(resp) -> bool:
+    """The connection does not persist after ``resp`` (RFC 9112 §9.3: "close", or HTTP/1.0 without keep-alive)."""
+    return not persistent(resp)
 
 
 def assert_answered_in_order(ex: Exchange, bodies) -> None:
-    """Pipelined requests are answered in request order with these ``bodies``. A server that does not keep
-    connections (it says "close" and closes, RFC 9112 §9.3) may stop early: what it did answer must be
-    the first requests, in order; the rest were never processed and the client retries them."""
+    """Requests (pipelined, or each sent after the previous response) are answered in request order with these
+    ``bodies``. A server that does not keep
+    connections (its response does not persist and it closes, RFC 9112 §9.3) may stop early: what it did
+    answer must be the first requests, in order; the rest were never processed and the client retries them."""
     bodies = list(bodies)
     got = [r.body for r in ex.final]
     assert got == bodies[:len(got)], f"responses out of order or wrong: {describe(ex)}"
     if len(got) < len(bodies):
+        if ex.held and not ex.closed and not ex.leftover:
+            held_follow_up(ex, "the request after the response")
         if ex.final and not ex.closed and not ex.leftover and ex.timed_out:
             pytest.skip(f"{UNSUPPORTED_PREFIX} the server answered {len(got)} of {len(bodies)} pipelined requests "
                         "and then neither answered the rest nor closed: it does not serve pipelined requests")
-        assert ex.final and says_close(ex.final[-1]) and ex.closed, (
+        assert ex.final and ends_connection(ex.final[-1]) and ex.closed, (
             f"{len(got)} of {len(bodies)} pipelined requests answered, without Connection: close and a close: "
             f"{describe(ex)}")

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from gatecheck.conformance.matrix.model import Matrix, evidence_of, sentence_of, slug
-from gatecheck.conformance.matrix.view import LEGEND_NOTES, OUTCOME_WORDS, SECTIONS, by_area, cell_view, fraction, legend, sections
+from gatecheck.conformance.matrix.servers import server_rows
+from gatecheck.conformance.matrix.view import (LEGEND_NOTES, OUTCOME_WORDS, SECTIONS, band_of, by_area, cell_view,
+                                               fraction, legend, percent, sections)
 
 __all__ = ["render_index_md", "render_target_md", "MARKER"]
 
@@ -34,12 +36,35 @@ def _table(m: Matrix, targets: list, link) -> list:
     return out
 
 
+def _rate(m: Matrix, row, which: str) -> str:
+    passed, decided = getattr(m.rows[row.best], which)
+    if not decided:
+        return "·"
+    low, high = row.spread(m, which)
+    spread = f" ({percent(low)}–{percent(high)})" if low is not None and low != high else ""
+    return f"{band_of(passed / decided)[1]} {percent(passed / decided)}{spread}"
+
+
+def _servers(m: Matrix) -> list:
+    """One row per server: its best configuration's MUST and SHOULD rates (the spread over its full
+    configurations), failing checks with the known deviations among them, crashes, versions."""
+    out = ["| server | versions | best configuration | MUST | SHOULD | failing (known) | crashes |",
+           "| --- | --- | --- | --- | --- | ---: | ---: |"]
+    for row in server_rows(m):
+        failing, known = row.failing(m)
+        best = f"[`{_esc(row.best)}`]({slug(row.best)}.md)"
+        out.append(f"| {_esc(row.server)} | {_esc(', '.join(row.versions))} | {best} | {_rate(m, row, 'must')} "
+                   f"| {_rate(m, row, 'should')} | {failing} ({known}) | {row.crashes} |")
+    return out
+
+
 def render_index_md(m: Matrix) -> str:
     servers = len({m.info[t]["server"] for t in m.targets})
     out = [MARKER, "# gatecheck compliance matrix", "",
            f"{len(m.targets)} targets of {servers} servers × {len(m.areas)} spec areas; {m.check_count} distinct "
            "checks. Each cell: the share of the area's MUST/SHOULD checks passed, then passed/decided, failures "
            "and known deviations. The same page in colour: [index.html](index.html).", ""]
+    out += ["## Servers", ""] + _servers(m) + ["", "## Configurations", ""]
     out += _table(m, m.targets, lambda t: f"{slug(t)}.md")
     out += ["", "## Legend", ""]
     out += [f"- {mark} {words}" for _, mark, words in legend()]
@@ -62,7 +87,8 @@ def _entry(record: dict) -> list:
         out += [f"Passes when: {_esc(accepts)}", ""]
     evidence = evidence_of(record) or "(no message)"
     fence = "````" if "```" in evidence else "```"
-    return out + ["Evidence:", "", fence + "text", evidence, fence, ""]
+    out += ["Evidence:", "", fence + "text", evidence, fence, ""]
+    return out + ([f"Upstream: {record['upstream']}", ""] if record.get("upstream") else [])
 
 
 def render_target_md(m: Matrix, target: str) -> str:

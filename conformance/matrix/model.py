@@ -39,10 +39,11 @@ AREAS = (
     ("Properties", ("properties",)),
     ("Interop (httpx, websockets)", ("interop",)),
 )
-DECIDED = frozenset({"passed", "fixed", "failed", "known", "error", "timeout", "interrupted"})
+DECIDED = frozenset({"passed", "fixed", "failed", "known", "error", "timeout", "interrupted", "crashed"})
+_KEYWORD = {"MUST": "must", "MUST NOT": "must", "SHOULD": "should", "SHOULD NOT": "should"}
 PASSED = frozenset({"passed", "fixed"})
 #: outcomes a target page lists, in its order
-LISTED = ("failed", "error", "timeout", "interrupted", "fixed", "known", "noted")
+LISTED = ("failed", "crashed", "error", "timeout", "interrupted", "fixed", "known", "noted")
 
 
 def area_of(record_area: str) -> str:
@@ -68,6 +69,21 @@ class Tally:
     failed: int = 0         # spec group, failed, error, timeout or interrupted
     policy: list = field(default_factory=lambda: [0, 0])   # [passed, decided]
     info: list = field(default_factory=lambda: [0, 0])     # [passed, decided] ("noted" is a failed INFO check)
+    must: list = field(default_factory=lambda: [0, 0])     # [passed, decided] of MUST and MUST NOT
+    should: list = field(default_factory=lambda: [0, 0])   # [passed, decided] of SHOULD and SHOULD NOT
+
+    def merge(self, other: "Tally") -> None:
+        """Add ``other``'s counts (a server's area over its configurations)."""
+        for outcome, n in other.outcomes.items():
+            self.outcomes[outcome] += n
+        self.passed += other.passed
+        self.decided += other.decided
+        self.known += other.known
+        self.failed += other.failed
+        for mine, theirs in ((self.policy, other.policy), (self.info, other.info), (self.must, other.must),
+                             (self.should, other.should)):
+            mine[0] += theirs[0]
+            mine[1] += theirs[1]
 
     def add(self, record: dict) -> None:
         outcome = record["outcome"]
@@ -84,6 +100,11 @@ class Tally:
             self.passed += outcome in PASSED
             self.known += outcome == "known"
             self.failed += outcome not in PASSED and outcome != "known"
+            keyword = _KEYWORD.get(record["level"])
+            if keyword is not None:
+                pair = self.must if keyword == "must" else self.should
+                pair[1] += 1
+                pair[0] += outcome in PASSED
 
     @property
     def share(self) -> float | None:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from gatecheck.conformance.plugin.outcomes import level_group
 from gatecheck.conformance.matrix.model import AREAS, Tally, area_of
 
-__all__ = ["BANDS", "CellView", "cell_view", "fraction", "SECTIONS", "sections", "by_area", "legend", "LEGEND_NOTES", "OUTCOME_WORDS"]
+__all__ = ["BANDS", "CellView", "cell_view", "fraction", "SECTIONS", "sections", "by_area", "legend", "LEGEND_NOTES",
+           "OUTCOME_WORDS", "short_area", "percent", "band_of"]
 
 #: (lowest share, css class, colour, Markdown mark, words), best first: a share falls in the first band it reaches
 BANDS = (
@@ -23,17 +24,28 @@ NOT_APPLICABLE = ("na", "·", "n/a: no check of the area applies to the target (
                   "checks on a TLS listener)")
 READINGS_ONLY = ("ro", "–", "only POLICY/INFO checks decided here (counted in their own columns)")
 LEGEND_NOTES = (
-    "Each cell is the share of the area's MUST/SHOULD checks (every BCP 14 or interface-text keyword level, and "
-    "DEFINED) the target passed: passed ÷ decided, where decided is passed, failed, known deviation, error, "
-    "timeout or interrupted. A known deviation (recorded with evidence in the server's expectation file) counts "
-    "as not passed and is shown as \"known\".",
+    "Each cell is the share of the area's MUST/SHOULD checks (every BCP 14 or interface-text keyword level but "
+    "MAY, and DEFINED) the target passed: passed ÷ decided, where decided is passed, failed, crashed (the server "
+    "died of the check's request), known deviation, error, timeout or interrupted. A known deviation (recorded "
+    "with evidence in the server's expectation file) is a failure the server knows of: it counts as not passed "
+    "and is shown as \"✗N known\".",
     "POLICY (the suite's reading where the text is silent or says only \"ought to\"/\"can\") and INFO (the "
-    "text's letter, no MUST/SHOULD broken) are counted apart, in their own columns, passed/decided; they never "
-    "enter the share.",
+    "text's letter, no MUST/SHOULD broken; MAY checks, permissions, with them) are counted apart, in their own "
+    "columns, passed/decided; they never enter the share.",
 )
+#: an area's column label where columns are narrow (the full name is its tooltip)
+_SHORT = {"WebSocket": "WS", "Echo, streaming, files": "Echo", "Robustness": "Robust", "Properties": "Props",
+          "Interop (httpx, websockets)": "Interop", "byte_classes": "Bytes", "connection_states": "Conn"}
+
+
+def short_area(area: str) -> str:
+    return _SHORT.get(area, area)
+
+
 OUTCOME_WORDS = {"failed": "failed", "error": "error", "timeout": "timeout", "interrupted": "interrupted",
-                 "fixed": "fixed (listed as known, now passes)", "known": "known deviation", "noted": "noted (INFO)"}
-_FAILING = ("failed", "error", "timeout", "interrupted", "fixed")
+                 "fixed": "fixed (listed as known, now passes)", "known": "known deviation", "noted": "noted (INFO or MAY)",
+                 "crashed": "crashed the server"}
+_FAILING = ("failed", "error", "timeout", "interrupted", "fixed", "crashed")
 
 
 @dataclass(frozen=True)
@@ -68,8 +80,17 @@ def cell_view(tally: Tally, where: str) -> CellView:
     title = (f"{where}: {tally.passed} of {tally.decided} MUST/SHOULD checks passed; {tally.failed} failed "
              f"(error, timeout included); {tally.known} known deviations; {unsupported} not supported; "
              f"POLICY {fraction(tally.policy)}; INFO {fraction(tally.info)}")
-    return CellView(css, mark, _percent(share), sub, title, f"{tally.known} known" if tally.known else "",
+    return CellView(css, mark, _percent(share), sub, title, f"✗{tally.known} known" if tally.known else "",
                     f"{tally.failed} failed" if tally.failed else "")
+
+
+def band_of(share: float) -> tuple:
+    """(css class, Markdown mark) of the band ``share`` falls in."""
+    return next((c, m) for low, c, _, m, _ in BANDS if share >= low)
+
+
+def percent(share: float) -> str:
+    return _percent(share)
 
 
 def _percent(share: float) -> str:
@@ -95,7 +116,8 @@ SECTIONS = (
      "is the entry's"),
     ("policy", "POLICY failures", "the suite's reading where the text is silent or says only \"ought to\"/\"can\": "
      "not a requirement of the text"),
-    ("info", "INFO noted", "the text's letter contradicted, no MUST/SHOULD broken; never fails a run"),
+    ("info", "INFO and MAY noted", "the text's letter contradicted, or a permission not taken, no MUST/SHOULD "
+     "broken; never fails a run"),
 )
 
 
@@ -103,7 +125,7 @@ def _section_of(record: dict) -> str | None:
     outcome, group = record["outcome"], level_group(record["level"])
     if outcome == "known":
         return "known"
-    if outcome == "noted" or (group == "INFO" and outcome in _FAILING):
+    if outcome == "noted" or (group in ("INFO", "MAY") and outcome in _FAILING and outcome != "crashed"):
         return "info"
     if outcome in _FAILING:
         return "policy" if group == "POLICY" else "spec-failures"

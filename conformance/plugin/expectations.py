@@ -8,7 +8,8 @@
     targets = ["granian:wsgi*"]          # optional fnmatch patterns on the resolved target; default: all
     versions = ">=2.8,<2.9"              # optional PEP 440 specifiers on the server's version; default: all
     evidence = "sent CL:6 + TE:chunked with body '0\\r\\n\\r\\nX'; got 200 and the connection stayed open"
-    link = "https://github.com/..."      # optional
+    link = "https://..."                 # optional: a discussion, a note
+    upstream = "https://github.com/emmett-framework/granian/issues/NNN"   # optional: the server's issue or PR
     intermittent = "failed 3 of 40 runs with the CPU saturated, 0 of 12 idle"   # optional, see below
 
 The key is the **check id** the results file records: ``<file>.py::<function>[<parameters>]``, the
@@ -60,7 +61,7 @@ __all__ = ["Deviation", "Applied", "Expectations", "load_expectations", "load_ex
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "expectations"
 ANY_SERVER = "*"
 _REQUIRED = ("check", "evidence")
-_KEYS = {"check", "evidence", "targets", "versions", "link", "intermittent"}
+_KEYS = {"check", "evidence", "targets", "versions", "link", "upstream", "intermittent"}
 _IGNORED = {"clause"}   # the check's own clause is used
 #: a check id: ``file.py::function`` with optional ``[parameters]`` (``*`` allowed anywhere)
 CHECK_ID = re.compile(r"[\w*.-]+\.py::[\w*]+(\[.*\])?")
@@ -82,6 +83,7 @@ class Deviation:
     source: str = ""                  # the file it was read from
     line: int | None = None           # the line of its [[deviation]] header
     intermittent: str = ""            # a race: how often it was seen failing, and where (see the module text)
+    upstream: str = ""                # the server's own issue or pull request about it (a URL)
 
     def names(self, check_id: str) -> bool:
         """Whether its check pattern matches ``check_id``."""
@@ -116,6 +118,7 @@ class Deviation:
         kind = "known intermittent deviation" if self.intermittent else "known deviation"
         text = f"{kind} [{clause}]: {self.evidence}" if clause else f"{kind}: {self.evidence}"
         text = f"{text} ({self.link})" if self.link else text
+        text = f"{text} (upstream: {self.upstream})" if self.upstream else text
         return f"{text}; intermittent: {self.intermittent}" if self.intermittent else text
 
 
@@ -256,11 +259,15 @@ def _entry(entry: dict, where: str, owner: str, source: str, line: int | None) -
     if not isinstance(intermittent, str) or ("intermittent" in entry and not intermittent.strip()):
         raise ExpectationError(f"{where}: intermittent must say how often the deviation was seen, e.g. "
                                "\"failed 3 of 40 runs with the CPU saturated, 0 of 12 idle\"")
+    upstream = entry.get("upstream", "")
+    if not isinstance(upstream, str) or ("upstream" in entry and not re.match(r"https?://\S+$", upstream.strip())):
+        raise ExpectationError(f"{where}: upstream must be the URL of the server's issue or pull request, e.g. "
+                               "\"https://github.com/emmett-framework/granian/issues/123\"")
     targets = entry.get("targets", ())
     if isinstance(targets, str) or not all(isinstance(t, str) for t in targets):
         raise ExpectationError(f"{where}: targets must be a list of patterns, e.g. [\"granian:asgi*\"]")
     return Deviation(owner, check, str(entry["evidence"]), tuple(targets), str(entry.get("link", "")),
-                     versions, source, line, intermittent.strip())
+                     versions, source, line, intermittent.strip(), upstream.strip())
 
 
 @lru_cache(maxsize=None)

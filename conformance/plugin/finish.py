@@ -23,7 +23,7 @@ __all__ = ["finish", "read_partial", "junit_of", "finish_if_killed", "FINISH_JOB
 
 INCOMPLETE = "the session was killed before it finished; these are the checks it had decided"
 FINISH_JOB = "finish-results"   # the reaper's name for this command of a session
-_FAILED = ("failed", "timeout", "fixed")
+_FAILED = ("failed", "crashed", "timeout", "fixed")
 _ERRORS = ("error", "interrupted")
 _SKIPPED = ("unsupported", "noted", "skipped", "known")
 

@@ -18,22 +18,26 @@ from gatecheck.servers import ServerError, TargetError, stop_all
 from gatecheck.servers.reaper import cancel
 
 from gatecheck.conformance.spec.markers import MARKERS, applicable_interfaces, row_of, validate_item
+from gatecheck.conformance.plugin.console import verbose_lists
 from gatecheck.conformance.plugin.expectations import ExpectationError, expectations_of
 from gatecheck.conformance.plugin.finish import FINISH_JOB
 from gatecheck.conformance.plugin.interrupts import Deadlines, Interrupts
 from gatecheck.conformance.plugin.options import add_options, check_output_paths, jobs_wanted, session_timeout
-from gatecheck.conformance.plugin.outcomes import Verdict, decide
+from gatecheck.conformance.plugin.outcomes import decide
 from gatecheck.conformance.plugin.profiles import load_profile
 from gatecheck.conformance.plugin.pool import ServerPool
 from gatecheck.conformance.plugin.outputs import junit_failed, open_results
 from gatecheck.conformance.plugin.resultsfile import NO_TARGET, check_id_of, meta_of, set_meta
+from gatecheck.conformance.plugin.selection import select_items
 from gatecheck.conformance.plugin.session import SESSION as _SESSION
 from gatecheck.conformance.plugin.session import GatecheckSession, item_meta
-from gatecheck.conformance.plugin.watch import _server_watch, death, server  # noqa: F401  (fixtures of the plugin)
+from gatecheck.conformance.plugin.watch import _server_watch, server  # noqa: F401  (fixtures of the plugin)
+from gatecheck.conformance.plugin.inflight import after_call
 from gatecheck.conformance.plugin.shards import Claims
 from gatecheck.conformance.plugin.merge import write_collected
-from gatecheck.conformance.plugin.reports import (DEVIATION, attach_log, brief_if_known, deviation, private_death,
-                                                  record_cut, report_interrupted, shape)
+from gatecheck.conformance.plugin.reports import DEVIATION, attach_details, brief_if_known, deviation, record_cut
+from gatecheck.conformance.plugin.reports import report_interrupted, shape
+from gatecheck.conformance.client import transcript
 from gatecheck.conformance.plugin.stale import judge_session
 from gatecheck.conformance.plugin.summary import write_gatecheck_summary
 from gatecheck.conformance.plugin.targets import targets_from_options
@@ -42,11 +46,9 @@ from gatecheck.conformance.plugin.tools import ensure_tools
 __all__ = [
     "pytest_addoption", "pytest_cmdline_main", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
     "pytest_generate_tests", "pytest_ignore_collect", "pytest_collection_modifyitems", "pytest_collection_everything",
-    "pytest_runtest_protocol",
-    "pytest_runtest_protocol_records",
-    "pytest_runtest_call", "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_sessionfinish_junit",
-    "pytest_terminal_summary",
-    "pytest_keyboard_interrupt", "pytest_internalerror", "server", "_server_watch", "server_pool",
+    "pytest_runtest_protocol", "pytest_runtest_protocol_records", "pytest_runtest_call", "pytest_runtest_makereport",
+    "pytest_sessionfinish", "pytest_sessionfinish_junit", "pytest_terminal_summary", "pytest_keyboard_interrupt",
+    "pytest_internalerror", "server", "_server_watch", "server_pool",
 ]
 
 _CALLED = pytest.StashKey[bool]()
@@ -91,6 +93,8 @@ def pytest_cmdline_main(config):
         return None
     if any(getattr(config.option, name, False) for name in _NOT_A_RUN):
         return None
+    if config.getoption("--gatecheck-check") or getattr(config.option, "lf", False):
+        return None   # a rerun of named or last-failed checks: one session selects them (pytest's --lf cache)
     targets, expectations = _targets_and_expectations(config)
     jobs = jobs_wanted(config.getoption("--jobs"))
     if jobs < 2:
@@ -117,6 +121,7 @@ def pytest_configure(config):
     if not _wanted(config):
         return
     load_profile(config)
+    verbose_lists(config)
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     config.addinivalue_line("markers", "gatecheck_not_applicable: internal, no target applies")
@@ -125,7 +130,7 @@ def pytest_configure(config):
     targets, expectations = _targets_and_expectations(config)
     check_output_paths(config)
     results = open_results(config)
-    pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"))
+    pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"), opt("--server-memory"))
     pool.on_start = lambda started: results.add_target(started.session_target, started.versions)
     pool.on_restart = lambda started: results.restarted(started.target.name, started.stop(), started.last_check,
                                                         "\n".join(started.log_text().splitlines()[-20:]))
@@ -223,6 +228,7 @@ def pytest_collection_modifyitems(session, config, items):
     errors = [msg for item in items if (msg := validate_item(item))]
     if errors:
         raise pytest.UsageError("malformed checks:\n  " + "\n  ".join(errors))
+    select_items(config, items, gs.targets)
     keep, dropped = [], []
     for item in items:
         if item.get_closest_marker("gatecheck_not_applicable"):
@@ -293,6 +299,7 @@ def pytest_runtest_call(item):
     gs = item.config.stash.get(_SESSION, None)
     if gs is None:
         return (yield)
+    transcript.begin()   # the bytes of this call's connections, for its report if it fails
     with gs.deadlines.around_call():
         try:
             return (yield)
@@ -319,14 +326,15 @@ def pytest_runtest_makereport(item, call):
     verdict = decide(call.when, report, call.excinfo, known, unsupported,
                      meta_of(item).get("level", ""))
     if call.when == "call" and verdict.outcome != "interrupted":
-        # A server that died during the call makes the call an error (in the call's report, so JUnit keeps one
-        # test case per check, as the results do); the watch fixture restarts it.
-        died = death(item, gs.pool, failed=report.failed)
-        verdict = Verdict("error", died) if died else verdict
-    verdict = private_death(verdict)
+        # A server that died during the call makes the call "crashed", a fixture refusal an error (in the
+        # call's report, so JUnit keeps one test case per check, as the results do); the watch fixture
+        # restarts a dead server.
+        verdict = after_call(item, gs.pool, failed=report.failed) or verdict
     shape(report, verdict)
-    attach_log(item, report)
-    gs.results.fold(item, verdict, getattr(report, "duration", 0.0))
+    extra = attach_details(item, call, report, verdict, gs, known)
+    record = gs.results.fold(item, verdict, getattr(report, "duration", 0.0))
+    if extra and record is not None and verdict is not None and record["outcome"] == verdict.outcome:
+        record.update(extra)
     if call.when == "call":  # only now: a Ctrl-C before the call's verdict is folded makes it "interrupted"
         item.stash[_CALLED] = True
     if verdict is not None and verdict.outcome == "timeout" and gs.deadlines.session_over():

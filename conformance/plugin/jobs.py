@@ -5,13 +5,16 @@ Rules of this module:
 1. The parent runs no check. It checks the command line as a serial session would (targets, expectation files,
    output paths: a usage error is one line, exit status 4, before anything starts), then starts one child
    pytest session per target (all TLS targets in one): the same command line with its targets alone,
-   ``--jobs 1``, and its own results JSON, JUnit XML and collection in a scratch directory. Targets run heaviest first (``target_groups``), at
+   ``--jobs 1``, and its own results JSON, JUnit XML, collection and pytest cache (``lastfailed.py``) in a
+   scratch directory. Targets run heaviest first (``target_groups``), at
    most N at a time. Each child starts its own servers on ports the kernel
    gives it (``servers.process.free_port``; a clash at start is retried), so no two share a server or a port.
 2. Each record a child decides is appended to the run's ``<results>.partial.jsonl`` as it appears in the
    child's; a line per finished target shows its counts. At the end the children's files are merged
-   (``merge.py``): the results document, the JUnit XML, the stale report judged over all of them, one
-   terminal summary with a serial run's counts, and a serial run's exit status.
+   (``merge.py``): the results document, the JUnit XML, the stale report judged over all of them, pytest's
+   last-failed cache, each failure in full as a serial run prints it (``console.py``), one terminal summary
+   with a serial run's counts, and a serial run's exit status. A run of named checks or of ``--lf`` is one
+   session (``hooks.pytest_cmdline_main``).
 3. A child gets ``--session-timeout`` (default 20 minutes per target) for its targets; one still running two
    minutes past it is killed, and its target is an error (a crash, ``merge.py`` rule 3), as is a child that
    died or ended without its results.
@@ -45,6 +48,7 @@ from gatecheck.servers.reaper import remove_after_death, removed
 from gatecheck.tools import cache_dir
 
 from gatecheck.conformance.plugin.children import Child, child_env
+from gatecheck.conformance.plugin.lastfailed import child_cache, merge, seed
 from gatecheck.conformance.plugin.merge import crash_record, exit_status, merge_junit, read_child, read_collected
 from gatecheck.conformance.plugin.options import SESSION_TIMEOUT_PER_TARGET
 from gatecheck.conformance.plugin.shards import MAX_SHARDS, MIN_LEFT, SHARD_OPTION, WORTH, claims_args, progress, time_left
@@ -77,6 +81,7 @@ class JobRun:
 
     def __init__(self, config, groups: list, jobs: int, results, tw) -> None:
         self.results, self.tw, self.jobs = results, tw, jobs
+        self._seed = seed(config)   # the run's lastfailed, which each child's own cache starts from
         self.scratch = Path(tempfile.mkdtemp(prefix="gatecheck-jobs-"))
         remove_after_death(str(self.scratch))  # a killed parent's scratch goes too
         base = child_args(list(config.invocation_params.args))
@@ -128,7 +133,8 @@ class JobRun:
             self._restore()
 
     def _new(self, index: int, targets: list, args: list, shard: bool = False) -> Child:
-        child = Child(index, targets, self._base + args, self.scratch, self._cwd,
+        cache = child_cache(self._seed, self.scratch / f"cache-{index}")   # lastfailed.py
+        child = Child(index, targets, self._base + args + cache, self.scratch, self._cwd,
                       self._given or SESSION_TIMEOUT_PER_TARGET * len(targets), self._junit)
         child.group_args, child.shard = args, shard
         return child
@@ -270,6 +276,7 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
     from _pytest.config import create_terminal_writer
     from gatecheck.servers.reaper import cancel
 
+    from gatecheck.conformance.plugin.console import write_failures
     from gatecheck.conformance.plugin.expectations import server_version
     from gatecheck.conformance.plugin.finish import FINISH_JOB, finish_if_killed
     from gatecheck.conformance.plugin.resultsfile import Results, ResultsBusy
@@ -302,7 +309,8 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
         written, write_error = _write(results)
         junit_error = _junit(run, getattr(config.option, "xmlpath", None))
         cancel(FINISH_JOB)
-        _failures(tw, results)
+        merge(config, [run.scratch / f"cache-{i}" for i, child in enumerate(run.children) if child.proc is not None])
+        write_failures(tw, results, config)
         write_gatecheck_summary(LineWriter(tw), results, report, written, write_error, junit_error)
         lost = write_error or junit_error or results.lost
         status = 1 if lost and run.status() == 0 else run.status()
@@ -330,16 +338,3 @@ def _junit(run: JobRun, junit: str | None) -> str:
         return f"could not write {junit}: {exc.strerror or exc}"
     return ""
 
-
-def _failures(tw, results) -> None:
-    """One line per check × target that makes the run fail, as pytest's short summary has them."""
-    from gatecheck.conformance.plugin.outcomes import FAILING
-
-    failing = [rec for rec in results.records.values() if rec["outcome"] in FAILING]
-    if not failing:
-        return
-    tw.sep("=", "short test summary info")
-    for rec in sorted(failing, key=lambda r: (r["target"], r["check"])):
-        first = (rec.get("message") or "").strip().splitlines()[:1]
-        tw.line(f"{rec['outcome'].upper()} {rec['check']} @ {rec['target']}" + (f" - {first[0]}" if first else ""),
-                red=True)

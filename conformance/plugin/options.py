@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gatecheck.servers import available_cpus
+from gatecheck.servers.memory import DEFAULT_BOUND, parse_size
 
 __all__ = ["add_options", "check_output_paths", "session_timeout", "jobs_wanted", "CHECK_TIMEOUT",
            "SESSION_TIMEOUT_PER_TARGET", "JOBS_DEFAULT"]
@@ -32,6 +33,13 @@ def _seconds(text: str) -> float:
     if not value > 0 or value != value or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
     return value
+
+
+def _memory(text: str) -> int | None:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _jobs(text: str) -> str:
@@ -68,6 +76,10 @@ def add_options(parser) -> None:
         help="keep the server logs (private servers' too) in DIR (default: a temporary directory, removed)")
     add("--ready-timeout", type=_seconds, default=30.0, metavar="SECONDS",
         help="how long a server may take to answer its first request (default 30)")
+    add("--server-memory", type=_memory, default=DEFAULT_BOUND, metavar="SIZE",
+        help="kill a server whose processes together hold more resident memory than SIZE (e.g. 8G, 512M, or off), "
+             "with a line in its log, so the check that drove it there shows it (default 4G; a target's memory= "
+             "option wins)")
     add("--check-timeout", type=_seconds, default=CHECK_TIMEOUT, metavar="SECONDS",
         help=f"a check still running after this is stopped with the outcome 'timeout' (default {CHECK_TIMEOUT:.0f})")
     add("--session-timeout", type=_seconds, default=None, metavar="SECONDS",
@@ -85,6 +97,7 @@ def add_options(parser) -> None:
         help="run up to N pytest sessions at once, one per target (a target's checks are split over sessions "
              "left free), merged into one set of results (default 1: every target in this process, one after "
              "another; auto: 4 per CPU, at most 16)")
+    add("--gatecheck-check", action="append", default=[], help=argparse.SUPPRESS)  # a named check (selection.py)
     add("--gatecheck-collected", default=None, help=argparse.SUPPRESS)  # a --jobs child: where its collection goes
     add("--gatecheck-shard", default=None, help=argparse.SUPPRESS)  # a --jobs shard: its claims directory
 

@@ -2,13 +2,17 @@
 
     passed       the call ran and every assertion held
     failed       the call ran to an assertion and it failed (or raised)
-    noted        an INFO check (the letter of the text, no MUST/SHOULD broken) whose call failed: shown apart,
-                 never failing a run
+    noted        an INFO check (the letter of the text, no MUST/SHOULD broken) or a MAY check (a permission)
+                 whose call failed: shown apart, never failing a run
+    crashed      the server died while the check's request was in flight (the session's server exited, or one
+                 of its processes vanished; a private server of the check exited unasked): a finding of that
+                 check, counted by level like a failure; never "known"
     known        a listed deviation (expectations file) whose call ran and failed: only this is known, except
                  a deviation listed as intermittent (a race), which is known whichever way its call went
     fixed        a listed deviation whose call passed: the run fails until the entry is removed
-    error        the check could not run or finish: setup/teardown failed, the server did not start,
-                 died during the check or could not be restarted. Never "known".
+    error        the check could not run or finish: setup/teardown failed, the server did not start or could
+                 not be restarted, or the fixture app refused the check's request (it could not read its
+                 script: the check has no evidence either way). Never "known".
     timeout      the call ran past its deadline (--check-timeout, or what remained of --session-timeout)
     interrupted  Ctrl-C or SIGTERM arrived while the check ran
     unsupported  the target lacks a feature the check needs (declared, or found by the check)
@@ -27,18 +31,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX, NotSupported
+from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX, CheckError, NotSupported, ServerCrashed
 
-__all__ = ["OUTCOMES", "FAILING", "Verdict", "CheckTimeout", "decide", "worse", "SPEC_GROUP", "level_group"]
+__all__ = ["OUTCOMES", "FAILING", "FINDINGS", "Verdict", "CheckTimeout", "decide", "worse", "SPEC_GROUP",
+           "level_group", "NEVER_FAILING_LEVELS"]
 
-OUTCOMES = ("passed", "failed", "error", "timeout", "interrupted", "noted", "known", "fixed", "unsupported",
-            "skipped")
+OUTCOMES = ("passed", "failed", "crashed", "error", "timeout", "interrupted", "noted", "known", "fixed",
+            "unsupported", "skipped")
 #: outcomes that make the run fail (exit status non-zero)
-FAILING = frozenset({"failed", "error", "timeout", "interrupted", "fixed"})
-#: when two phases disagree, the higher rank is the check's outcome (a teardown error beats a passed call)
+FAILING = frozenset({"failed", "crashed", "error", "timeout", "interrupted", "fixed"})
+#: outcomes counted by level in the summary and the results: the server broke the check's rule, or died of it
+FINDINGS = ("failed", "crashed", "timeout")
+#: when two phases disagree, the higher rank is the check's outcome (a teardown error beats a passed call; a
+#: crash beats everything the check said, an interruption aside)
 _RANK = {"passed": 0, "skipped": 1, "unsupported": 1, "noted": 2, "known": 2, "fixed": 3, "failed": 4, "timeout": 5,
-         "error": 6, "interrupted": 7}
+         "error": 6, "crashed": 7, "interrupted": 8}
 SPEC_GROUP = "MUST/SHOULD (spec)"
+#: levels whose failed call is "noted", never "failed": INFO (the letter) and MAY (a permission)
+NEVER_FAILING_LEVELS = ("INFO", "MAY")
 
 
 class CheckTimeout(BaseException):
@@ -59,7 +69,10 @@ def worse(old: str | None, new: str) -> bool:
 
 def decide(when: str, report, excinfo, deviation, unsupported: bool, level: str = "") -> Verdict | None:
     """The verdict of one phase, or None when the phase says nothing (a setup or teardown that passed).
-    ``level`` is the check's level: a failed INFO check is "noted", never "failed"."""
+    ``level`` is the check's level: a failed INFO or MAY check is "noted", never "failed". A
+    :class:`ServerCrashed` raised in any phase is "crashed"; a :class:`CheckError` in the call is "error"."""
+    if _raised(excinfo, ServerCrashed):
+        return Verdict("crashed", str(excinfo.value))
     if report.passed:
         if when != "call":
             return None
@@ -72,20 +85,24 @@ def decide(when: str, report, excinfo, deviation, unsupported: bool, level: str 
         if unsupported or said_so or _raised(excinfo, NotSupported):
             return Verdict("unsupported", reason)
         return Verdict("skipped", reason)
+    if _raised(excinfo, CheckError):
+        return Verdict("error", str(excinfo.value)[:1000])
     if when != "call":
         return Verdict("error", _short(report))
     if _raised(excinfo, CheckTimeout):
         return Verdict("timeout", f"{excinfo.value}; it was at {_where(excinfo)}")
     if deviation:  # the call ran and failed: what the expectation file recorded (a teardown error still wins)
         return Verdict("known", deviation.reason())
-    if level == "INFO":
-        return Verdict("noted", "INFO (never fails a run): " + _short(report))
+    if level in NEVER_FAILING_LEVELS:
+        what = "INFO" if level == "INFO" else "MAY, a permission"
+        return Verdict("noted", f"{what} (never fails a run): " + _short(report))
     return Verdict("failed", _short(report))
 
 
 def level_group(level: str) -> str:
-    """How the summary groups a check's level: the spec's keywords together, POLICY and INFO apart."""
-    return level if level in ("POLICY", "INFO") else SPEC_GROUP
+    """How the summary groups a check's level: the spec's obligations together (MUST, SHOULD and their NOTs,
+    DEFINED), POLICY, MAY and INFO each apart."""
+    return level if level in ("POLICY", "INFO", "MAY") else SPEC_GROUP
 
 
 def _raised(excinfo, types) -> bool:

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from gatecheck.servers import Target
+from gatecheck.servers.memory import DEFAULT_BOUND
 from gatecheck.servers.reaper import remove_after_death, removed
 
 from gatecheck.conformance.app.started import StartedServer
@@ -35,13 +36,14 @@ class StartFailed(Exception):
 class ServerPool:
     """Starts each target on first use, remembers start failures, stops and cleans up at the end."""
 
-    def __init__(self, log_dir: str | Path | None, ready_timeout: float) -> None:
+    def __init__(self, log_dir: str | Path | None, ready_timeout: float, memory: int | None = DEFAULT_BOUND) -> None:
         self.keep_logs = log_dir is not None
         self.work_dir = Path(tempfile.mkdtemp(prefix="gatecheck-"))
         remove_after_death(str(self.work_dir))  # a killed session's scratch goes too
         self.log_dir = Path(log_dir) if log_dir else self.work_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ready_timeout = ready_timeout
+        self.memory = memory         # the bound on each server's resident memory (--server-memory)
         self.stopping = False
         self._servers: dict = {}
         self._failed: dict = {}      # target -> (first message, times reported)
@@ -57,7 +59,8 @@ class ServerPool:
         if started is None:
             started = StartedServer(st.target, st.capabilities, session_target=st, log_dir=self.log_dir,
                                     work_dir=self.work_dir,
-                                    event_dir=Path(tempfile.mkdtemp(prefix="events-", dir=self.work_dir)))
+                                    event_dir=Path(tempfile.mkdtemp(prefix="events-", dir=self.work_dir)),
+                                    memory=self.memory)
             self._servers[st.target] = started
             self._launch(started, lambda: started.start(ready_timeout=self.ready_timeout))
         elif not started.alive() and st.target not in self._failed:

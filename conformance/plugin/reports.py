@@ -1,19 +1,21 @@
 """How a check's phases become its report and record: the deviation that applies to it, pytest's report
-shaped to say what the verdict says, the broken rule and the server's log attached, and the report of a check
-that Ctrl-C or SIGTERM interrupted (``hooks.py`` calls these)."""
+shaped to say what the verdict says, a failure's details (``failures.py``: the rule, the bytes, the server's
+log, the command that reruns it) kept in its record and shown in its report, and the report of a check that
+Ctrl-C or SIGTERM interrupted (``hooks.py`` calls these)."""
 from __future__ import annotations
 
 import pytest
 from _pytest.reports import TestReport
 
 from gatecheck.conformance.plugin.expectations import Applied, Expectations, server_version
-from gatecheck.conformance.plugin.outcomes import CheckTimeout, Verdict
+from gatecheck.conformance.plugin.failures import DETAILED, FailureRepr, details, failure_text, out_of_range_note
+from gatecheck.conformance.plugin.failures import rerun_options
+from gatecheck.conformance.plugin.outcomes import FAILING, CheckTimeout, Verdict
 from gatecheck.conformance.plugin.resultsfile import meta_of
-from gatecheck.conformance.app.private import private_deaths
 from gatecheck.conformance.app.started import read_log
 
-__all__ = ["DEVIATION", "LOG", "report_interrupted", "record_cut", "private_death", "deviation", "brief_if_known",
-           "shape", "attach_log"]
+__all__ = ["DEVIATION", "LOG", "report_interrupted", "record_cut", "deviation", "brief_if_known", "shape", "attach_log",
+           "attach_details"]
 
 DEVIATION = pytest.StashKey[object]()   # an item's candidate expectation entries
 LOG = pytest.StashKey[tuple]()          # (started server, its handle, log offset) while a check runs
@@ -46,24 +48,17 @@ def record_cut(session, gs, ours) -> None:
                                      f"check{'s' if cut != 1 else ''} did not run (records marked incomplete)")
 
 
-def private_death(verdict):
-    """A check's private server that exited on its own makes a failing phase (failed, known, noted) an error
-    (``app.private`` rule 4): never a plain failure, never known."""
-    dead = private_deaths()
-    if not dead or verdict is None or verdict.outcome not in ("failed", "known", "noted"):
-        return verdict
-    return Verdict("error", "\n".join(dead))
-
-
 def deviation(item, gs) -> Applied | None:
     """The item's entry whose version range holds its target's recorded version (the last one read)."""
     candidates = item.stash.get(DEVIATION, None)
     if not candidates:
         return None
-    meta = meta_of(item)
-    versions = gs.results.targets.get(meta["target"], {}).get("versions", {})
-    chosen = Expectations.chosen(candidates, server_version(versions))
-    return Applied(chosen, meta["clause"]) if chosen is not None else None
+    chosen = Expectations.chosen(candidates, _version(item, gs))
+    return Applied(chosen, meta_of(item)["clause"]) if chosen is not None else None
+
+
+def _version(item, gs) -> str | None:
+    return server_version(gs.results.targets.get(meta_of(item)["target"], {}).get("versions", {}))
 
 
 #: exceptions of a call that are not a check's failure (skips, the call deadline, Ctrl-C): never made brief
@@ -89,18 +84,48 @@ def shape(report, verdict) -> None:
         return
     if verdict.outcome in ("known", "noted"):
         report.outcome, report.wasxfail = "skipped", verdict.message
-    elif verdict.outcome in ("fixed", "timeout") or (verdict.outcome == "error" and report.when == "call"):
+    elif verdict.outcome in ("fixed", "timeout", "crashed") or (verdict.outcome == "error" and report.when == "call"):
         report.outcome, report.longrepr = "failed", verdict.message
 
 
-def attach_log(item, report) -> None:
-    meta = meta_of(item)
-    if report.failed and report.when == "call" and meta and meta.get("sentence"):  # the rule a call broke
-        report.sections.append((f"{meta['clause']} ({meta['level']})",
-                                f"{meta['sentence']}\npasses: {meta['accepts']}"))
+def _log_text(item) -> tuple:
+    """(target, what its server logged during the check) while the check's server is watched, else ("", "")."""
     log = item.stash.get(LOG, None)
-    if log and report.failed and log[1] is not None:
-        started, handle, offset = log
-        text = read_log(handle.log_path, offset)
-        if text.strip():
-            report.sections.append((f"server log ({started.target})", text))
+    if not log or log[1] is None:
+        return "", ""
+    started, handle, offset = log
+    return str(started.target), read_log(handle.log_path, offset)
+
+
+def attach_log(item, report) -> None:
+    """A failed setup or teardown: what the server logged during it, as a section of the report."""
+    target, text = _log_text(item) if report.failed else ("", "")
+    if text.strip():
+        report.sections.append((f"server log ({target})", text))
+
+
+def attach_details(item, call, report, verdict, gs, known: Applied | None) -> dict:
+    """The details of a call that did not pass (``failures.DETAILED``): the record fields it adds, and, when it
+    fails the run, its report made to show them (pytest's traceback instead when ``--tb`` was given)."""
+    if call.when != "call" or verdict is None or verdict.outcome not in DETAILED:
+        attach_log(item, report)
+        return {}
+    meta = meta_of(item)
+    extra = details(item, call, _log_text(item)[1])
+    if known is None:
+        note = out_of_range_note(item.stash.get(DEVIATION, None), meta["server"], _version(item, gs))
+        extra.update({"out_of_range": note} if note else {})
+    elif known.deviation.upstream:
+        extra["upstream"] = known.deviation.upstream
+    if report.failed and verdict.outcome in FAILING:
+        st = item.callspec.params.get("server")
+        spec = str(st.target) if st is not None else meta["target"]
+        record = {**meta, "outcome": verdict.outcome, "message": verdict.message, **extra}
+        versions = gs.results.targets.get(meta["target"], {}).get("versions", {})
+        text = failure_text(record, spec, rerun_options(item.config),
+                            ", ".join(f"{k} {v}" for k, v in versions.items()))
+        if item.config.getoption("tbstyle", "auto") == "auto":
+            report.longrepr = FailureRepr(text, (verdict.message.strip().splitlines() or [""])[0][:200])
+        else:
+            report.sections.append(("gatecheck", text))
+    return extra

@@ -14,7 +14,9 @@ Schema history (``schema_version``):
       "error"); each check record also has ``sentence`` and ``accepts`` (its row of the levels table,
       ``conformance/levels/``), and ``level`` may be INFO; a document finished after the session was killed
       has ``"incomplete"`` (why).
-      Added later, without a version change (readers of 2 ignore it): a top-level ``expectations``
+      Added later, without a version change (readers of 2 ignore them): the outcome "crashed" (the server died
+      while the check's request was in flight) and a top-level ``by_level`` ({level group: {"failed", "crashed",
+      "timeout": count}}, the summary's failures by level); a failed MAY check is "noted"; a top-level ``expectations``
       section, the expectation files read and the entries that matched no check (``stale.py``): {"files",
       "entries", "matched", "out_of_range", "stale": [{"file", "line", "check", "server", "targets",
       "versions", "why"}]}.
@@ -42,10 +44,10 @@ from pathlib import Path
 import pytest
 
 from gatecheck.conformance.spec.results import NO_TARGET, check_id_of
-from gatecheck.conformance.plugin.outcomes import OUTCOMES, Verdict, level_group, worse
+from gatecheck.conformance.plugin.outcomes import FINDINGS, OUTCOMES, Verdict, level_group, worse
 
-__all__ = ["Results", "ResultsBusy", "check_id_of", "partial_path", "partial_record", "SCHEMA_VERSION", "set_meta", "meta_of",
-           "document", "document_text", "write_document", "NO_TARGET"]
+__all__ = ["Results", "ResultsBusy", "check_id_of", "partial_path", "partial_record", "SCHEMA_VERSION", "set_meta",
+           "meta_of", "document", "document_text", "write_document", "NO_TARGET"]
 
 SCHEMA_VERSION = 2
 _META_KEY = pytest.StashKey[dict]()
@@ -210,8 +212,9 @@ class Results:
             self._drop_partial()
             return False
         incomplete = "; ".join(self.incomplete) or None
-        extra = {**self.extra, **({"restarts": self.restarts} if self.restarts else {})}
-        write_document(self.path, {**document(self.targets.values(), self.records.values(), incomplete), **extra})
+        data = document(self.targets.values(), self.records.values(), incomplete)
+        restarts = {"restarts": self.restarts} if self.restarts else {}
+        write_document(self.path, {**data, "by_level": self.findings_by_level(), **restarts, **self.extra})
         self._drop_partial()
         return True
 
@@ -229,12 +232,18 @@ class Results:
         return totals
 
     def failures_by_level(self) -> dict:
-        """level group (MUST/SHOULD (spec), POLICY, INFO) -> checks × targets that failed or timed out."""
+        """level group (MUST/SHOULD (spec), POLICY, MAY, INFO) -> checks × targets that failed, crashed the server
+        or timed out."""
+        return {group: sum(outcomes.values()) for group, outcomes in self.findings_by_level().items()}
+
+    def findings_by_level(self) -> dict:
+        """level group -> {outcome: checks × targets} for the outcomes in ``FINDINGS`` (the document's
+        ``by_level``): a crash counts at the level of the check whose request was in flight."""
         groups: dict = {}
         for rec in self.records.values():
-            if rec["outcome"] in ("failed", "timeout"):
-                group = level_group(rec["level"])
-                groups[group] = groups.get(group, 0) + 1
+            if rec["outcome"] in FINDINGS:
+                outcomes = groups.setdefault(level_group(rec["level"]), {})
+                outcomes[rec["outcome"]] = outcomes.get(rec["outcome"], 0) + 1
         return groups
 
     def kept_line(self) -> str:

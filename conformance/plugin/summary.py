@@ -3,6 +3,7 @@ entries, what the session could not run, where the results went. A serial sessio
 records; a ``--jobs`` run from the merged records of its child sessions (``jobs.py``), so both read alike."""
 from __future__ import annotations
 
+from gatecheck.conformance.plugin.console import LISTS_HINT, write_targets
 from gatecheck.conformance.plugin.outcomes import SPEC_GROUP
 from gatecheck.conformance.plugin.stale import write_summary
 
@@ -15,10 +16,12 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
     tr.write_sep("=", "gatecheck")
     counts = results.counts()
     tr.write_line("checks × targets: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
-    failures = results.failures_by_level()
-    if failures:
-        order = [SPEC_GROUP, "POLICY", "INFO"]
-        parts = [f"{group} {failures.get(group, 0)}" for group in order]
+    write_targets(tr, results)
+    findings = results.findings_by_level()
+    if findings:
+        order = [SPEC_GROUP, "POLICY", "MAY", "INFO"]
+        parts = [f"{group} {_count(findings.get(group, {}))}" for group in order
+                 if group in findings or group != "MAY"]
         tr.write_line("failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
                       "not spec requirements)")
     write_summary(tr, report)
@@ -31,10 +34,17 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
     if write_error:
         tr.write_line(f"results: {write_error}; {results.kept_line()}", red=True)
     elif written:
-        tr.write_line(f"results: {results.path}" + (f" (every record; while the run ran, {results.lost})"
-                                                    if results.lost else ""), red=bool(results.lost))
+        lost = f" (every record; while the run ran, {results.lost})" if results.lost else ""
+        tr.write_line(f"results: {results.path} ({LISTS_HINT}){lost}", red=bool(results.lost))
     if junit_error:
         tr.write_line(f"junit: {junit_error}", red=True)
+
+
+def _count(outcomes: dict) -> str:
+    """"4" or "4 (1 crashed)": a level's findings, the crashes named."""
+    total = sum(outcomes.values())
+    crashed = outcomes.get("crashed", 0)
+    return f"{total} ({crashed} crashed)" if crashed else str(total)
 
 
 class LineWriter:

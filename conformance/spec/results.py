@@ -1,6 +1,7 @@
 """What a check may say about its own result, besides passing or failing an assertion, and its id.
 
     not_supported("the server sends no raw_path (optional key)")    # the check's outcome is "unsupported"
+    raise CheckError("the fixture app could not read its script: ...")  # "error": no evidence either way
 
 Rules of this module: it is below the plugin. The plugin (``conformance/plugin/outcomes.py``) decides outcomes
 from what is raised here; checks and helpers import this module, never the plugin. ``UNSUPPORTED_PREFIX`` is
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["not_supported", "NotSupported", "UNSUPPORTED_PREFIX", "NO_TARGET", "check_id_of"]
+__all__ = ["not_supported", "NotSupported", "UNSUPPORTED_PREFIX", "NO_TARGET", "check_id_of", "CheckError",
+           "ServerCrashed"]
 
 UNSUPPORTED_PREFIX = "not supported:"
 NO_TARGET = "no-target"     # the server parameter's id on a check that applies to none of the targets
@@ -20,6 +22,17 @@ NO_TARGET = "no-target"     # the server parameter's id on a check that applies 
 
 class NotSupported(pytest.skip.Exception):
     """Raised by a check (``not_supported(reason)``) when the target lacks what the check needs."""
+
+
+class CheckError(Exception):
+    """The check could not judge its rule, for a reason that is not the server's answer to the rule: the fixture
+    app refused the check's request (it could not read its script). The check's outcome is "error", never a
+    failure citing an unrelated clause, never a pass, never "known"."""
+
+
+class ServerCrashed(Exception):
+    """The server died while the check's request was in flight: the check's outcome is "crashed" (a finding,
+    counted by level), with the server's last log lines."""
 
 
 def not_supported(reason: str):

@@ -20,10 +20,10 @@ Rules of this package:
 4. **Only clean runs are numbers.** A run with errors or non-2xx answers is kept in the raw pairs
    but its pair is left out of the statistics and the route's verdict says so; errors on HEAD alone
    fail the gate (a server that errors under load is worse than a slow one).
-5. Exit status: 1 when a gated metric (``--fail-on``, default server CPU per request and mean latency at
-   one connection) is a regression or HEAD produced errors; else 3 when a gated metric is inconclusive (its
-   interval cannot exclude the threshold: neither verdict can be said, and the headline says so); else 0;
-   2 for usage, install or harness failures, with the reason on stderr.
+5. Exit status: 1 when a gated metric (``--fail-on``, default server CPU per request, mean latency at one
+   connection and instructions per request) is a regression or HEAD produced errors; else 3 when a gated metric
+   is inconclusive (its interval cannot exclude the threshold: neither verdict can be said, and the headline
+   says so); else 0; 2 for usage, install or harness failures, with the reason on stderr.
 6. **Last in line.** The gate uses the other packages of ``load`` (the plan's routes and argument types,
    the run's pipeline, environments and latency client, the records' format); nothing but the command
    lines imports the gate.
@@ -32,31 +32,36 @@ The package, in the order its modules import each other (no cycles): :mod:`.stat
 bootstrap intervals, pure), :mod:`.verdict` (the rule from an interval to a verdict, pure),
 :mod:`.calibration` (sizing an injected slowdown, pure arithmetic over a probe), :mod:`.model` (the nouns
 and the metrics), :mod:`.analysis` (run records to verdicts, pure), :mod:`.injection` (HEAD's injected
-cost and wait, their probes, the server's CPU time), :mod:`.running` (the pair loop, on the pipeline of
+cost, loop and wait, their probes, the server's CPU time), :mod:`.counted` (the counted lane: instructions
+per request under valgrind, in a process of its own), :mod:`.running` (the pair loop, on the pipeline of
 :mod:`load.run.pipeline` that the profile runner uses too), :mod:`.report` (summary.md, pairs.json,
 pytest-benchmark files), :mod:`.cli` (the command line). Environments are in :mod:`load.run.envs`, the
 low-concurrency client in :mod:`load.run.latency`.
 """
 
 from .analysis import analyse
-from .calibration import DELAY_WAIT_US, calibrate_cost, calibrate_delay
-from .injection import (BURST_US, NEVER, burn_probe, cost_burst, delay_probe, idle_env, injected_env, measure_cpu,
-                        tree_cpu_ns)
-from .model import (COST_ENV, COST_EVERY_ENV, DEFAULT_ALPHA_WEIGHTS, DELAY_ENV, DELAY_EVERY_ENV, INCONCLUSIVE_STATUS,
-                    LATENCY_METRICS, METRICS, STATISTIC_LABELS, CaseResult, GateCase, GateError, GateOptions,
+from .calibration import DELAY_WAIT_US, calibrate_cost, calibrate_delay, calibrate_loops
+from .counted import CountLane, counted_records, run_lane
+from .injection import (BURST_US, NEVER, burn_probe, cost_burst, count_probe, delay_probe, idle_env, injected_env,
+                        measure_cpu, spin_cost, tree_cpu_ns)
+from .model import (COST_ENV, COST_EVERY_ENV, COUNTED, DEFAULT_ALPHA_WEIGHTS, DELAY_ENV, DELAY_EVERY_ENV,
+                    INCONCLUSIVE_STATUS, LATENCY_METRICS, LOOPS_ENV, METRICS, STATISTIC_LABELS, CaseResult, GateCase,
+                    GateError, GateOptions,
                     GateResult)
 from .running import run_gate
-from .stats import STATISTICS, Estimate, estimate_ratio, family_confidence, percentile, weighted_levels
+from .stats import (STATISTICS, Estimate, estimate_ratio, family_confidence, percentile, t_interval_ratio,
+                    weighted_levels)
 from .verdict import SIZE_RULES, Decision, Verdict, decide
 
 __all__ = [
     "GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
     "INCONCLUSIVE_STATUS",
-    "DEFAULT_ALPHA_WEIGHTS", "LATENCY_METRICS", "COST_ENV", "COST_EVERY_ENV", "DELAY_ENV", "DELAY_EVERY_ENV",
-    "run_gate", "analyse",
+    "DEFAULT_ALPHA_WEIGHTS", "LATENCY_METRICS", "COUNTED", "COST_ENV", "COST_EVERY_ENV", "LOOPS_ENV", "DELAY_ENV",
+    "DELAY_EVERY_ENV", "run_gate", "analyse", "CountLane", "counted_records", "run_lane",
     "injected_env", "idle_env", "NEVER", "cost_burst", "BURST_US", "measure_cpu", "burn_probe", "delay_probe",
-    "tree_cpu_ns",
-    "calibrate_cost", "calibrate_delay", "DELAY_WAIT_US",
-    "STATISTICS", "Estimate", "estimate_ratio", "family_confidence", "percentile", "weighted_levels",
+    "tree_cpu_ns", "count_probe", "spin_cost",
+    "calibrate_cost", "calibrate_delay", "calibrate_loops", "DELAY_WAIT_US",
+    "STATISTICS", "Estimate", "estimate_ratio", "family_confidence", "percentile", "t_interval_ratio",
+    "weighted_levels",
     "SIZE_RULES", "Decision", "Verdict", "decide",
 ]

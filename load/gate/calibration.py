@@ -34,6 +34,10 @@ Rules of this module:
 4. **The off-CPU wait** (``--head-delay PCT``, :func:`calibrate_delay`) is sized the same way, against
    the mean latency of single requests: a wait of :data:`DELAY_WAIT_US` on every N-th request, N found
    by measurement (an event loop's timers and a woken thread both overshoot a short wait).
+5. **Counted work is sized by counting** (:func:`calibrate_loops`): where the gate counts instructions, a
+   slowdown is a fixed amount of work on every request (``fixtures.payloads.spin``: units of about 70
+   instructions, BASE calling it with none), and its size is arithmetic over counts (BASE's instructions per
+   request, a unit's instructions), with no clock in it.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ import statistics
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 __all__ = ["nominal_cost", "target_ratio", "fit_cost", "robust_cost", "calibrate_cost", "DELAY_WAIT_US",
-           "nominal_every", "calibrate_delay"]
+           "nominal_every", "calibrate_delay", "calibrate_loops"]
 
 
 def target_ratio(slowdown: float) -> float:
@@ -147,6 +151,26 @@ def calibrate_cost(cpu_per_request: Callable[[float], float], slowdown: float, r
         "median_ratios": [[round(c, 4), round(statistics.median(rs), 5)] for c, rs in ratios.items()],
         "source": "measured: trial costs against BASE, a first line, then a Theil-Sen line of log ratio through "
                   "every round (load/calibration.py)",
+    }
+
+
+def calibrate_loops(per_request: float, per_unit: float, per_call: float,
+                    slowdown: float) -> Tuple[int, Dict[str, Any]]:
+    """``(units, details)``: the units of ``fixtures.payloads.spin`` per request that make HEAD execute
+    :func:`target_ratio` times BASE's ``per_request`` instructions, sized by counting (rule 5). BASE calls
+    ``spin(0)`` on every request, so HEAD's extra work is ``units * per_unit`` (``per_call`` is recorded, not
+    injected); both are counted in a bare interpreter, where a timed burn would cost whatever the clock allowed.
+    At least one unit."""
+    if not (per_request > 0 and per_unit > 0 and per_call >= 0):
+        raise ValueError(f"need positive counts, got {per_request!r}, {per_unit!r}, {per_call!r}")
+    want = target_ratio(slowdown)
+    units = max(1, round(per_request * (want - 1.0) / per_unit))
+    return units, {
+        "slowdown": slowdown, "target_ratio": want, "instructions_per_request": round(per_request, 1),
+        "instructions_per_unit": round(per_unit, 3), "instructions_per_call": round(per_call, 1),
+        "loops": units, "expected_ratio": round(1.0 + units * per_unit / per_request, 5),
+        "source": "counted: BASE's instructions per request under callgrind, and the loop's per unit in a bare "
+                  "interpreter (load/gate/calibration.py)",
     }
 
 

@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence, Tuple
 
 from ..plan import at_least, cpu_list, non_negative_float, percent, positive_float, positive_int, server_or_target
 from ..run import INTERRUPTED
-from .model import COST_ENV, DEFAULT_ALPHA_WEIGHTS, DELAY_ENV, METRICS, GateCase, GateError, GateOptions
+from .model import COST_ENV, DEFAULT_ALPHA_WEIGHTS, DELAY_ENV, LOOPS_ENV, METRICS, GateCase, GateError, GateOptions
 from .report import render_markdown, write_outputs
 from .running import run_gate
 from .stats import STATISTICS
@@ -97,7 +97,12 @@ def _add_injection_arguments(parser: argparse.ArgumentParser) -> None:
                       help=f"fake a regression: HEAD's app burns this much CPU per request on average ({COST_ENV}; "
                            "as 50 µs bursts on every N-th request below 50 µs)")
     knob.add_argument("--head-slowdown", type=percent, default=None, metavar="PERCENT",
-                      help="fake a regression of this size: measure BASE first and set --head-cost from its RPS")
+                      help="fake a regression of this size: HEAD's app runs a loop sized by counting so that HEAD "
+                           "executes 1/(1-PERCENT) times BASE's instructions per request (where valgrind is missing: "
+                           "a CPU burn sized by timing BASE)")
+    knob.add_argument("--head-loops", type=positive_int, default=0, metavar="N",
+                      help=f"fake a regression of counted work: HEAD's app does N units of it per request, about 70 "
+                           f"instructions each ({LOOPS_ENV}; BASE calls the same code with none)")
     parser.add_argument("--head-delay", type=delay_spec, default=None, metavar="PERCENT|TIME[/N]",
                         help=f"fake a regression that costs no CPU: HEAD's app waits ({DELAY_ENV}; asyncio.sleep, "
                              "time.sleep for WSGI): '10%%' = calibrated to raise BASE's mean latency at low concurrency "
@@ -161,15 +166,24 @@ def _add_rule_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_metric_arguments(parser: argparse.ArgumentParser) -> None:
     """What fails the gate and how the pairs are measured: gated metrics, their alpha shares, the latency run,
     restarts and CPUs."""
-    parser.add_argument("--fail-on", type=_metric_list, default=("cpu", "lat"),
-                        help="metrics whose regression fails the gate: any of rps, p99, cpu, lat, lat50 (default cpu,lat: "
-                             "server CPU per request and the mean latency of a low-concurrency run, both precise "
-                             "on a shared machine where RPS is not; see docs/gate.md)")
+    parser.add_argument("--fail-on", type=_metric_list, default=("cpu", "lat", "count"),
+                        help="metrics whose regression fails the gate: any of rps, p99, cpu, lat, lat50, count (default "
+                             "cpu,lat,count: server CPU per request, the mean latency of a low-concurrency run and "
+                             "instructions per request counted under valgrind, all precise on a shared machine where "
+                             "RPS is not; see docs/gate.md)")
     parser.add_argument("--alpha-weights", type=alpha_weights_spec, default=DEFAULT_ALPHA_WEIGHTS, metavar="M=W,...",
                         help="how the gated metrics share the family's false alarms (1 - --confidence; weighted Bonferroni; default "
-                             "cpu=4,lat=1: CPU's intervals at 96%%, latency's at 99%%, since a CPU regression is "
-                             "targeted at the threshold and a latency one at twice it; 'equal' for equal shares; "
-                             "a gated metric not named weighs 1)")
+                             "cpu=4,lat=1,count=1: CPU's intervals at 96.7%%, latency's and the count's at 99.2%%; "
+                             "'equal' for equal shares; a gated metric not named weighs 1)")
+    parser.add_argument("--count-pairs", type=at_least(0, "--count-pairs"), default=6,
+                        help="counted pairs: batches of requests to a BASE and a HEAD server under valgrind, beside "
+                             "the timed pairs (default 6; 0 = no counted metric)")
+    parser.add_argument("--count-restart-every", type=at_least(1, "--count-restart-every"), default=3,
+                        help="fresh counted servers every N counted pairs (default 3)")
+    parser.add_argument("--count-requests", type=positive_int, default=300,
+                        help="requests per side counted in each counted pair, after as many uncounted (default 300)")
+    parser.add_argument("--count-threshold", type=percent, default=0.01,
+                        help="the change in instructions per request the gate must catch (default 1%%)")
     parser.add_argument("--latency-duration", type=non_negative_float, default=1.0,
                         help="seconds of the low-concurrency run after each pair's main runs: one request at a time, "
                              "BASE and HEAD interleaved request by request, for the lat metrics (default 1; 0 = none)")
@@ -256,10 +270,14 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
     server_cpus, oha_cpus = _pinning(args)
     opts = GateOptions(cases=cases, threshold=args.threshold, pairs=args.pairs, max_pairs=args.max_pairs,
                        budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,
-                       statistic=args.statistic, seed=seed, head_cost_us=args.head_cost, fail_on=args.fail_on,
+                       statistic=args.statistic, seed=seed, head_cost_us=args.head_cost,
+                       fail_on=tuple(m for m in args.fail_on if m != "count" or args.count_pairs),
                        restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus,
                        latency_duration=args.latency_duration, size_by=args.size_by, alpha_weights=args.alpha_weights,
-                       **_delay_options(args.head_delay))
+                       count_pairs=args.count_pairs, count_restart_every=args.count_restart_every,
+                       count_requests=args.count_requests,
+                       count_warmup=args.count_requests, count_threshold=args.count_threshold,
+                       head_loops=args.head_loops, **_delay_options(args.head_delay))
     base_env, head_env = ensure_pair(args.base, args.head, package=adapter.package, module=adapter.module,
                                      extras=args.extras, python=args.python, rebuild=args.rebuild_envs,
                                      timeout=args.env_timeout, log=log)
@@ -275,7 +293,7 @@ def main_from_args(args: argparse.Namespace) -> int:
 
     from ..plan import ProfileError, RouteError
     from ..records import ResultsError
-    from ..run import EnvError, OhaError, RouteCheckError
+    from ..run import CountError, EnvError, OhaError, RouteCheckError
 
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
@@ -290,7 +308,7 @@ def main_from_args(args: argparse.Namespace) -> int:
                           else None, log=log)
         paths = write_outputs(result, out_dir, args.benchmark_storage)
     except (GateError, EnvError, ServerError, OhaError, RouteError, RouteCheckError, ProfileError, ResultsError,
-            ValueError) as exc:
+            CountError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

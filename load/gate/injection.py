@@ -12,13 +12,14 @@ Rules of this module:
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-from ..run import Pipeline, cpu_times
-from .model import COST_ENV, COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV, GateCase, GateError
+from ..run import COUNT_ENV, Pipeline, callgrind_wrap, count_batch, count_program, cpu_times
+from .model import COST_ENV, COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV, LOOPS_ENV, GateCase, GateError
 
 __all__ = ["tree_cpu_ns", "BURST_US", "cost_burst", "NEVER", "idle_env", "injected_env", "measure_cpu", "burn_probe",
-           "delay_probe", "LatencyFn"]
+           "delay_probe", "count_probe", "spin_cost", "LatencyFn"]
 
 LatencyFn = Callable[..., Dict[str, Dict[str, Any]]]
 
@@ -77,24 +78,27 @@ def cost_burst(cost_us: float) -> Tuple[float, int]:
 NEVER = 2 ** 62  # a period no run reaches: the injection's machinery runs on every request, nothing is ever due
 
 
-def idle_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1)) -> Dict[str, str]:
+def idle_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1), loops: int = 0) -> Dict[str, str]:
     """BASE's variables beside a HEAD given :func:`injected_env` ``(cost_us, delay)``: the same variables with
     a period of :data:`NEVER`, so BASE's app runs the same check on every request and burns and waits nothing.
     The slowdown measured is then the bursts and waits alone: the check itself cost granian's RSGI json route
     1.3 µs per request (x1.036 in a gate that burnt nothing; benchmarks/gate/README.md, seventh experiment)."""
-    env = injected_env(cost_us, delay)
+    env = injected_env(cost_us, delay, loops)
     if COST_ENV in env:
         env[COST_EVERY_ENV] = str(NEVER)
+    if LOOPS_ENV in env:
+        env[LOOPS_ENV] = "0"  # the same call on every request, doing no work
     if DELAY_ENV in env:
         env[DELAY_EVERY_ENV] = str(NEVER)
     return env
 
 
-def injected_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1)) -> Dict[str, str]:
+def injected_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1), loops: int = 0) -> Dict[str, str]:
     """The fixture apps' variables for burning ``cost_us`` µs of CPU per request on average (0: none; as
-    bursts, :func:`cost_burst`) and waiting ``delay[0]`` µs without CPU on every ``delay[1]``-th request
+    bursts, :func:`cost_burst`), ``loops`` units of counted work on every request (0: none;
+    ``fixtures.payloads.spin``) and waiting ``delay[0]`` µs without CPU on every ``delay[1]``-th request
     (0: none)."""
-    env = {}
+    env = {LOOPS_ENV: str(int(loops))} if loops > 0 else {}
     if cost_us > 0:
         burst, every = cost_burst(cost_us)
         env[COST_ENV] = f"{burst:.3f}"
@@ -152,3 +156,36 @@ def delay_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, 
             raise GateError(f"calibration: no 2xx answer at one connection on {case.name}")
         return res["base"]["avg_ms"] * 1000, res["head"]["avg_ms"] / res["base"]["avg_ms"]
     return measure
+
+
+def count_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, requests: int, warmup: int,
+                out_dir: Path) -> float:
+    """BASE's instructions per request as the gate runs it beside a looping HEAD: one counted server of
+    ``python``'s install (``load.run.counting``), ``warmup`` uncounted then ``requests`` counted requests."""
+    env = {**idle_env(loops=1), **COUNT_ENV}  # spin(0) on every request, as BASE runs beside a spinning HEAD
+    with pipeline.start(case.setup, python=python, env=env, wrap=callgrind_wrap(out_dir, "calibrate"),
+                        ready_timeout=300.0) as srv:
+        res = count_batch({"base": srv}, route, requests=requests, warmup=warmup, out_dir=out_dir,
+                          labels={"base": "calibrate"})
+    for f in out_dir.glob("calibrate.callgrind.*"):
+        f.unlink(missing_ok=True)
+    return res["base"]["instructions_per_request"]
+
+
+#: The loop program counted by :func:`spin_cost`: the fixtures' own ``spin``, called ``k`` times with ``n``.
+_SPIN_DRIVER = "\nimport sys\nn, k = int(sys.argv[1]), int(sys.argv[2])\nfor _ in range(k):\n    spin(n)\n"
+
+
+def spin_cost(python: str, out_dir: Path, calls: int = 1000, loops: int = 100) -> Tuple[float, float]:
+    """(instructions per unit, instructions per call) of ``fixtures.payloads.spin`` in ``python``, counted
+    under callgrind: three runs of one program that differ only in its arguments (no call, ``calls`` calls of
+    ``spin(0)``, ``calls`` calls of ``spin(loops)``), so start-up cancels exactly. BASE calls ``spin(0)`` on
+    every request, so only the units are HEAD's injected work."""
+    import inspect
+
+    from gatecheck.fixtures.payloads import spin
+
+    code = "_UNITS = [1] * 4096\n" + inspect.getsource(spin) + _SPIN_DRIVER
+    empty, called, looped = (count_program(python, code, [str(n), str(k)], out_dir, f"spin-{n}-{k}")
+                             for n, k in ((0, 0), (0, calls), (loops, calls)))
+    return (looped - called) / (calls * loops), (called - empty) / calls

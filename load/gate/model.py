@@ -11,14 +11,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from gatecheck.fixtures import COST_ENV
-from gatecheck.fixtures.payloads import COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV
+from gatecheck.fixtures.payloads import COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV, LOOPS_ENV
 
 from ..run import ServerSetup, setup_for
 from .stats import family_confidence, weighted_levels
 from .verdict import Decision, Verdict
 
 __all__ = ["DEFAULT_ALPHA_WEIGHTS", "GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "LATENCY_METRICS",
-           "STATISTIC_LABELS", "COST_ENV", "COST_EVERY_ENV", "DELAY_ENV", "DELAY_EVERY_ENV", "INCONCLUSIVE_STATUS"]
+           "COUNTED", "STATISTIC_LABELS", "COST_ENV", "COST_EVERY_ENV", "LOOPS_ENV", "DELAY_ENV", "DELAY_EVERY_ENV",
+           "INCONCLUSIVE_STATUS"]
 
 # COST_ENV: the fixture apps burn this many µs of CPU on every COST_EVERY_ENV-th payload/json/echo request
 # (the gate injects an average cost per request as such bursts, running.cost_burst); DELAY_ENV: ... and wait
@@ -38,7 +39,14 @@ METRICS: Dict[str, Tuple[str, bool, str]] = {
     # requests make; the median does not (benchmarks/gate/README.md, fourth experiment).
     "lat": ("low_latency.avg_ms", False, "mean latency at low concurrency"),
     "lat50": ("low_latency.p50_ms", False, "median latency at low concurrency"),
+    # The counted lane (load/gate/counted.py): the server tree's instructions per request under valgrind, start-up
+    # and warm-up not counted, BASE and HEAD interleaved request by request: nearly deterministic, so a few pairs
+    # see a 1% change on a machine whose CPU speed moves by more than that from one second to the next.
+    "count": ("instructions_per_request", False, "instructions per request"),
 }
+
+#: The counted metric: its own pairs (the counted lane's), threshold (``count_threshold``) and interval (t).
+COUNTED = "count"
 
 #: The metrics measured by the low-concurrency run.
 LATENCY_METRICS = ("lat", "lat50")
@@ -93,7 +101,7 @@ class GateCase:
 
 # CPU's regressions are targeted at the threshold itself (5%), latency's at twice it (10%, docs/gate.md), so CPU
 # gets four fifths of alpha: with cpu,lat its intervals are at 96% and latency's at 99% (not 97.5% each).
-DEFAULT_ALPHA_WEIGHTS: Tuple[Tuple[str, float], ...] = (("cpu", 4.0), ("lat", 1.0))
+DEFAULT_ALPHA_WEIGHTS: Tuple[Tuple[str, float], ...] = (("cpu", 4.0), ("lat", 1.0), ("count", 1.0))
 
 
 @dataclass(frozen=True)
@@ -111,7 +119,7 @@ class GateOptions:
     head_cost_us: float = 0.0
     head_delay_us: float = 0.0  # HEAD's app waits this long (off CPU) ...
     head_delay_every: int = 1  # ... on every N-th request
-    fail_on: Tuple[str, ...] = ("cpu", "lat")
+    fail_on: Tuple[str, ...] = ("cpu", "lat", "count")
     latency_duration: float = 1.0  # seconds of the interleaved one-connection run after the main runs (0: none)
     restart_every: int = 1
     server_cpus: Optional[Tuple[int, ...]] = None
@@ -121,6 +129,16 @@ class GateOptions:
     # Shares of the family's alpha per gated metric (weighted Bonferroni, stats.weighted_levels); a gated metric
     # not named has weight 1, and () means equal shares (every gate stored before the eighth experiment's).
     alpha_weights: Tuple[Tuple[str, float], ...] = DEFAULT_ALPHA_WEIGHTS
+    # The counted lane: counted pairs (0: none, and "count" is not gated), fresh counted servers every so many of
+    # them, requests per side counted in each, uncounted requests per side before a server pair's first, the
+    # pause after each counted answer, and the counted metric's own threshold.
+    count_pairs: int = 6
+    count_restart_every: int = 3
+    count_requests: int = 300
+    count_warmup: int = 300
+    count_threshold: float = 0.01
+    count_pause: float = 0.002  # each server rests between counted requests (pilots: per-pair spread 0.2-0.3%, not 0.35%)
+    head_loops: int = 0  # HEAD's app spins this many loop iterations per request (counted work; fixtures.spin)
 
     def __post_init__(self) -> None:
         if self.pairs < 8:
@@ -141,6 +159,16 @@ class GateOptions:
             raise ValueError(f"unknown metric(s) {sorted(unknown)} in the alpha weights; choose from {sorted(METRICS)}")
         if self.fail_on:
             weighted_levels(self.confidence, self.weights)  # refuses a weight that is not > 0
+        if COUNTED in self.fail_on and self.count_pairs == 1:
+            raise ValueError("--fail-on count needs at least 2 counted pairs (--count-pairs; 0: not counted)")
+        if not 0 < self.count_threshold < 1 or self.count_requests < 1 or self.count_warmup < 0 \
+                or self.count_restart_every < 1 or self.count_pause < 0:
+            raise ValueError("the counted lane needs a threshold in (0, 1), requests >= 1, a warm-up >= 0, "
+                             "fresh servers every >= 1 pairs and a pause >= 0")
+
+    def threshold_for(self, metric: str) -> float:
+        """The slowdown ``metric`` must catch: the counted metric's own, else ``threshold``."""
+        return self.count_threshold if metric == COUNTED else self.threshold
 
     @property
     def comparisons(self) -> int:
@@ -208,6 +236,7 @@ class GateResult:
     calibration: Optional[Dict[str, Any]] = None
     started_at: str = ""
     interrupted: bool = False  # Ctrl-C or SIGTERM: the verdicts cover only the pairs measured so far
+    count_note: str = ""  # why instructions per request were not measured (valgrind missing, counting failed)
 
     @property
     def inconclusive(self) -> bool:
@@ -233,6 +262,7 @@ class GateResult:
             "pairs": self.pairs,
             "stopped_because": self.stopped_because,
             "interrupted": self.interrupted,
+            "count_note": self.count_note,
             "exit_status": self.exit_status,
             "base": self.base,
             "head": self.head,

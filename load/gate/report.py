@@ -13,8 +13,18 @@ from typing import Dict, Optional
 
 from ..records import benchjson, write_document
 from .injection import cost_burst
-from .model import COST_ENV, DELAY_ENV, METRICS, STATISTIC_LABELS, CaseResult, GateOptions, GateResult
-from .verdict import Verdict
+from .model import (
+    COST_ENV,
+    COUNTED,
+    DELAY_ENV,
+    LOOPS_ENV,
+    METRICS,
+    STATISTIC_LABELS,
+    CaseResult,
+    GateOptions,
+    GateResult,
+)
+from .verdict import Decision, Verdict
 
 __all__ = ["render_markdown", "write_outputs"]
 
@@ -24,7 +34,7 @@ _EMOJI = {Verdict.REGRESSION: "❌", Verdict.IMPROVEMENT: "🚀", Verdict.INCONC
 def _fmt_value(metric: str, v: float) -> str:
     if metric in ("lat", "lat50"):
         return f"{v * 1000:.0f} µs" if v < 10 else f"{v:.1f} ms"
-    return {"rps": f"{v:,.0f}", "cpu": f"{v:.1f} µs"}.get(metric, f"{v:.2f} ms")
+    return {"rps": f"{v:,.0f}", "cpu": f"{v:.1f} µs", COUNTED: f"{v:,.0f}"}.get(metric, f"{v:.2f} ms")
 
 
 def _duration(seconds: float) -> str:
@@ -46,16 +56,21 @@ def render_markdown(result: GateResult) -> str:
         head = (f"⏹ **interrupted** after {result.pairs} complete pair(s): not a verdict; what was measured so far "
                 f"reads {head.split('**')[1]}")
     b, h = result.base, result.head
+    counted = f" (instructions {opts.count_threshold:.1%})" if COUNTED in opts.fail_on else ""
     lines = [f"## gatecheck gate: {b.get('spec', 'BASE')} → {h.get('spec', 'HEAD')}", "",
-             f"{head} (gated on {', '.join(METRICS[m][2] for m in opts.fail_on)}; threshold {opts.threshold:.0%}; "
-             f"{opts.confidence:.0%} family-wise bootstrap intervals over {result.pairs} interleaved pairs; "
+             f"{head} (gated on {', '.join(METRICS[m][2] for m in opts.fail_on)}; threshold {opts.threshold:.0%}"
+             f"{counted}; {opts.confidence:.0%} family-wise intervals over {result.pairs} interleaved pairs; "
              f"took {_duration(result.seconds)})",
-             ""]
+             "", *[_lead_line(r, opts) for r in result.results], ""]
+    if result.count_note:
+        lines += [f"> ⚠️ {result.count_note}", ""]
     if h.get("cost_us"):
         burst, every = cost_burst(h["cost_us"])
         how = f"{burst:.0f} µs on every {every}th request" if every > 1 else "on every request"
         lines += [f"> HEAD ran with an injected cost of {h['cost_us']:.2f} µs of CPU per request on average "
                   f"({how}; {COST_ENV}).", ""]
+    if h.get("loops"):
+        lines += [f"> HEAD ran with {h['loops']} units of injected counted work on every request ({LOOPS_ENV}).", ""]
     if h.get("delay_us"):
         every = int(h.get("delay_every") or 1)
         lines += [f"> HEAD ran with an injected wait of {h['delay_us']:.0f} µs without CPU on "
@@ -65,12 +80,52 @@ def render_markdown(result: GateResult) -> str:
     return "\n".join(lines + _method_lines(result))
 
 
+def _change(d: Optional[Decision]) -> str:
+    """A ratio as a signed change with its interval, e.g. ``+1.02% (+0.71 … +1.33)``."""
+    if d is None:
+        return "not measured"
+    pct = lambda v: f"{100 * (v - 1):+.2f}"
+    return f"{pct(d.estimate.ratio)}% ({pct(d.estimate.low)} … {pct(d.estimate.high)})"
+
+
+#: What moved, named by the kind of cost it points to (docs/gate.md, "What each metric sees").
+_KINDS = {COUNTED: "instructions", "cpu": "CPU time", "lat": "latency"}
+
+
+def _moved(r: CaseResult) -> str:
+    """Which of instructions, CPU time and latency moved significantly (interval off 1), and what that points to."""
+    moved = [name for m, name in _KINDS.items() if r.decisions.get(m) is not None
+             and not r.decisions[m].estimate.low <= 1.0 <= r.decisions[m].estimate.high]
+    if not moved:
+        return "nothing moved"
+    hint = ""
+    if "instructions" not in moved and COUNTED in r.decisions and "CPU time" in moved:
+        hint = ": CPU time without instructions (kernel time, system calls, cache misses)"
+    elif moved == ["latency"] and r.decisions.get(COUNTED) is not None:
+        hint = ": latency alone (a wait, a lock, Nagle)"
+    return "moved: " + ", ".join(moved) + hint
+
+
+def _lead_line(r: CaseResult, opts: GateOptions) -> str:
+    """One line per case: counted change, timed changes, each with its interval, what moved, and the verdict."""
+    gated = {m: d for m, d in r.decisions.items() if m in opts.fail_on and d is not None}
+    worst = next((v for v in (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE)
+                  if any(d.verdict is v for d in gated.values())), Verdict.NO_CHANGE)
+    which = [_KINDS.get(m, m) for m, d in gated.items() if d.verdict is worst and worst is not Verdict.NO_CHANGE]
+    verdict = "❌ HEAD has errors" if r.head_errors else (
+        f"{_EMOJI[worst]} {worst.value}" + (f" ({', '.join(which)})" if which else ""))
+    parts = [f"instructions {_change(r.decisions[COUNTED])}"] if COUNTED in r.decisions else []
+    parts += [f"{name} {_change(r.decisions.get(m))}" for m, name in (("cpu", "CPU"), ("lat", "latency"))
+              if m in r.decisions]
+    return f"- **{r.case.name}**: " + " · ".join(parts) + f"; {_moved(r)} → {verdict}"
+
+
 def _case_lines(r: CaseResult, opts: GateOptions) -> list:
     """One case's table: each metric's medians, ratio, interval and verdict; then HEAD's errors and warnings."""
     lines = [f"### {r.case.name}", "", "| metric | base | head | head/base | interval | verdict |",
              "| --- | ---: | ---: | ---: | :---: | --- |"]
     for metric, d in r.decisions.items():
-        label = METRICS[metric][2].replace("at low concurrency", "at c1")
+        label = METRICS[metric][2].replace("at low concurrency", "at c1") + (" (counted)" if metric == COUNTED else "")
         label += "" if metric in opts.fail_on else " (not gated)"
         if d is None:
             lines.append(f"| {label} | - | - | - | - | no clean pairs |")
@@ -101,6 +156,12 @@ def _method_lines(result: GateResult) -> list:
     latency = [f"- after both main runs of a pair, {opts.latency_duration:g} s of single requests alternating "
                "between BASE and HEAD (one connection each, ABBA order) for the latency metrics"]
     latency = latency if opts.latency_duration else []
+    if opts.count_pairs and COUNTED in (result.results[0].decisions if result.results else {}):
+        latency.append(f"- instructions per request: {opts.count_pairs} counted pairs beside the timed ones, each "
+                       f"{opts.count_requests} requests per side alternating between a BASE and a HEAD server under "
+                       f"valgrind (callgrind, every process; start-up and {opts.count_warmup} requests per side not "
+                       f"counted; fresh servers every {opts.count_restart_every} pairs); head/base is the geometric "
+                       f"mean of the per-pair ratios with a t interval; threshold {opts.count_threshold:.1%}")
     return ["<details><summary>method</summary>", "",
             f"- BASE: `{b.get('spec', '?')}` ({versions(b)}); HEAD: `{h.get('spec', '?')}` ({versions(h)})",
             f"- {result.pairs} pairs; each pair runs BASE and HEAD back to back in random order (seed {opts.seed}), "
@@ -112,7 +173,8 @@ def _method_lines(result: GateResult) -> list:
              f"(a slowdown of {opts.threshold:.0%} not ruled out); inconclusive = interval containing 1 and wider "
              f"than {opts.threshold:.0%}" if opts.size_by == "interval" else
              f"- regression = whole interval on the worse side of 1 and the change ≥ {opts.threshold:.0%}; "
-             f"inconclusive = interval wider than {opts.threshold:.0%}"),
+             f"inconclusive = interval wider than {opts.threshold:.0%}")
+            + (f" ({opts.count_threshold:.1%} for instructions per request)" if opts.count_pairs else ""),
             f"- stopped: {result.stopped_because}",
             "", "</details>", ""]
 

@@ -9,21 +9,23 @@ with fake servers and runs.
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..plan import route as lookup_route
 from ..records import append_record
-from ..run import Pipeline, interleaved_latency
+from ..run import Pipeline, interleaved_latency, valgrind_missing
 from .analysis import _decisive, analyse
-from .calibration import DELAY_WAIT_US, calibrate_cost, calibrate_delay
-from .injection import LatencyFn, burn_probe, delay_probe, idle_env, injected_env, measure_cpu
-from .model import GateCase, GateError, GateOptions, GateResult
+from .calibration import DELAY_WAIT_US, calibrate_cost, calibrate_delay, calibrate_loops
+from .counted import CountLane, counted_records
+from .injection import LatencyFn, burn_probe, count_probe, delay_probe, idle_env, injected_env, measure_cpu, spin_cost
+from .model import COUNTED, GateCase, GateError, GateOptions, GateResult
 
 __all__ = ["run_gate"]
 
@@ -80,6 +82,7 @@ class _Session:
     t0: float
     cost_us: float = 0.0
     delay: Tuple[float, int] = (0.0, 1)
+    loops: int = 0
     servers: Dict[Tuple[str, str], Any] = field(default_factory=dict)
     analysed: Tuple[int, Any] = (-1, None)  # (how many runs, their verdicts): the last analysis, reused at the end
 
@@ -90,16 +93,25 @@ class _Session:
     def launch(self, case: GateCase, side: str) -> Any:
         """Start ``side``'s server for ``case``; HEAD's app carries the injected cost and wait, BASE's the same
         variables with nothing ever due (:func:`idle_env`)."""
-        env = injected_env(self.cost_us, self.delay) if side == "head" else idle_env(self.cost_us, self.delay)
-        return self.pipeline.start(case.setup, python=self.pythons[side], env=env)
+        return self.pipeline.start(case.setup, python=self.pythons[side], env=self.env(side))
+
+    def env(self, side: str) -> Dict[str, str]:
+        """The fixture variables of ``side``'s app: HEAD's injection, BASE's idle twin (:func:`idle_env`)."""
+        injected = (self.cost_us, self.delay, self.loops)
+        return injected_env(*injected) if side == "head" else idle_env(*injected)
 
     def calibrate(self, head_slowdown: Optional[float], head_delay_increase: Optional[float]) -> None:
-        """HEAD's injected CPU cost and off-CPU wait: as given, or calibrated on BASE's install first."""
-        self.cost_us = self.opts.head_cost_us
-        if head_slowdown:
+        """HEAD's injected CPU cost and off-CPU wait: as given, or calibrated on BASE's install first. A
+        slowdown is counted work (a loop sized by counting instructions) where the gate counts, else a timed burn."""
+        self.cost_us, self.loops = self.opts.head_cost_us, self.opts.head_loops
+        if head_slowdown and self.opts.count_pairs:  # counting here (_without_counting set 0 pairs where it cannot)
+            self.loops = self._calibrate_loops(head_slowdown)
+        elif head_slowdown:
             self.cost_us = self._calibrate_cost(head_slowdown)
         if self.cost_us:
             self.result.head["cost_us"] = self.cost_us
+        if self.loops:
+            self.result.head["loops"] = self.loops
         self.delay = (self.opts.head_delay_us, self.opts.head_delay_every)
         if head_delay_increase:
             self.delay = self._calibrate_delay(head_delay_increase)
@@ -118,6 +130,63 @@ class _Session:
                  f"burnt per request on HEAD (x{calib['target_ratio']:.3f}; the additive model said "
                  f"{calib['nominal_cost_us']:.2f})")
         return cost_us
+
+    def _calibrate_loops(self, slowdown: float) -> int:
+        """The loop for ``slowdown`` more instructions per request on the first case, by counting: BASE's
+        instructions per request (one counted server) and the loop's per iteration and per call (a bare
+        interpreter under callgrind), at once (:func:`load.gate.calibration.calibrate_loops`)."""
+        import threading
+
+        case, opts = self.opts.cases[0], self.opts
+        self.log(f"calibrating the injected work for {slowdown:.0%} more instructions per request on {case.name} "
+                 "(counting BASE's install)")
+        folder, spin = self.out_dir / "counted", {}
+        t = threading.Thread(target=lambda: spin.update(cost=spin_cost(self.pythons["head"], folder)))
+        t.start()
+        try:
+            per_request = count_probe(self.pipeline, case, self.routes[case.route], python=self.pythons["base"],
+                                      requests=opts.count_requests, warmup=opts.count_warmup, out_dir=folder)
+        finally:
+            t.join()
+        if "cost" not in spin:
+            raise GateError("calibration: the loop's instructions could not be counted (see the log above)")
+        loops, calib = calibrate_loops(per_request, *spin["cost"], slowdown)
+        self.result.calibration = dict(calib, case=case.name)
+        self.log(f"calibration: BASE {per_request:,.0f} instructions per request; a unit of work "
+                 f"{spin['cost'][0]:.1f} -> HEAD spins {loops} units per request (x{calib['expected_ratio']:.4f} "
+                 f"for x{calib['target_ratio']:.4f})")
+        return loops
+
+    def start_lane(self, lane_fn: Callable[..., Any]) -> Any:
+        """The counted lane (:mod:`load.gate.counted`) for every case, beside the timed pairs; None without it."""
+        opts = self.opts
+        if not opts.count_pairs:
+            return None
+        spec = {"cases": [c.to_dict() for c in opts.cases], "pythons": dict(self.pythons),
+                "envs": {side: self.env(side) for side in ("base", "head")}, "pairs": opts.count_pairs,
+                "restart_every": opts.count_restart_every, "requests": opts.count_requests,
+                "warmup": opts.count_warmup, "pause": opts.count_pause, "seed": opts.seed, "out_dir": str(self.out_dir)}
+        self.log(f"counting instructions per request beside the timed pairs: {opts.count_pairs} counted pairs of "
+                 f"{opts.count_requests} requests per side, fresh servers every {opts.count_restart_every}")
+        return lane_fn(spec, self.out_dir)
+
+    def finish_lane(self, lane: Any, timeout: float = 900.0) -> None:
+        """Wait for the counted lane, then take its records; a lane that failed is noted, in one line."""
+        note = lane.wait(timeout)
+        if note:
+            self.result.count_note = f"instructions per request: {note}"
+            self.log(self.result.count_note)
+        self.result.runs.extend(counted_records(self.out_dir))
+        self.result.runs.sort(key=self._order())
+
+    def _order(self) -> Callable[[Dict[str, Any]], int]:
+        """Records in the order runs.jsonl has them (timed and counted interleaved as they ended)."""
+        from ..records import load_records
+
+        path = self.out_dir / "runs.jsonl"
+        lines = [json.dumps(r, sort_keys=True) for r in load_records([path])] if path.exists() else []
+        where = {line: i for i, line in enumerate(lines)}
+        return lambda r: where.get(json.dumps(r, sort_keys=True), len(where))
 
     def _calibrate_delay(self, increase: float) -> Tuple[float, int]:
         """HEAD's (wait µs, every N) for a mean latency ``1 + increase`` times BASE's, measured on BASE's
@@ -232,6 +301,20 @@ def _pipeline(opts: GateOptions, out_dir: Path, start: Seam, measure_fn: Seam, c
     return Pipeline(out_dir, server_cpus=opts.server_cpus, oha_cpus=opts.oha_cpus, **seams)
 
 
+def _without_counting(opts: GateOptions, missing: Callable[[], Optional[str]],
+                      log: Callable[[str], None]) -> Tuple[GateOptions, str]:
+    """``opts`` as run: where valgrind cannot count, without the counted metric (gated on the timed ones,
+    their levels as without it), and the one line that says so."""
+    if not opts.count_pairs:
+        return replace(opts, fail_on=tuple(m for m in opts.fail_on if m != COUNTED)), ""
+    reason = missing()
+    if reason is None:
+        return opts, ""
+    note = f"instructions per request not measured: {reason}; gating on the timed metrics"
+    log(note)
+    return replace(opts, fail_on=tuple(m for m in opts.fail_on if m != COUNTED), count_pairs=0), note
+
+
 def _lookup_route(name: str) -> Any:
     return lookup_route(name).resolve()
 
@@ -253,28 +336,40 @@ def run_gate(
     head_delay_increase: Optional[float] = None,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
     clock: Callable[[], float] = time.monotonic,
+    lane_fn: Callable[..., Any] = CountLane,
+    counting_missing: Callable[[], Optional[str]] = valgrind_missing,
 ) -> GateResult:
     """Run the pairs and return the result (rules 1-4). ``start``/``measure_fn``/``route_fn``/``check_fn``
-    default to ``servers.start_server`` and ``load.run.measure``; tests pass fakes. ``head_slowdown`` and
-    ``head_delay_increase`` calibrate HEAD's injected CPU cost and off-CPU wait on BASE's install first."""
+    default to ``servers.start_server`` and ``load.run.measure``; tests pass fakes, and ``lane_fn`` (the counted
+    lane) and ``counting_missing`` (why valgrind cannot count here, or None) too. ``head_slowdown`` and
+    ``head_delay_increase`` calibrate HEAD's injected work and off-CPU wait on BASE's install first."""
     rng = random.Random(opts.seed)
     t0 = clock()
+    opts, note = _without_counting(opts, counting_missing, log)
     result = GateResult(base=dict(base_info or {}, python=base_python), head=dict(head_info or {}, python=head_python),
-                        options=opts, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+                        options=opts, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                        count_note=note)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     session = _Session(opts, result, {"base": base_python, "head": head_python},
                        _pipeline(opts, Path(out_dir), start, measure_fn, check_fn), latency_fn,
                        {c.route: route_fn(c.route) for c in opts.cases}, Path(out_dir), log, clock, t0)
     session.calibrate(head_slowdown, head_delay_increase)
-    session.check_routes()
-    result.setup_seconds = clock() - t0
+    lane = session.start_lane(lane_fn)
     try:
+        session.check_routes()
+        result.setup_seconds = clock() - t0
         session.pairs(rng)
+        if lane is not None:
+            session.finish_lane(lane)
+            lane = None
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM (load.run.signals): keep every finished run; the caller reports them and exits 130.
         result.interrupted = True
         result.stopped_because = f"interrupted during pair {result.pairs + 1}"
+        result.runs.extend(counted_records(Path(out_dir)))
     finally:
+        if lane is not None:
+            lane.stop()
         _stop_all(list(session.servers.values()))
     result.results = session.analyse()
     result.seconds = clock() - t0

@@ -55,6 +55,8 @@ __all__ = [
     "ratio_of_means",
     "ratio_of_medians",
     "stability_warnings",
+    "t_quantile",
+    "t_interval_ratio",
     "weighted_levels",
 ]
 
@@ -297,6 +299,65 @@ def estimate_ratio(
     # The point estimate of a skewed statistic can fall outside a short percentile interval by a
     # rounding hair; widen the interval rather than report an estimate outside its own interval.
     return Estimate(point, min(low, point), max(high, point), len(base), confidence, statistic)
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _t_upper(t: float, df: int) -> float:
+    """P(T > t) for Student's t with ``df`` degrees of freedom, t >= 0 (via the incomplete beta function)."""
+    x = df / (df + t * t)
+    a, b = df / 2.0, 0.5
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    ibeta = front * _betacf(a, b, x) / a if x < (a + 1) / (a + b + 2) else 1.0 - front * _betacf(b, a, 1 - x) / b
+    return 0.5 * ibeta
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile (0.5 < p < 1) of Student's t with ``df`` degrees of freedom, by bisection."""
+    if not 0.5 < p < 1 or df < 1:
+        raise ValueError(f"need 0.5 < p < 1 and df >= 1, got {p!r}, {df!r}")
+    lo, hi = 0.0, 1.0
+    while _t_upper(hi, df) > 1.0 - p:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if _t_upper(mid, df) > 1.0 - p else (lo, mid)
+    return (lo + hi) / 2.0
+
+
+def t_interval_ratio(base: Sequence[float], head: Sequence[float], confidence: float = 0.95) -> Estimate:
+    """The geometric mean of the per-pair ratios with Student's t interval on their logs (at least 2 pairs).
+
+    For a metric that is nearly deterministic and measured in few pairs (instructions per request: a few
+    pairs of counted runs), where a bootstrap cannot resample enough: the interval is
+    ``exp(mean ± t(n-1) s / sqrt(n))`` of the log ratios, valid for normal log ratios, and an outlying pair
+    widens it (it cannot narrow it), so it errs towards *inconclusive*.
+    """
+    logs = [math.log(r) for r in pair_ratios(base, head)]
+    n = len(logs)
+    if n < 2:
+        raise ValueError("a t interval needs at least 2 pairs")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be within (0, 1), got {confidence!r}")
+    mean = math.fsum(logs) / n
+    half = t_quantile((1.0 + confidence) / 2.0, n - 1) * statistics.stdev(logs) / math.sqrt(n)
+    return Estimate(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n, confidence, "geomean-t")
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float:

@@ -1,5 +1,6 @@
 """Run: put a started server under load and measure it: oha, pinning, the pipeline, the profile runner, the
-WebSocket broadcast, the one-request-at-a-time latency client, the gate's environments, the host's state.
+WebSocket broadcast, the one-request-at-a-time latency client, counted servers (valgrind), the gate's environments,
+the host's state.
 
 Rules of this package:
 - It reads the plan (``load.plan``) and writes what it measures as records (``load.records``, appended as
@@ -11,6 +12,7 @@ Rules of this package:
 """
 from __future__ import annotations
 
+from .counting import COUNT_ENV, CountError, callgrind_wrap, count_batch, count_batches, count_program, valgrind_missing
 from .envs import EnvError, InstallSpec, PythonEnv, ensure_env, ensure_pair, parse_spec
 from .host import environment, host_load, host_speed
 from .latency import interleaved_latency
@@ -31,6 +33,7 @@ __all__ = [
     "RunOptions", "RunSummary", "run_profile",
     "BroadcastError", "BroadcastRun", "broadcast", "check_broadcast",
     "interleaved_latency",
+    "COUNT_ENV", "CountError", "callgrind_wrap", "count_batch", "count_batches", "count_program", "valgrind_missing",
     "EnvError", "InstallSpec", "PythonEnv", "ensure_env", "ensure_pair", "parse_spec",
     "environment", "host_load", "host_speed",
     "INTERRUPTED", "stop_on_signals",

@@ -109,12 +109,16 @@ class Pipeline:
         return Path(self.out_dir) / "bodies"
 
     def start(self, setup: ServerSetup, *, python: Optional[str] = None,
-              env: Optional[Mapping[str, str]] = None) -> Any:
+              env: Optional[Mapping[str, str]] = None, wrap: Sequence[str] = (),
+              ready_timeout: Optional[float] = None) -> Any:
         """Start ``setup``'s server (pinned to the server CPUs) from ``python`` (default: the pipeline's),
-        with ``env`` added to the setup's own environment; returns the server handle."""
+        with ``env`` added to the setup's own environment, under ``wrap`` when given (a counted server runs
+        under valgrind: ``load.run.counting``); returns the server handle."""
         setup = setup.with_env(env or {})
+        extra = {k: v for k, v in (("wrap", tuple(wrap)), ("ready_timeout", ready_timeout)) if v}
         return self.start_fn(setup.target, app=setup.app, log_dir=Path(self.out_dir) / "logs", env=dict(setup.env),
-                             cpus=list(self.server_cpus) if self.server_cpus else None, python=python or self.python)
+                             cpus=list(self.server_cpus) if self.server_cpus else None, python=python or self.python,
+                             **extra)
 
     def check(self, srv: Any, route: Any, *, http2: bool) -> None:
         """A few requests one by one: RouteCheckError unless each got the route's expected answer. A WebSocket

@@ -74,6 +74,8 @@ COMMON_OPTIONS = {
     "args": "extra command-line arguments appended verbatim (shell-quoted string)",
     "name": "what reports call the target: pytest ids, results and the matrix column "
             "(default: the target as typed; a command target: cmd-PROGRAM)",
+    "memory": "bound on the resident memory of the server's whole process tree, e.g. 8G or 512M, or off; past it "
+              "the server is killed and its log says so (default 4G, or what --server-memory says)",
 }
 
 
@@ -85,6 +87,7 @@ class Launch:
     env: dict
     probe_http2: bool
     tls: bool = False              # the listener speaks TLS: the readiness probe must too
+    run_as: str | None = None      # the user the server's processes drop to (Apache's User): it gets the event log
 
 
 class Adapter:
@@ -101,6 +104,9 @@ class Adapter:
     tox_env: ClassVar[str] = ""
     TLS_FLAGS: ClassVar[tuple] = ()      # (certificate flag, key flag) when the server can listen with TLS
     WORKERS_OPTION: ClassVar[str] = "workers"   # the option that sets the number of worker processes ("" none)
+    #: options a check may ask for by what they do: "keep-alive-timeout" (seconds an idle kept-alive connection
+    #: stays open) and "trusted-proxies" (the addresses whose forwarded fields the server believes) -> option name
+    ROLES: ClassVar[dict] = {}
 
     # -- target handling -----------------------------------------------------------------------------
 
@@ -120,6 +126,8 @@ class Adapter:
         for name, value in target.options:
             if name == "args":
                 split_command_line(value, "args=")
+            if name == "memory":
+                _memory_bound(value)
             if name in COMMON_OPTIONS:
                 continue
             if name == "tls" and not self.TLS_FLAGS:
@@ -137,6 +145,11 @@ class Adapter:
         if not self.capabilities.workers or not self.WORKERS_OPTION:
             return None
         return target.with_options(**{self.WORKERS_OPTION: str(count)})
+
+    def with_role(self, target: Target, role: str, value: str) -> Target | None:
+        """``target`` with the option that plays ``role`` (see ``ROLES``) set to ``value``; None without one."""
+        name = self.ROLES.get(role)
+        return target.with_options(**{name: value}) if name else None
 
     def check_combination(self, target: Target) -> None:
         """Hook for rules between options (e.g. a worker class that serves only one interface)."""
@@ -209,6 +222,15 @@ class Adapter:
             where = python or sys.executable
             raise ServerNotInstalled(f"{self.name} is not installed for {where}: {self.install_hint()}")
         return version
+
+
+def _memory_bound(value: str) -> int | None:
+    from ..memory import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise TargetError(f"option memory={value!r}: {exc}") from None
 
 
 @lru_cache(maxsize=None)

@@ -6,7 +6,8 @@ Placeholders: ``{app}`` (``module:attribute`` of the fixture app), ``{host}``, `
 ``{python}`` (the interpreter), ``{tls_cert}``/``{tls_key}`` (the launcher's certificate and key) and
 ``{workers}`` (the ``workers=`` option, default 1: checks that need several worker processes set it, so a
 template with ``--workers {workers}`` can be asked for two; one without it cannot, and those checks report
-*not supported*). The template is split like a shell command line (no shell runs it).
+*not supported*); ``{keep_alive_timeout}`` and ``{trusted_proxies}`` alike, for the checks that ask for a
+low keep-alive timeout or for trusted proxies. The template is split like a shell command line (no shell runs it).
 Capabilities beyond HTTP/1.1 are declared with ``features=h2c,websockets,lifespan`` because a command
 line says nothing about them; ``features=tls`` means the command listens with TLS (its readiness probe
 speaks TLS, and the template should pass ``{tls_cert}``/``{tls_key}`` to the server).
@@ -20,7 +21,8 @@ from ..errors import TargetError
 from ..target import INTERFACES
 from ._base import Adapter, Launch, Option, split_command_line as _split
 
-_PLACEHOLDERS = ("app", "host", "port", "interface", "python", "tls_cert", "tls_key", "workers")
+_PLACEHOLDERS = ("app", "host", "port", "interface", "python", "tls_cert", "tls_key", "workers", "keep_alive_timeout",
+                 "trusted_proxies")
 
 
 
@@ -48,7 +50,10 @@ class CommandAdapter(Adapter):
         "cmd": Option("command template with {app} {host} {port}", lambda v: []),
         "features": Option("comma-separated features the server has beyond HTTP/1.1", lambda v: []),
         "workers": Option("the number {workers} stands for in the template (default 1)", lambda v: [], integer=True),
+        "keep-alive-timeout": Option("what {keep_alive_timeout} stands for (default 5)", lambda v: [], integer=True),
+        "trusted-proxies": Option("what {trusted_proxies} stands for (default 127.0.0.1)", lambda v: []),
     }
+    ROLES = {"keep-alive-timeout": "keep-alive-timeout", "trusted-proxies": "trusted-proxies"}
 
     def resolve(self, target):
         if not target.interface:
@@ -77,6 +82,12 @@ class CommandAdapter(Adapter):
             return None
         return super().with_workers(target, count)
 
+    def with_role(self, target, role, value):
+        """Only a template that has the role's placeholder can be asked for it."""
+        if "{" + role.replace("-", "_") + "}" not in (target.option("cmd") or ""):
+            return None
+        return super().with_role(target, role, value)
+
     @staticmethod
     def _features(target) -> list:
         return [f.strip() for f in (target.option("features") or "").split(",") if f.strip()]
@@ -99,7 +110,9 @@ class CommandAdapter(Adapter):
             raise TargetError(f"{target} declares tls: launch it with tls=(certificate path, key path)")
         cert, key = (str(tls[0]), str(tls[1])) if uses_tls else ("", "")
         values = {"app": app, "host": host, "port": port, "interface": target.interface, "python": python,
-                  "tls_cert": cert, "tls_key": key, "workers": target.option("workers") or "1"}
+                  "tls_cert": cert, "tls_key": key, "workers": target.option("workers") or "1",
+                  "keep_alive_timeout": target.option("keep-alive-timeout") or "5",
+                  "trusted_proxies": target.option("trusted-proxies") or "127.0.0.1"}
         argv = [part.format(**values) for part in _split(target.option("cmd"), "the command template")]
         extra = target.option("args")
         if extra:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..capabilities import Capabilities
-from ._base import Adapter, flag, switch, tls_option
+from ._base import Adapter, Option, flag, switch, tls_option
 
 _HTTP_FLAG = {"h1": "1", "h2": "2", "auto": "auto"}
 
@@ -42,8 +42,12 @@ class GranianAdapter(Adapter):
         "ws": switch("--ws", "--no-ws", "WebSocket handling"),
         "backpressure": flag("--backpressure", "max concurrent requests per worker", integer=True),
         "keep-alive": switch("--http1-keep-alive", "--no-http1-keep-alive", "HTTP/1 keep-alive"),
+        "header-read-timeout": Option("seconds to read a request head, which bounds an idle kept-alive connection "
+                                      "too", lambda v: ["--http1-header-read-timeout", str(int(v) * 1000)],
+                                      integer=True),
         "tls": tls_option(),
     }
+    ROLES = {"keep-alive-timeout": "header-read-timeout"}
 
     def server_args(self, target, *, app, host, port):
         return [

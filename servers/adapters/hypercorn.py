@@ -29,8 +29,10 @@ class HypercornAdapter(Adapter):
     OPTIONS = {
         "workers": flag("--workers", "worker processes", integer=True),
         "worker-class": flag("--worker-class", "worker class (event loop)", choices=("asyncio", "uvloop", "trio")),
+        "keep-alive-timeout": flag("--keep-alive", "seconds an idle kept-alive connection stays open", integer=True),
         "tls": tls_option(),
     }
+    ROLES = {"keep-alive-timeout": "keep-alive-timeout"}
 
     def server_args(self, target, *, app, host, port):
         # An explicit "asgi:" / "wsgi:" prefix stops Hypercorn from guessing the interface.

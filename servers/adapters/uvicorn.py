@@ -32,8 +32,12 @@ class UvicornAdapter(Adapter):
         "workers": flag("--workers", "worker processes", integer=True),
         "ws": flag("--ws", "WebSocket implementation", choices=("websockets", "websockets-sansio", "wsproto", "none")),
         "lifespan": flag("--lifespan", "lifespan protocol", choices=("on", "off", "auto")),
+        "keep-alive-timeout": flag("--timeout-keep-alive", "seconds an idle kept-alive connection stays open",
+                                   integer=True),
+        "forwarded-allow-ips": flag("--forwarded-allow-ips", "addresses whose X-Forwarded-* fields are trusted"),
         "tls": tls_option(),
     }
+    ROLES = {"keep-alive-timeout": "keep-alive-timeout", "trusted-proxies": "forwarded-allow-ips"}
 
     def server_args(self, target, *, app, host, port):
         # Lifespan stays at uvicorn's default ("auto": run it, keep serving if the app rejects it), so the

@@ -32,6 +32,7 @@ class WaitressAdapter(Adapter):
                                 integer=True),
         "backlog": flag("--backlog", "listen backlog (default 1024)", integer=True),
     }
+    ROLES = {"keep-alive-timeout": "channel-timeout"}
 
     def server_args(self, target, *, app, host, port):
         # The listener only: the app is appended by launch(), after the options (see the module docstring).

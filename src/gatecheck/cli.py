@@ -6,6 +6,7 @@ the server adapters. Each subcommand is the existing command line of its package
     gatecheck gate ...                       python -m gatecheck.load gate ...
     gatecheck matrix ...                     python -m gatecheck.conformance.matrix ...
     gatecheck servers ...                    python -m gatecheck.servers ...
+    gatecheck annotate RESULTS ...           GitHub annotations on a server's own expectation file
 """
 from __future__ import annotations
 
@@ -18,13 +19,24 @@ __all__ = ["main", "conformance_args"]
 
 def conformance_args(args: Sequence[str]) -> list:
     """pytest's argv for ``gatecheck conformance ARGS``: the checks' folder, with gatecheck's own pytest
-    settings (not those of whatever project surrounds the current directory or the installed package), no
-    cache directory written next to the installed checks; ARGS come last, so they override."""
+    settings (not those of whatever project surrounds the current directory or the installed package), and
+    pytest's cache (``--lf``) in gatecheck's cache, one per working directory, never next to the installed
+    checks; pytest-benchmark, when installed, left out (it writes .benchmarks/ into the working directory);
+    ARGS come last, so they override. A check named in ARGS as a run printed it (its check id, or
+    pytest's node id from any directory) is collected from the installed checks alone (``selection.py``)."""
+    import hashlib
+    from pathlib import Path
+
     import gatecheck.conformance as checks
+    from gatecheck.conformance.plugin.selection import split_args
+    from gatecheck.tools import cache_dir
 
     folder = os.path.dirname(os.path.abspath(checks.__file__))
-    return [folder, "-c", os.path.join(folder, "data", "pytest.ini"), "--rootdir", os.path.dirname(folder),
-            "--confcutdir", folder, "-p", "no:cacheprovider", *args]
+    files, rest = split_args(list(args), Path(folder) / "checks")
+    here = hashlib.sha256(os.path.abspath(os.getcwd()).encode()).hexdigest()[:16]
+    cache = cache_dir() / "pytest" / here
+    return [*(files or [folder]), "-c", os.path.join(folder, "data", "pytest.ini"), "--rootdir",
+            os.path.dirname(folder), "--confcutdir", folder, "-o", f"cache_dir={cache}", "-p", "no:benchmark", *rest]
 
 
 def _conformance(args: list) -> int:
@@ -55,6 +67,12 @@ def _matrix(args: list) -> int:
     return main(args)
 
 
+def _annotate(args: list) -> int:
+    from gatecheck.annotate import main
+
+    return main(args)
+
+
 def _servers(args: list) -> int:
     from gatecheck.servers.__main__ import main
 
@@ -68,6 +86,7 @@ COMMANDS: dict = {
     "gate": ("regression gate between two installs of a server (docs/gate.md)", _gate),
     "matrix": ("render the compliance matrix from results JSON files", _matrix),
     "servers": ("list the server adapters and their targets, or start one (list, run)", _servers),
+    "annotate": ("GitHub Actions annotations on a server's own expectation file from a results file", _annotate),
 }
 
 _USAGE = "usage: gatecheck COMMAND [ARGS...]   (gatecheck COMMAND --help for its options)"

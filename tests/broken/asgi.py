@@ -62,6 +62,9 @@ BREAKS = {
     "lifespan_state_prefilled": on_scope(state_prefilled, types=("lifespan",)),
     "lifespan_state_not_copied": state_not_copied,
     "state_not_from_lifespan": on_scope(state_fresh),
+    "state_shared_per_connection": state_shared_per_connection,
+    # forwarded fields believed from anyone and mapped as sent (the real bug: a WebSocket scheme "https")
+    "forwarded_verbatim": on_scope(forwarded_verbatim, types=("http", "websocket")),
     # request messages
     "body_loses_a_byte": body_loses_a_byte,
     "more_body_as_int": on_receive(more_body_as_int),

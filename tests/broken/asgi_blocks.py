@@ -7,7 +7,8 @@ import os
 
 __all__ = ["on_scope", "on_receive", "on_send", "set_key", "edit_headers", "upper_names", "last_of_each_name",
            "utf8_reencoded", "pseudo_header_leaks", "host_moves_last", "swap_version", "asgi_key", "bytes_key",
-           "ws_scheme_http", "subprotocols_reversed", "state_not_copied", "state_fresh", "state_prefilled",
+           "ws_scheme_http", "subprotocols_reversed", "state_not_copied", "state_shared_per_connection",
+           "forwarded_verbatim", "state_fresh", "state_prefilled",
            "add_extension", "holds_per_request", "descriptor", "mebibyte"]
 
 
@@ -122,6 +123,26 @@ def state_not_copied(app):
             scope = dict(scope, state=_LIFESPAN["state"])
         await app(scope, receive, send)
     return broken
+
+
+def state_shared_per_connection(app):
+    """The requests of one connection (one client address) share the first one's state copy."""
+    copies = {}
+
+    async def broken(scope, receive, send):
+        if scope["type"] == "http" and "state" in scope and scope.get("client"):
+            scope = dict(scope, state=copies.setdefault(tuple(scope["client"]), scope["state"]))
+        await app(scope, receive, send)
+    return broken
+
+
+def forwarded_verbatim(scope):
+    """X-Forwarded-Proto becomes the scheme and X-Forwarded-For the client's host, as sent, on any scope."""
+    fields = {bytes(n).lower(): bytes(v).decode("latin-1") for n, v in scope.get("headers", ())}
+    if b"x-forwarded-proto" in fields:
+        scope["scheme"] = fields[b"x-forwarded-proto"]
+    if b"x-forwarded-for" in fields:
+        scope["client"] = (fields[b"x-forwarded-for"], 0)
 
 
 def state_fresh(scope):

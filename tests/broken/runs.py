@@ -20,7 +20,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass

@@ -23,6 +23,7 @@ import importlib
 import os
 import socket
 import sys
+import time
 
 from . import gateway
 from .reading import ABSOLUTE_TARGET, HttpError, Incomplete, Request, RequestReader, Skipped
@@ -80,6 +81,22 @@ BREAKS = {
                           "connection closes without an answer",
     "multiprocess_false": "with --workers 2 or more, environ['wsgi.multiprocess'] still says False",
     "write_past_length_sent": "bytes the app writes past its own Content-Length are sent after the response",
+    "chunk_crlf_skipped": "the two octets after chunk-data are skipped without being checked for CRLF",
+    "head_body_ignored": "a HEAD request's Content-Length or chunked body is not read (its octets are the next "
+                         "request)",
+    "truncated_chunked_completed": "the end of stream inside a chunked body ends the body: the request is served",
+    "transfer_coding_prefix": "a Transfer-Encoding value that starts with 'chunked' is read as chunked",
+    "error_kept_open": "a request answered with an error leaves the connection open",
+    "query_kept": "the QUERY_STRING of a connection's first request is handed to every later one on it",
+    "date_cached_per_connection": "Date is computed once per connection and repeated in every later response",
+    "server_header_appended": "each response on a connection adds one more Server line (the 2nd has two)",
+    "later_framed_twice": "from the 2nd response on a connection, Content-Length and chunked framing together",
+    "keep_alive_cuts_pipeline": "the keep-alive timeout runs from the start of a request: a pipelined request "
+                                "waiting longer is dropped with the connection",
+    "close_with_bytes_behind_400": "a Connection: close request with more bytes behind it is answered 400",
+    "forwarded_verbatim": "X-Forwarded-Proto and X-Forwarded-For become wsgi.url_scheme and REMOTE_ADDR as sent, "
+                          "from any peer",
+    "trusted_proxy_ignored": "forwarded fields from the trusted proxy change nothing",
 }
 
 #: variant name -> a behaviour the texts allow, unlike the default (not a break: for checks that must accept it)
@@ -108,6 +125,10 @@ class Connection(RequestReader):
     def __init__(self, server, reader, writer):
         super().__init__(reader, writer, server.breaks)
         self.server = server
+        self.answered = 0           # responses sent on this connection
+        self.first_query = None     # (query_kept) the first request's QUERY_STRING
+        self.date = None            # (date_cached_per_connection) the connection's one Date
+        self.began = time.monotonic()   # when the last request was read
 
     # -- answering ------------------------------------------------------------------------------
 
@@ -153,15 +174,22 @@ class Connection(RequestReader):
             headers = [(n, "0" if n.lower() == "content-length" else v) for n, v in headers]
         announce = not keep and not {"close_unannounced", "no_persistence_unannounced"} & self.breaks
         extra = self.standard_headers(names) + ([("Connection", "close")] if announce else [])
+        if "later_framed_twice" in self.breaks and self.answered:
+            extra.append(("Transfer-Encoding", "chunked"))
+            body = (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
+        self.answered += 1
         head = "\r\n".join([line] + [f"{n}: {v}" for n, v in headers + extra]) + "\r\n\r\n"
         return head.encode("latin-1") + body, keep
 
     def standard_headers(self, present: set) -> list:
         extra = []
         if ("date" not in present or "app_date_duplicated" in self.breaks) and "no_date" not in self.breaks:
-            extra.append(("Date", email.utils.formatdate(usegmt=True)))
+            if self.date is None or "date_cached_per_connection" not in self.breaks:
+                self.date = email.utils.formatdate(usegmt=True)
+            extra.append(("Date", self.date))
         if "server" not in present:
-            extra.append(("Server", "gatecheck-broken"))
+            repeats = self.answered + 1 if "server_header_appended" in self.breaks else 1
+            extra += [("Server", "gatecheck-broken")] * repeats
         return extra
 
     def environ(self, req: Request) -> dict:
@@ -170,7 +198,24 @@ class Connection(RequestReader):
         env = gateway.environ(req.method, target, req.version, req.fields, req.body,
                               self.writer.get_extra_info("sockname"), self.writer.get_extra_info("peername"))
         env["wsgi.multiprocess"] = self.server.workers > 1 and "multiprocess_false" not in self.breaks
+        self.forwarded(req, env)
+        if "query_kept" in self.breaks:
+            self.first_query = env["QUERY_STRING"] if self.first_query is None else self.first_query
+            env["QUERY_STRING"] = self.first_query
         return env
+
+    def forwarded(self, req: Request, env: dict) -> None:
+        """X-Forwarded-Proto and -For from the trusted proxy (``--trusted-proxy``) set the scheme and the
+        client: the first address of the list, a scheme only when http or https."""
+        trusted = env["REMOTE_ADDR"] in self.server.trusted and "trusted_proxy_ignored" not in self.breaks
+        if not (trusted or "forwarded_verbatim" in self.breaks):
+            return
+        proto, peers = req.values(b"x-forwarded-proto"), req.values(b"x-forwarded-for")
+        if proto and (proto[0] in (b"http", b"https") or "forwarded_verbatim" in self.breaks):
+            env["wsgi.url_scheme"] = proto[0].decode("latin-1")
+        if peers:
+            first = peers[0] if "forwarded_verbatim" in self.breaks else peers[0].split(b",")[0].strip()
+            env["REMOTE_ADDR"] = first.decode("latin-1")
 
     async def error(self, status: int) -> None:
         """Answer ``status``, end our side, read what the client still sends (so it sees the answer, not a
@@ -180,6 +225,8 @@ class Connection(RequestReader):
                                                   ("Content-Length", str(len(reason))), ("Connection", "close")]
         head = "\r\n".join([f"HTTP/1.1 {status} {reason}"] + [f"{n}: {v}" for n, v in headers])
         self.writer.write(f"{head}\r\n\r\n{reason}".encode("latin-1"))
+        if "error_kept_open" in self.breaks:
+            await asyncio.sleep(10.0)
         try:
             await self.writer.drain()
             self.writer.write_eof()
@@ -196,6 +243,27 @@ class Connection(RequestReader):
         self.buf += data
         return not data
 
+    async def _next_head(self, served: int):
+        """The next request head; None at EOF, or when a kept-alive connection stays idle past the timeout."""
+        if not served or self.buf:
+            return await self.read_head()
+        try:
+            return await asyncio.wait_for(self.read_head(), self.server.keep_alive)
+        except asyncio.TimeoutError:
+            return None
+
+    def _cut_by_timer(self, served: int) -> bool:
+        """(keep_alive_cuts_pipeline) a request read more than the keep-alive timeout after the previous one
+        began is dropped, and the connection with it."""
+        now, began = time.monotonic(), self.began
+        self.began = now
+        return "keep_alive_cuts_pipeline" in self.breaks and served and now - began > self.server.keep_alive
+
+    def _close_with_bytes_behind(self, req: Request) -> bool:
+        if "close_with_bytes_behind_400" in self.breaks and b"close" in req.tokens(b"connection") and self.buf:
+            raise HttpError(400)
+        return False
+
     async def _drain_input(self) -> None:
         while await self.reader.read(65536):
             pass
@@ -206,7 +274,7 @@ class Connection(RequestReader):
         served = 0
         try:
             while True:
-                head = await self.read_head()
+                head = await self._next_head(served)
                 if head is None:
                     return
                 try:
@@ -214,6 +282,8 @@ class Connection(RequestReader):
                 except Skipped:
                     continue
                 await self.read_body(req)
+                if self._cut_by_timer(served) or self._close_with_bytes_behind(req):
+                    return
                 if "half_close_drops" in self.breaks and await self._client_ended():
                     return
                 if "later_body_dropped" in self.breaks and req.body and served:
@@ -241,8 +311,9 @@ class Connection(RequestReader):
 
 
 class Server:
-    def __init__(self, app, breaks: set, workers: int = 1):
+    def __init__(self, app, breaks: set, workers: int = 1, keep_alive: float = 5.0, trusted=()):
         self.app, self.breaks, self.workers = app, breaks, workers
+        self.keep_alive, self.trusted = keep_alive, set(trusted)
 
     def call_app(self, environ: dict) -> tuple:
         return gateway.call_app(self.app, environ, check_headers="app_headers_unchecked" not in self.breaks,
@@ -269,9 +340,14 @@ def main(argv=None) -> int:
                         metavar="NAME", help="behave another way the texts allow: " + ", ".join(sorted(VARIANTS)))
     parser.add_argument("--workers", type=int, default=1, choices=range(1, 9), metavar="N",
                         help="worker processes sharing the listening socket (forked after bind; default 1)")
+    parser.add_argument("--keep-alive-timeout", type=float, default=5.0, metavar="SECONDS",
+                        help="seconds an idle kept-alive connection stays open (default 5)")
+    parser.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                        help="a peer whose X-Forwarded-Proto and X-Forwarded-For are believed (repeat)")
     args = parser.parse_args(argv)
     # a variant is looked up like a break (one name in one set), but it breaks nothing
-    server = Server(_load(args.app), (set(args.breaks) - {"none"}) | set(args.variants), args.workers)
+    server = Server(_load(args.app), (set(args.breaks) - {"none"}) | set(args.variants), args.workers,
+                    args.keep_alive_timeout, args.trusted_proxy)
     sock = socket.create_server((args.host, args.port))
     for _ in range(args.workers - 1):   # pre-fork: the workers share the process group the harness stops
         if os.fork() == 0:

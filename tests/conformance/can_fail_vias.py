@@ -36,6 +36,10 @@ VIAS = {
     # the same, asked for {workers} processes (checks that start a private server with two workers)
     "wire-workers": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} --workers {workers} "
                                 "--break {break}", features="workers", control="none"),
+    # the same, with the options checks ask for by role (a keep-alive timeout, the trusted proxies)
+    "wire-options": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} --keep-alive-timeout "
+                                "{keep_alive_timeout} --trusted-proxy {trusted_proxies} --break {break}",
+                        control="none"),
     # the same, its control a server without persistent connections that says "close" (RFC 9112 §9.3's rule; on
     # a server that keeps connections open that check is not applicable, never a pass)
     "wire-closing": Via("wsgi", "{python} -m tests.broken.server --host {host} --port {port} --break {break}",
@@ -68,7 +72,7 @@ VIAS = {
 #: where each via's breaks are defined
 CATALOGUES = {"asgi": asgi.BREAKS, "asgi-late": asgi.BREAKS, "asgi-granian": asgi.BREAKS, "asgi-h2": asgi.BREAKS, "rsgi": rsgi.BREAKS,
               "rsgi-h2": rsgi.BREAKS, "wsgi": wsgi.BREAKS, "wsgi-h2": wsgi.BREAKS, "wsgi-stdlib": wsgi.BREAKS, "wire": server.BREAKS, "wire-workers": server.BREAKS,
-              "wire-closing": server.BREAKS,
+              "wire-closing": server.BREAKS, "wire-options": server.BREAKS,
               "wsgi-tls": wsgi.BREAKS, "asgi-tls": asgi.BREAKS, "rsgi-tls": rsgi.BREAKS,
               "ws-proxy": proxy.BREAKS, "ws-proxy-granian": proxy.BREAKS, "h2-proxy": proxy.BREAKS}
 

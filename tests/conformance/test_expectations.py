@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 from gatecheck.conformance.plugin.expectations import (
-    EXPECTATIONS_DIR, ExpectationError, Expectations, load_expectation_file, load_expectations, read_expectations,
+    EXPECTATIONS_DIR, ExpectationError, Expectations, load_expectations, read_expectations,
     server_version)
 from gatecheck.conformance.plugin.stale import Collected, judge
 from tests.installed import CHECKS, PYTEST

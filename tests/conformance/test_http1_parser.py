@@ -108,3 +108,57 @@ def test_build_request_adds_host_and_length_only_when_absent():
     raw = build_request("GET", "/", [("Host", "h")], host="ignored")
     assert raw.count(b"Host") == 1
     assert b"Host" not in build_request("GET", "/", host=None)
+
+
+# -- the client's rules (RFC 9112 §9.3, §9.6) ------------------------------------------------------------------
+
+PERSISTS = {
+    "1.1 without Connection": (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", True),
+    "1.1 close in a list": (b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 0\r\n\r\n", False),
+    "1.0 without keep-alive": (b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", False),
+    "1.0 with keep-alive": (b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n", True),
+    "1.1 close-delimited": (b"HTTP/1.1 200 OK\r\n\r\nbody", False),
+}
+
+
+@pytest.mark.parametrize("name", PERSISTS)
+def test_persistence_is_read_as_rfc_9112_section_9_3_says(name):
+    from gatecheck.conformance.client.http1 import persistent
+    data, expected = PERSISTS[name]
+    (resp,), _ = parse_responses(data, closed=True)
+    assert persistent(resp) is expected
+
+
+def test_a_connection_sends_no_request_after_a_response_or_request_that_ended_it():
+    """``Connection`` refuses to start a request on a connection that ended (its own close, or a response's);
+    the rest of a request already begun still goes (a body after a 100)."""
+    import socket
+    import threading
+
+    from gatecheck.conformance.client.http1 import AfterClose, Connection
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            conn.recv(65536)
+
+    threading.Thread(target=serve, daemon=True).start()
+    with Connection(listener.getsockname(), 5.0) as conn:
+        conn.send(build_request("GET", "/", host="x"))
+        assert conn.may_send()
+        assert conn.read_responses(1).first.body == b"ok"
+        assert not conn.may_send() and "HTTP/1.0" in conn.ending
+        conn.send(b"more body bytes", continuation=True)
+        with pytest.raises(AfterClose):
+            conn.send(build_request("GET", "/again", host="x"))
+    listener.close()
+    closing = Connection.__new__(Connection)
+    closing.ending, closing.sock = "", type("S", (), {"sendall": lambda self, data: None})()
+    closing.send(build_request("GET", "/", [("Connection", "close")], host="x"))
+    assert "client's own request" in closing.ending

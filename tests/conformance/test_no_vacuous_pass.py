@@ -1,4 +1,5 @@
-"""No HTTP/1 check passes on nothing, and no check's client buffers without limit (issue 10, items 2 and 10).
+"""No HTTP/1 check passes on nothing or on a canned answer, and no check's client buffers without limit (issue 10,
+items 2 and 10; issue 28, shape 1).
 
 Each run is a pytest subprocess of the HTTP/1 areas against ``tests/hostile/server.py`` (a real process that
 answers the readiness probe, then misbehaves); its outcomes are read from the results JSON.
@@ -14,6 +15,10 @@ answers the readiness probe, then misbehaves); its outcomes are read from the re
 - ``huge-header`` and ``endless-body``: the checks whose clients read a response head or a body run, every
   one must fail, and the pytest process's peak RSS (its own ``getrusage``; servers are other processes)
   stays under ``RSS_LIMIT_MB`` - before the bounded reads it reached 1.86 GB and 1.04 GB.
+- ``ok``, ``canned-close`` and ``canned-10``: well-formed answers made without running any app (a fixed 200
+  "ok", kept alive, or closed after saying so, or as HTTP/1.0). Every HTTP/1 check judges what the app did or
+  what the server did with the app's requests, so none may pass: ``ok`` on all three interfaces, the other two
+  on WSGI (the interface-neutral checks and the WSGI ones). Before, 14 WSGI and 6 ASGI checks passed on ``ok``.
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.installed import PYTEST_ARGS, RUN_DIR
+from tests.installed import CONFORMANCE, PYTEST_ARGS, RUN_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,7 +40,8 @@ HTTP1_FILES = ("test_byte_classes.py", "test_connection_states.py", "test_echo.p
                "test_http1_framing.py", "test_http1_limits.py", "test_http1_responses.py",
                "test_http1_smuggling.py", "test_properties.py", "test_robustness.py", "test_streaming.py",
                "test_vanishing_clients.py", "test_wsgi_environ.py", "test_wsgi_input.py",
-               "test_wsgi_iterable.py", "test_wsgi_response.py", "test_interop.py")
+               "test_wsgi_iterable.py", "test_wsgi_response.py", "test_interop.py", "test_http1_grammar.py",
+               "test_connection_reuse.py", "test_connection_timing.py", "test_forwarded_fields.py")
 ASGI_FILES = ("test_asgi_extensions.py", "test_asgi_messages.py", "test_asgi_messages_errors.py",
               "test_asgi_scope.py", "test_streaming.py", "test_vanishing_clients.py")
 RSGI_FILES = ("test_rsgi_protocol.py", "test_rsgi_responses.py", "test_rsgi_scope.py", "test_streaming.py",
@@ -61,7 +67,7 @@ _WRAP = ("import resource, sys, pytest; rc = pytest.main(sys.argv[1:]); "
          "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(rc)")
 
 
-def _run(tmp: Path, mode: str, interface: str, files, keyword: str) -> dict:
+def _run(tmp: Path, mode: str, interface: str, files, keyword: str, extra=()) -> dict:
     """One conformance subprocess against the hostile server in ``mode``: records, peak RSS (MB), output."""
     name = f"{mode}-{interface}"
     results = tmp / f"{name}.json"
@@ -70,7 +76,7 @@ def _run(tmp: Path, mode: str, interface: str, files, keyword: str) -> dict:
             "--hypothesis-profile", "gatecheck-can-fail", "--no-expectations",
             "--server-cmd", f"{{python}} -m tests.hostile.server --port {{port}} --mode {mode}",
             "--interface", interface, "--results-json", str(results), "-k", keyword,
-            "--server-log-dir", str(tmp / f"logs-{name}")]
+            "--server-log-dir", str(tmp / f"logs-{name}"), *extra]
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     proc = subprocess.run(argv, cwd=RUN_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           stdin=subprocess.DEVNULL, timeout=DEADLINE)
@@ -125,6 +131,32 @@ def test_the_sweeps_ran_the_checks_of_issue_10(sweeps):
                 assert ran.get(check) == "failed", f"{run['name']}: {check} {ran.get(check, 'did not run')}"
     assert {run["name"] for run in sweeps} >= {f"{m}-wsgi" for m in FAST_MODES + ("silent",)} | {
         "garbage-asgi", "close-asgi", "silent-asgi"}
+
+
+#: canned answers (no app runs): every mode on WSGI, ``ok`` on the ASGI and RSGI targets too
+CANNED = [("ok", "wsgi"), ("ok", "asgi"), ("ok", "rsgi"), ("canned-close", "wsgi"), ("canned-10", "wsgi")]
+
+
+@pytest.fixture(scope="module")
+def canned(tmp_path_factory) -> list:
+    tmp = tmp_path_factory.mktemp("canned")
+    # --confcutdir as `gatecheck conformance` passes it: conformance/conftest.py (the ``usage`` fixture of the
+    # robustness checks) is loaded, so those checks run here too instead of erring
+    extra = ["--jobs", "2", "--confcutdir", str(CONFORMANCE)]
+    return _run_all(tmp, [(mode, interface, *SWEEP[interface], extra) for mode, interface in CANNED])
+
+
+def test_no_http1_check_passes_on_a_canned_answer(canned):
+    """A server that answers a fixed 200 without running any app gets no pass: every check needs the app's own
+    event for its request (its log under the request's token, its steps, its probe document or echo)."""
+    for run in canned:
+        assert run["records"], _explain(run)
+        assert not _passes(run), f"{run['name']}: passed on a canned answer: {_passes(run)}"
+    ran = {r["check"].split("::")[1].split("[")[0] for run in canned for r in run["records"]
+           if r["outcome"] == "failed"}
+    assert {"test_cr_lf_in_an_app_header_value_never_splits_the_response", "test_status_line_has_sp_after_the_code",
+            "test_header_with_cr_lf_or_nul_never_reaches_the_wire",
+            "test_expect_100_continue_gets_100_or_a_final_status_before_the_body"} <= ran
 
 
 #: checks whose clients read a response head and a body (Connection, deliver, read_raw, httpx; TLS aside)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.broken.asgi import ABANDONED_WORK

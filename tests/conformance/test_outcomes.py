@@ -94,3 +94,40 @@ def test_a_timeout_says_where_the_check_was_and_what_led_there():
     inner, *callers = where.split(" <- ")
     assert inner.startswith(f"{__file__}:"), where
     assert len(callers) == 2 and all(c.startswith("test_outcomes.py:") for c in callers), where
+
+
+# -- issue 28: a MAY never fails a run; a crash is a finding; a fixture refusal is an error ------------------
+
+def test_a_failed_may_check_is_noted_never_failed_nor_counted_with_must_and_should():
+    from gatecheck.conformance.plugin.outcomes import SPEC_GROUP, level_group
+    verdict = decide("call", _failed_call(), None, None, False, "MAY")
+    assert verdict.outcome == "noted" and "MAY" in verdict.message
+    assert level_group("MAY") != SPEC_GROUP and level_group("MUST NOT") == SPEC_GROUP
+
+
+def test_a_crash_is_crashed_in_any_phase_even_on_a_listed_check():
+    from gatecheck.conformance.spec.results import ServerCrashed
+    deviation = SimpleNamespace(reason=lambda: "known deviation: e", intermittent="")
+    for when in ("call", "teardown"):
+        excinfo = _call(lambda: (_ for _ in ()).throw(ServerCrashed("crashed: exit code -11"))).excinfo
+        verdict = decide(when, _failed_call(), excinfo, deviation, False, "MUST")
+        assert verdict.outcome == "crashed" and "exit code -11" in verdict.message
+    assert "crashed" in FAILING
+
+
+def test_a_fixture_refusal_is_an_error_never_known():
+    from gatecheck.conformance.spec.results import CheckError
+    deviation = SimpleNamespace(reason=lambda: "known deviation: e", intermittent="")
+    excinfo = _call(lambda: (_ for _ in ()).throw(CheckError("the fixture app could not run ..."))).excinfo
+    assert decide("call", _failed_call(), excinfo, deviation, False, "MUST").outcome == "error"
+
+
+def test_crashes_are_counted_by_level_in_the_results(tmp_path):
+    from gatecheck.conformance.plugin.resultsfile import Results
+    results = Results(tmp_path / "r.json")
+    for n, (level, outcome) in enumerate([("MUST", "crashed"), ("SHOULD", "failed"), ("MAY", "noted"),
+                                          ("POLICY", "crashed"), ("MUST NOT", "crashed")]):
+        results.records[(f"t.py::c{n}", "s")] = {"check": f"t.py::c{n}", "target": "s", "level": level,
+                                                 "outcome": outcome}
+    assert results.findings_by_level() == {"MUST/SHOULD (spec)": {"crashed": 2, "failed": 1}, "POLICY": {"crashed": 1}}
+    assert results.failures_by_level() == {"MUST/SHOULD (spec)": 3, "POLICY": 1}

@@ -218,7 +218,7 @@ def test_each_module_is_claimed_by_one_shard_the_first_to_ask(tmp_path):
     late = Claims(tmp_path)  # a shard started now leaves both out of its collection, never its own
     assert late.taken("gatecheck/conformance/checks/test_a.py") and late.taken("gatecheck/conformance/checks/test_b.py")
     assert not late.taken("gatecheck/conformance/checks/test_c.py") and not first.taken("gatecheck/conformance/checks/test_a.py")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["conformance%test_a.py", "conformance%test_b.py"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gatecheck%conformance%checks%test_a.py", "gatecheck%conformance%checks%test_b.py"]
     assert modules_left(tmp_path) == 0  # no list yet: nothing to help with
     first.list_modules(["gatecheck/conformance/checks/test_a.py", "gatecheck/conformance/checks/test_b.py", "gatecheck/conformance/checks/test_c.py"])
     assert first.listed and modules_left(tmp_path) == 1
@@ -234,6 +234,7 @@ def test_a_free_slot_helps_the_target_that_should_end_last(tmp_path):
 
     run = object.__new__(JobRun)  # only what _shard and _new read
     run.scratch, run._base, run._cwd, run._given, run._junit, run.children = tmp_path, [], str(tmp_path), 60.0, False, []
+    run._seed = None   # no pytest cache
 
     def target(name: str, listed: int, claimed: int, children: int, for_s: float) -> list:
         claims = tmp_path / name

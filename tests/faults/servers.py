@@ -16,9 +16,11 @@ def stubborn(server: str = "uvicorn", start_delay: float = 0.0, term_delay: floa
             f"-- {real}")
 
 
-def stall(answer_delay: float = 0.0) -> str:
-    """A template: ``stall.py`` (answers its readiness probe after ``answer_delay`` s, stalls mid-stream)."""
-    return f"{{python}} {HERE / 'stall.py'} --port {{port}} --answer-delay {answer_delay:g}"
+def stall(answer_delay: float = 0.0, vanish_app: str = "") -> str:
+    """A template: ``stall.py`` (answers its readiness probe after ``answer_delay`` s, stalls mid-stream; serving
+    an app whose name holds ``vanish_app``, it exits once its readiness probe is answered)."""
+    vanish = f" --app {{app}} --vanish-app {vanish_app}" if vanish_app else ""
+    return f"{{python}} {HERE / 'stall.py'} --port {{port}} --answer-delay {answer_delay:g}{vanish}"
 
 
 def hostile(mode: str) -> str:

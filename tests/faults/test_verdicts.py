@@ -1,4 +1,5 @@
-"""Every verdict labelled as it is: a dead private server is an error, never known; a server killed at its stop
+"""Every verdict labelled as it is: a private server that dies during its check's request is crashed, one found dead
+before its check used it an error, never known; a server killed at its stop
 is an error naming the kill; a stalled stream fails within the check's own deadline; checks cut by the session
 deadline and restarts of a server are in the results; a slow server becomes ready; an inconclusive gate says so."""
 from __future__ import annotations
@@ -18,20 +19,46 @@ from tests.faults.servers import hostile, stall, stubborn
 _LEGACY = [f"{CHECKS}/test_asgi_messages_errors.py", "-k", "test_legacy_double_callable_app_is_served"]
 
 
-def test_a_private_server_that_dies_during_a_listed_check_is_an_error(tmp_path):
+def _listed(tmp_path):
     listed = tmp_path / "listed.toml"
     listed.write_text('[[deviation]]\n'
                       'check = "test_asgi_messages_errors.py::test_legacy_double_callable_app_is_served"\n'
                       'evidence = "listed here so that a dead server could pass for a known deviation"\n')
-    run = Run(tmp_path, *_LEGACY, "--server-cmd", hostile("die"), "--interface", "asgi", "--expectations", str(listed))
+    return str(listed)
+
+
+def test_a_private_server_that_dies_during_a_listed_check_is_crashed_never_known(tmp_path):
+    run = Run(tmp_path, *_LEGACY, "--server-cmd", hostile("die"), "--interface", "asgi", "--expectations",
+              _listed(tmp_path))
+    try:
+        code = run.wait()
+        assert code == 1, (code, run.output()[-3000:])
+        (record,) = run.document()["checks"]
+        assert record["outcome"] == "crashed", record
+        assert "private server" in record["message"] and "in flight" in record["message"], record
+        assert run.document()["by_level"] == {"MUST/SHOULD (spec)": {"crashed": 1}}, run.document()["by_level"]
+        junit = run.junit_counts()
+        assert junit["tests"] == 1 and junit["errors"] + junit["failures"] == 1, junit
+        assert run.leftovers() == [] and run.left_folders() == []
+    finally:
+        run.stop()
+
+
+def test_a_private_server_found_dead_before_its_check_used_it_is_an_error_never_known(tmp_path):
+    """The private server exits once its readiness probe is answered: the check's first connection is refused.
+    No request of the check was in flight: an error, not a crash, not a failure of the rule, not known."""
+    run = Run(tmp_path, *_LEGACY, "--server-cmd", stall(vanish_app="legacy"), "--interface", "asgi",
+              "--expectations", _listed(tmp_path))
     try:
         code = run.wait()
         assert code == 1, (code, run.output()[-3000:])
         (record,) = run.document()["checks"]
         assert record["outcome"] == "error", record
-        assert "private server" in record["message"] and "exited on its own" in record["message"], record
+        assert "found dead before the check used it" in record["message"], record
+        assert "ConnectionRefusedError" not in record["message"], record
+        assert not run.document().get("by_level"), run.document()["by_level"]
         junit = run.junit_counts()
-        assert junit["tests"] == 1 and junit["errors"] + junit["failures"] == 1, junit
+        assert junit["tests"] == 1 and junit["errors"] == 1, junit
         assert run.leftovers() == [] and run.left_folders() == []
     finally:
         run.stop()
@@ -87,8 +114,9 @@ def test_a_server_that_dies_between_checks_is_restarted_and_the_restart_reported
         (restart,) = doc["restarts"]
         assert restart["target"] == "granian:asgi:auto" and restart["after"] and restart["exit_code"] == -9, restart
         assert "restarted: the server of granian:asgi:auto was found dead after" in run.output()
-        died = [r for r in doc["checks"] if r["outcome"] == "error"]
-        assert all("log ends:\n" in r["message"] and r["message"].split("log ends:\n")[1].strip() for r in died), died
+        died = [r for r in doc["checks"] if r["outcome"] in ("crashed", "error")]  # crashed: the kill came mid-request
+        assert all("last log lines:\n" in r["message"] and r["message"].split("last log lines:\n")[1].strip()
+                   for r in died if r["outcome"] == "crashed"), died
         assert not [r for r in doc["checks"] if r["outcome"] == "failed"], doc["checks"]
         assert run.leftovers() == []
     finally:

@@ -1,11 +1,13 @@
 """A hostile HTTP/1.1 server: it answers the readiness probe like a server, then misbehaves.
 
     python -m tests.hostile.server --port PORT --mode MODE [--ready-requests N] [--double-fork] [--ignore-sigterm]
-                                   [--start-once PATH] [--tls-cert CERT --tls-key KEY]
+                                   [--start-once PATH] [--tls-cert CERT --tls-key KEY] [--record PATH]
 
 Started like any ``--server-cmd`` target (``--server-cmd "{python} -m tests.hostile.server --port {port}
 --mode silent" --interface asgi``), it lets the harness's tests prove that no check passes on silence,
-garbage or a closed socket, that reads are bounded in time and size, and that nothing outlives a run.
+garbage, a closed socket or a canned answer (no app runs here: every ``canned-*`` answer is made without
+one), that reads are bounded in time and size, that the client sends no request on a connection a response
+or its own request ended (the ``drain-*`` modes record any, ``--record``), and that nothing outlives a run.
 
 Rules of this module:
 
@@ -21,7 +23,9 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -43,8 +47,20 @@ MODES = {
     "huge-header": "a 200 status line, then an endless header line",
     "endless-body": "a 200 head without Content-Length, then body bytes forever",
     "die": "the process exits (code 3) on the request",
+    "die-0": "the process exits with code 0 on the request (with --fork-worker: the worker; the leader forks "
+             "another)",
+    "segfault": "the process dies of SIGSEGV on the request",
     "one-per-connection": "the first request of a connection gets a well-formed 200 'ok' (no close), every later "
                           "one on it is read and never answered (a server that does not serve pipelined requests)",
+    # canned answers: well-formed, made without running any app (a pass on them is a vacuous pass)
+    "canned-close": "a well-formed 200 'ok' with Connection: close, then the connection is closed",
+    "canned-10": "a well-formed HTTP/1.0 200 'ok' (no Connection field: not persistent), then the connection is closed",
+    # the client's rules (RFC 9112 §9.3, §9.6): every response ends the connection, which the server then keeps
+    # open, reading; a request that arrives after it is recorded (--record)
+    "drain-close": "a well-formed 200 'ok' with Connection: close; the connection stays open and any later request "
+                   "on it is recorded",
+    "drain-10": "a well-formed HTTP/1.0 200 'ok' without keep-alive; the connection stays open and any later request "
+                "on it is recorded",
     # WebSocket: a handshake (a request with Upgrade: websocket) gets a valid 101, then the mode;
     # any other request is read and never answered
     "ws-garbage": "a WebSocket handshake gets a valid 101, then bytes that are not frames, then a close",
@@ -65,9 +81,13 @@ MODES = {
 }
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
+OK_CLOSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nok"
+OK_10 = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
+_RECORD: list = []   # the --record path, when given
 
 _served = 0
 _lock = threading.Lock()
+_REFORKED: list = []   # set in a worker forked after another died: no request of it is a readiness probe
 
 
 def _read_head(conn: socket.socket) -> bytes | None:
@@ -163,6 +183,54 @@ def _h2_mode(conn: socket.socket, mode: str, head: bytes) -> bool:
     return _send(conn, _frame(1, 0, 1, b"\x88")) and _forever(conn, _frame(9, 0, 1, b"\x40" * 16384) * 4)
 
 
+def _client_ended(head: bytes) -> bool:
+    """The request's own head ends its connection: the "close" option, or HTTP/1.0 without keep-alive."""
+    lines = head.split(b"\r\n")
+    fields = b",".join(ln.partition(b":")[2] for ln in lines[1:] if ln.lower().startswith(b"connection:")).lower()
+    options = [o.strip() for o in fields.split(b",")]
+    return b"close" in options or (lines[0].endswith(b" HTTP/1.0") and b"keep-alive" not in options)
+
+
+def _record(why: str, head: bytes) -> None:
+    """A request that arrived on a connection already ended (``why``), appended to --record as one JSON line."""
+    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    token = next((ln.partition(b":")[2].strip().decode("latin-1") for ln in head.split(b"\r\n")
+                  if ln.lower().startswith(b"x-gatecheck-token:")), None)
+    if _RECORD:
+        with open(_RECORD[0], "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"after": why, "request": line[:200], "token": token}) + "\n")
+
+
+_CLIENT_CLOSE = "the client's own close"
+
+
+def _drain_mode(conn: socket.socket, mode: str, head: bytes, ended: list) -> bool:
+    """drain-*: record a request sent after the connection ended, answer every one, never close."""
+    if ended:
+        _record(ended[0], head)
+    if not ended and _client_ended(head):
+        ended.append(_CLIENT_CLOSE)
+    if not _send(conn, OK_CLOSE if mode == "drain-close" else OK_10):
+        return False
+    if not ended:
+        ended.append("a response saying close" if mode == "drain-close" else "an HTTP/1.0 response without keep-alive")
+        _discard_pipelined(conn)
+    return True
+
+
+def _discard_pipelined(conn: socket.socket) -> None:
+    """Drop what the client sent before it could read the response that ended the connection (pipelined
+    requests: allowed, RFC 9112 §9.3.2); only what comes later is recorded."""
+    conn.settimeout(0.05)
+    try:
+        while conn.recv(65536):
+            pass
+    except OSError:
+        pass
+    finally:
+        conn.settimeout(None)
+
+
 def _hostile(conn: socket.socket, mode: str, head: bytes = b"", nth: int = 1) -> bool:
     """Meet one request (``head``, the ``nth`` on its connection) with ``mode``; return whether to keep
     reading this connection."""
@@ -172,6 +240,9 @@ def _hostile(conn: socket.socket, mode: str, head: bytes = b"", nth: int = 1) ->
         return _h2_mode(conn, mode, head)
     if mode == "ok":
         return _send(conn, OK)
+    if mode in ("canned-close", "canned-10"):
+        _send(conn, OK_CLOSE if mode == "canned-close" else OK_10)
+        return False
     if mode == "one-per-connection":
         if nth == 1:
             return _send(conn, OK)
@@ -214,6 +285,11 @@ def _hostile(conn: socket.socket, mode: str, head: bytes = b"", nth: int = 1) ->
         return False
     if mode == "die":
         os._exit(3)
+    if mode == "die-0":
+        os._exit(0)
+    if mode == "segfault":
+        os.kill(os.getpid(), signal.SIGSEGV)
+        time.sleep(5)
     raise ValueError(mode)
 
 
@@ -227,6 +303,8 @@ def _serve(conn: socket.socket, mode: str, ready_requests: int, tls: ssl.SSLCont
         except OSError:
             conn.close()
             return
+    if mode.startswith("drain-"):
+        return _serve_drain(conn, mode, ready_requests)
     with conn:
         nth = 0
         while True:
@@ -236,10 +314,87 @@ def _serve(conn: socket.socket, mode: str, ready_requests: int, tls: ssl.SSLCont
             nth += 1
             with _lock:
                 _served += 1
-                ready = _served <= ready_requests
+                ready = _served <= ready_requests and not _REFORKED
             keep = _send(conn, OK) if ready else _hostile(conn, mode, head, nth)
             if not keep:
                 return
+
+
+_REQUEST_LINE = re.compile(rb"[A-Z]+ [^ ]+ HTTP/\d\.\d")
+
+
+def _serve_drain(conn: socket.socket, mode: str, ready_requests: int) -> None:
+    """drain-*: request by request, each body skipped (Content-Length, or up to a last chunk), so only a request
+    line that begins a new request on the connection counts (``_drain_mode``)."""
+    global _served
+    buffer, ended = b"", []
+    with conn:
+        while True:
+            while b"\r\n\r\n" not in buffer:
+                chunk = _recv(conn)
+                if not chunk:
+                    return
+                buffer += chunk
+            head, _, buffer = buffer.partition(b"\r\n\r\n")
+            head = head.lstrip(b"\r\n")
+            buffer = _skip_body(conn, head, buffer)
+            if buffer is None:
+                return
+            if not _REQUEST_LINE.fullmatch(head.split(b"\r\n", 1)[0]):
+                continue   # not a request: nothing to record, nothing to answer
+            with _lock:
+                _served += 1
+                ready = _served <= ready_requests
+            if ready:
+                if not _send(conn, OK):
+                    return
+                continue
+            closed_before = bool(ended)
+            if not _drain_mode(conn, mode, head, ended):
+                return
+            if not closed_before and ended and ended[0] != _CLIENT_CLOSE:
+                buffer = b""   # sent before the client could read the response that ended it: pipelined
+
+
+def _recv(conn: socket.socket) -> bytes:
+    try:
+        return conn.recv(65536)
+    except OSError:
+        return b""
+
+
+def _skip_body(conn: socket.socket, head: bytes, buffer: bytes):
+    """What follows the request's body in ``buffer`` (reading more as needed); None when the client left."""
+    fields = {ln.partition(b":")[0].strip().lower(): ln.partition(b":")[2].strip() for ln in head.split(b"\r\n")[1:]}
+    if b"chunked" in fields.get(b"transfer-encoding", b"").lower():
+        while b"0\r\n\r\n" not in buffer:
+            chunk = _recv(conn)
+            if not chunk:
+                return None
+            buffer += chunk
+        return buffer.partition(b"0\r\n\r\n")[2]
+    try:
+        need = int(fields.get(b"content-length", b"0"))
+    except ValueError:
+        need = 0
+    while len(buffer) < need:
+        chunk = _recv(conn)
+        if not chunk:
+            return None
+        buffer += chunk
+    return buffer[need:]
+
+
+def _fork_workers() -> None:
+    """Return in a forked worker; the leader stays here, forking a new worker whenever one exits (so a worker
+    that dies leaves the server running, as a pre-forking server's master does)."""
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            return
+        _, status = os.waitpid(pid, 0)
+        print(f"hostile: worker {pid} exited ({status}); forking another", flush=True)
+        _REFORKED.append(pid)
 
 
 def _double_fork() -> None:
@@ -268,7 +423,13 @@ def main(argv=None) -> int:
                         help="start only when PATH does not exist (and create it): a restart fails, exit code 4")
     parser.add_argument("--tls-cert", metavar="CERT", help="serve TLS with this certificate (and --tls-key)")
     parser.add_argument("--tls-key", metavar="KEY", help="the certificate's private key")
+    parser.add_argument("--record", metavar="PATH", help="drain-*: append each request sent after a close here")
+    parser.add_argument("--fork-worker", action="store_true",
+                        help="serve from a forked worker process; the leader forks another when it dies")
+    parser.add_argument("--workers", type=int, default=1, help="accepted and ignored (a template's {workers})")
     args = parser.parse_args(argv)
+    if args.record:
+        _RECORD.append(args.record)
     if bool(args.tls_cert) != bool(args.tls_key):
         parser.error("--tls-cert and --tls-key go together")
     if args.mode == "ws-partial-tls-record" and not args.tls_cert:
@@ -293,6 +454,8 @@ def main(argv=None) -> int:
         _double_fork()
         if args.ignore_sigterm:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if args.fork_worker:
+        _fork_workers()
     print(f"hostile server ({args.mode}) on {args.host}:{args.port}, pid {os.getpid()}", flush=True)
     while True:
         conn, _ = listener.accept()

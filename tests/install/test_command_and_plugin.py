@@ -28,13 +28,13 @@ def run(argv: list, cwd: Path, timeout: float = 180) -> subprocess.CompletedProc
 def test_help_lists_the_subcommands_and_an_unknown_one_is_one_line(tmp_path):
     done = run(["-m", "gatecheck", "--help"], tmp_path)
     assert done.returncode == 0
-    for name in ("conformance", "load", "gate", "matrix", "servers"):
+    for name in ("conformance", "load", "gate", "matrix", "servers", "annotate"):
         assert f"  {name} " in done.stdout
     bad = run(["-m", "gatecheck", "conformence"], tmp_path)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
-        "gatecheck: unknown command 'conformence'; choose one of conformance, load, gate, matrix, servers "
-        "(gatecheck --help)"]
+        "gatecheck: unknown command 'conformence'; choose one of conformance, load, gate, matrix, servers, "
+        "annotate (gatecheck --help)"]
 
 
 def test_servers_and_load_subcommands_are_the_packages_own_command_lines(tmp_path):

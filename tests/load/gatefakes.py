@@ -70,8 +70,12 @@ class FakeLab:
         self.head_errors_in_pair = head_errors_in_pair
         self.head_dead = head_dead
         self.machine = 1.0
+        self.lane_specs = []
+        self.lane_rng = random.Random(seed + 1)  # its own: the timed runs' noise stays what it was
+        self.lane_note = None
+        self.missing = None  # why valgrind cannot count (None: it can)
 
-    def start(self, target, *, app, log_dir, env, cpus, python):
+    def start(self, target, *, app, log_dir, env, cpus, python, **kw):
         srv = FakeServer("head" if python == "/head/python" else "base", env)
         self.started.append(srv)
         return srv
@@ -100,6 +104,22 @@ class FakeLab:
                          "p50_ms": mean * 0.9 / 1000, "p99_ms": mean * 3 / 1000}
         return out
 
+    def count_lane(self, spec, out_dir):
+        """The counted lane: BASE 60,000 instructions per request (0.1% noise), HEAD slower by its factor and
+        70 more per unit of injected work; one record per side and pair in runs.jsonl, as the real lane writes."""
+        from gatecheck.load.records import append_record
+
+        self.lane_specs.append(spec)
+        loops = int(spec["envs"]["head"].get(gate.LOOPS_ENV, 0))
+        for pair in range(spec["pairs"]):
+            for side in ("base", "head"):
+                ipr = 60_000.0 * (1 + self.lane_rng.gauss(0, 0.001))
+                ipr = ipr / self.head_factor + 70 * loops if side == "head" else ipr
+                append_record(out_dir / "runs.jsonl", {"kind": "gate-run", "lane": "count", "case": CASE.name,
+                                                       "pair": pair, "side": side, "instructions_per_request": ipr,
+                                                       "requests": 300, "instructions": int(ipr * 300)})
+        return SimpleNamespace(wait=lambda timeout: self.lane_note, stop=lambda: None)
+
     def gate(self, tmp_path, **opts):
         o = dict(cases=(CASE,), seed=1, resamples=500)
         slowdown = opts.pop("head_slowdown", None)
@@ -109,4 +129,5 @@ class FakeLab:
                         base_info={"spec": "granian==1.0"}, head_info={"spec": "granian==1.1"}, out_dir=tmp_path,
                         start=self.start, measure_fn=self.measure, route_fn=lambda name: name,
                         check_fn=lambda *a, **k: None, latency_fn=self.latency, head_slowdown=slowdown,
-                        head_delay_increase=increase, log=lambda s: None)
+                        head_delay_increase=increase, log=lambda s: None, lane_fn=self.count_lane,
+                        counting_missing=lambda: self.missing)

@@ -59,6 +59,7 @@ def test_pairs_are_interleaved_in_random_order_with_fresh_servers_every_pair(tmp
     runs = result.runs
     streamed = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert streamed == json.loads(json.dumps(runs))  # appended as each run finished
+    runs = [r for r in runs if r.get("lane") != "count"]  # the timed pairs (the counted lane has its own)
     assert [r["pair"] for r in runs] == [p for p in range(10) for _ in range(2)]
     assert all({runs[2 * p]["side"], runs[2 * p + 1]["side"]} == {"base", "head"} for p in range(10))
     firsts = [runs[2 * p]["side"] for p in range(10)]
@@ -88,7 +89,9 @@ def test_head_cost_reaches_only_the_head_server_and_base_runs_the_same_check_idl
 def test_head_slowdown_is_calibrated_on_base_s_install_then_burnt_by_head(tmp_path):
     """The fake lab's burn adds exactly itself to 50 µs per request: 10% slower needs 50/9 µs."""
     lab = FakeLab()
+    lab.missing = "valgrind not found"  # where the gate cannot count, a slowdown is a burn sized by timing
     result = lab.gate(tmp_path, pairs=8, max_pairs=8, head_slowdown=0.10)
+    assert "count" not in result.options.fail_on and "valgrind not found" in result.count_note
     assert result.calibration["cost_us"] == pytest.approx(50 / 9, rel=0.02)
     assert result.head["cost_us"] == result.calibration["cost_us"]
     calibrating = [s for s in lab.started if s.side == "base" and _due(s.env, gate.COST_ENV, gate.COST_EVERY_ENV)]
@@ -147,7 +150,7 @@ def test_outputs_are_written_once_with_a_schema_version(tmp_path):
     doc = json.loads(paths["pairs"].read_text())
     assert doc["schema_version"] == SCHEMA_VERSION and doc["kind"] == "gate"
     assert {(r["kind"], r["schema_version"]) for r in doc["runs"]} == {("gate-run", SCHEMA_VERSION)}
-    assert len(doc["runs"]) == 16 and doc["options"]["seed"] == 1
+    assert len(doc["runs"]) == 16 + 12 and doc["options"]["seed"] == 1  # 8 timed pairs, 6 counted ones
     base = json.loads(paths["benchmark_base"].read_text())
     assert base["benchmarks"][0]["name"] == "gate[json c64 (granian:rsgi:auto)]"
     assert base["benchmarks"][0]["stats"]["rounds"] == 8
@@ -191,19 +194,35 @@ def test_every_interval_of_a_multi_case_gate_is_at_the_family_wise_level(tmp_pat
             "the ungated at 98.75%") in gate_report.render_markdown(result)
 
 
-def test_by_default_cpu_gets_four_fifths_of_alpha_and_latency_one_fifth(tmp_path):
-    """Weighted Bonferroni: 0.05 split 4:1 over cpu and lat, so 96% and 99% intervals; the ungated metrics
-    are shown at the equal share (97.5%); two cases halve every share."""
+def test_by_default_cpu_gets_four_sixths_of_alpha_latency_and_the_count_one_sixth_each(tmp_path):
+    """Weighted Bonferroni: 0.05 split 4:1:1 over cpu, lat and count; the ungated metrics at the equal share."""
     result = FakeLab(noise=0.01).gate(tmp_path, pairs=8, max_pairs=8)
+    opts = result.options
+    assert (opts.level("cpu"), opts.level("lat"), opts.level("count"), opts.level("rps")) == pytest.approx(
+        (1 - 0.05 * 4 / 6, 1 - 0.05 / 6, 1 - 0.05 / 6, 1 - 0.05 / 3))
+    d = result.results[0].decisions
+    assert d["count"].estimate.confidence == pytest.approx(1 - 0.05 / 6)
+    assert d["count"].estimate.statistic == "geomean-t"
+    assert "so that all 3 gated comparisons hold together at 95% (Bonferroni, weighted 4:1:1" \
+        in gate_report.render_markdown(result)
+
+
+def test_without_counting_cpu_gets_four_fifths_of_alpha_and_latency_one_fifth(tmp_path):
+    """Where valgrind cannot count: the timed metrics' levels as before the counted metric, 96% and 99%; the
+    ungated metrics are shown at the equal share (97.5%); two cases halve every share."""
+    lab = FakeLab(noise=0.01)
+    lab.missing = "valgrind not found on PATH"
+    result = lab.gate(tmp_path, pairs=8, max_pairs=8)
+    assert lab.lane_specs == [] and result.options.fail_on == ("cpu", "lat")
     opts = result.options
     assert (opts.level("cpu"), opts.level("lat"), opts.level("rps")) == pytest.approx((0.96, 0.99, 0.975))
     d = result.results[0].decisions
     assert d["cpu"].estimate.confidence == pytest.approx(0.96) and d["lat"].estimate.confidence == pytest.approx(0.99)
     assert "cpu at 96%, lat at 99%, so that all 2 gated comparisons hold together at 95% (Bonferroni, weighted 4:1" \
         in gate_report.render_markdown(result)
-    two = GateOptions(cases=(CASE, gate_case("b1k")))
+    two = GateOptions(cases=(CASE, gate_case("b1k")), fail_on=("cpu", "lat"))
     assert (two.level("cpu"), two.level("lat")) == pytest.approx((0.98, 0.995))
-    assert GateOptions(cases=(CASE,), alpha_weights=()).level("cpu") == pytest.approx(0.975)
+    assert GateOptions(cases=(CASE,), alpha_weights=(), fail_on=("cpu", "lat")).level("cpu") == pytest.approx(0.975)
     with pytest.raises(ValueError, match="alpha weights"):
         GateOptions(cases=(CASE,), alpha_weights=(("speed", 1.0),))
     with pytest.raises(ValueError, match="> 0"):
@@ -211,11 +230,11 @@ def test_by_default_cpu_gets_four_fifths_of_alpha_and_latency_one_fifth(tmp_path
 
 
 def test_by_default_both_cpu_and_low_concurrency_latency_are_gated_and_counted_in_the_family():
-    """m = cases x gated metrics: one case gated on cpu and lat is two comparisons, each at 97.5%."""
+    """m = cases x gated metrics: one case gated on cpu, lat and count is three comparisons."""
     opts = GateOptions(cases=(CASE,))
-    assert opts.fail_on == ("cpu", "lat") and opts.comparisons == 2
-    assert opts.interval_confidence == pytest.approx(0.975)
-    two = GateOptions(cases=(CASE, gate_case("b1k")))
+    assert opts.fail_on == ("cpu", "lat", "count") and opts.comparisons == 3
+    assert opts.interval_confidence == pytest.approx(1 - 0.05 / 3)
+    two = GateOptions(cases=(CASE, gate_case("b1k")), fail_on=("cpu", "lat"))
     assert two.comparisons == 4 and two.interval_confidence == pytest.approx(0.9875)
     with pytest.raises(ValueError, match="low-concurrency run"):
         GateOptions(cases=(CASE,), latency_duration=0)
@@ -226,9 +245,10 @@ def test_every_pair_measures_both_sides_at_low_concurrency_after_their_main_runs
     lab = FakeLab(noise=0.005)
     result = lab.gate(tmp_path, pairs=8, max_pairs=8)
     assert len(lab.latency_runs) == 16 and sorted(lab.latency_runs) == ["base"] * 8 + ["head"] * 8
-    assert all(r["low_latency"]["concurrency"] == 1 and r["low_latency"]["avg_ms"] > 0 for r in result.runs)
+    timed = [r for r in result.runs if r.get("lane") != "count"]
+    assert all(r["low_latency"]["concurrency"] == 1 and r["low_latency"]["avg_ms"] > 0 for r in timed)
     # each pair's latency run takes both servers at once, in the pair's order
-    assert lab.latency_runs == [r["side"] for r in result.runs]
+    assert lab.latency_runs == [r["side"] for r in timed]
     r = result.results[0]
     assert r.decisions["lat"].verdict is Verdict.NO_CHANGE and r.decisions["lat50"] is not None
     text = gate_report.render_markdown(result)
@@ -305,7 +325,7 @@ def test_the_budget_holds_the_last_pair_and_the_verdicts_analysis(tmp_path, monk
 
     monkeypatch.setattr(running, "analyse", slow_analysis)
     monkeypatch.setattr(lab, "measure", timed)
-    o = dict(cases=(CASE,), seed=1, resamples=200, pairs=8, max_pairs=24, budget=110.0)
+    o = dict(cases=(CASE,), seed=1, resamples=200, pairs=8, max_pairs=24, budget=110.0, count_pairs=0)
     result = running.run_gate(GateOptions(**o), base_python="/base/python", head_python="/head/python",
                               out_dir=tmp_path, start=lab.start, measure_fn=lab.measure, route_fn=lambda n: n,
                               check_fn=lambda *a, **k: None, latency_fn=lab.latency, log=lambda s: None,

@@ -45,9 +45,11 @@ def test_cli_rejects_bad_values_at_parse_time(argv, message, capsys):
 
 def test_cli_defaults():
     args = parse(["--base", "granian==2.8.6", "--head", "granian==2.8.7"])
-    assert (args.threshold, args.pairs, args.max_pairs, args.fail_on, args.restart_every) == (0.05, 8, 24, ("cpu", "lat"), 1)
+    assert (args.threshold, args.pairs, args.max_pairs, args.restart_every) == (0.05, 8, 24, 1)
+    assert args.fail_on == ("cpu", "lat", "count")
     assert (args.budget, args.duration, args.latency_duration, args.head_delay) == (90, 1.5, 1, None)
-    assert args.alpha_weights == (("cpu", 4.0), ("lat", 1.0))
+    assert args.alpha_weights == (("cpu", 4.0), ("lat", 1.0), ("count", 1.0))
+    assert (args.count_pairs, args.count_requests, args.count_threshold, args.head_loops) == (6, 300, 0.01, 0)
 
 
 def test_alpha_weights_name_metrics_or_ask_for_equal_shares():

@@ -63,9 +63,9 @@ def test_a_gate_stored_before_alpha_weights_replays_with_equal_shares(tmp_path):
     """pairs.json without options.alpha_weights (every gate before the eighth experiment) split alpha equally;
     its replay does so too, and a replay can ask for another split."""
     gate_rates = _gate_rates()
-    result = FakeLab(noise=0.01).gate(tmp_path, pairs=8, max_pairs=8)
+    result = FakeLab(noise=0.01).gate(tmp_path, pairs=8, max_pairs=8, fail_on=("cpu", "lat"), count_pairs=0)
     doc = json.loads(json.dumps(result.to_dict()))
-    assert gate_rates._options_from(doc).alpha_weights == (("cpu", 4.0), ("lat", 1.0))
+    assert gate_rates._options_from(doc).alpha_weights == (("cpu", 4.0), ("lat", 1.0), ("count", 1.0))
     del doc["options"]["alpha_weights"]
     old = gate_rates._options_from(doc)
     assert old.alpha_weights == () and old.level("cpu") == pytest.approx(0.975)
@@ -102,7 +102,7 @@ def test_experiments_packed_before_the_one_record_format_still_load(tmp_path):
     with gzip.open(packed, "wt") as f:
         f.write(json.dumps({"kind": "aa", "dir": "aa-00", "round": 0, "seconds": 50.0, "pairs": doc}) + "\n")
     (gate,) = gate_rates._load(packed)["aa"]
-    assert gate["kind"] == "gate" and gate["_wall"] == 50.0 and len(gate["runs"]) == 16
+    assert gate["kind"] == "gate" and gate["_wall"] == 50.0 and len(gate["runs"]) == 16 + 12
     res, used, _ = gate_rates.replay(gate, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=8, resamples=200)
     assert used == 8 and res["failed"] is True
 
@@ -140,3 +140,25 @@ def test_experiment_replay_without_the_correction_judges_each_interval_at_the_st
     levels.clear()
     gate_rates.replay(doc, threshold=0.05, fail_on=["cpu"], min_pairs=8, max_pairs=8, resamples=200, uncorrected=True)
     assert levels and all(v == pytest.approx(0.95) for v in levels)
+
+
+def test_the_counted_experiment_tool_reports_which_gated_metric_flagged_each_kind(tmp_path, capsys):
+    """benchmarks/gate/experiments/count_rates.py: kinds are gate options; analyse counts the gates each gated
+    metric failed and pools the counted effect."""
+    _gate_rates()
+    import count_rates
+
+    assert count_rates._kind("uv-count1%=--target uvicorn:asgi --head-loops 20") == (
+        "uv-count1%", ["--target", "uvicorn:asgi", "--head-loops", "20"])
+    exp = tmp_path / "exp"
+    for kind, factor in (("g-aa", 1.0), ("g-count1%", 0.99)):
+        result = FakeLab(head_factor=factor, noise=0.002).gate(tmp_path / kind, pairs=8, max_pairs=8)
+        gate_report.write_outputs(result, exp / f"{kind}-00")
+        append_record(exp / "gates.jsonl", {"kind": "experiment-gate", "treatment": kind, "dir": f"{kind}-00",
+                                            "seconds": 80.0, "loadavg_before": [5, 5, 5], "loadavg_after": [6, 6, 6]})
+    assert count_rates.main(["analyse", str(exp)]) == 0
+    table = capsys.readouterr().out
+    aa = next(line for line in table.splitlines() if line.startswith("| g-aa |"))
+    one = next(line for line in table.splitlines() if line.startswith("| g-count1% |"))
+    assert "| 0/1 | 0/1 |" in aa and one.split(" | ")[5:7] == ["1/1", "1/1"], (aa, one)
+    assert "1.0" in one.split(" | ")[2]
