@@ -14,7 +14,7 @@ Rules of this module:
 4. Every private server started is remembered (:func:`take_started`) until the session's plugin takes the list
    after the check: one that exited unasked while the check ran (``expect_failure`` aside: such a server is
    meant to exit; one its check stopped, ``stopped_by_us``, did not exit unasked) crashed of the check's
-   requests, unless no connection of the check reached it after it became ready: it was found dead before
+   requests, unless no connection of the check reached it since it was launched: it was found dead before
    the check used it, and the check is an error (never known, never a plain failure). The fixture app's
    refusals in its event log are read too. A server dying under a failing check closes its sockets first: it
    gets ``_EXIT_GRACE`` to finish exiting before it is judged.

@@ -7,7 +7,7 @@ Rules of this module:
    its processes (a worker) vanished, or a private server of the check exited unasked. The check's outcome is
    "crashed" (whatever its call said, known deviations included), with the server's exit status, what it
    logged during the check and its last log lines (a segfault often logs nothing during the check).
-   A private server that exited unasked while no connection of the check had reached it since it became ready
+   A private server that exited unasked while no connection of the check had reached it since it was launched
    was found dead before the check used it: no request of the check was in flight, so it is an error of the
    check (it could not run), never known, never a plain failure of the rule.
 2. A fixture refusal is an error of the check: the fixture app logged (``fixtures.REFUSALS``) that it could
@@ -90,8 +90,9 @@ def _private_message(run) -> str:
 
 
 def _used(run) -> bool:
-    """Whether a connection of the check reached the private server after it became ready."""
-    return bool(run.address) and transcript.connected_since(run.address, run.started.ready_at)
+    """Whether a connection of the check reached the private server since it was launched (its readiness
+    probe is not the check's: the servers layer sends it, unrecorded)."""
+    return bool(run.address) and transcript.connected_since(run.address, run.started.started_at)
 
 
 def _unused_message(run) -> str:
