@@ -1,9 +1,9 @@
 """Packages are found, not listed.
 
 The repository keeps gatecheck's four layers as top-level folders (``servers``, ``fixtures``, ``conformance``,
-``load``) and the top package in ``src/gatecheck``; the wheel puts each layer inside the ``gatecheck`` package, with every sub-package below it found by
-``find_packages``. A folder with an ``__init__.py`` ships without anyone adding it to a list;
-``tests/install/test_wheel.py`` checks that every tracked file of those folders is in the built wheel.
+``load``) and the top package in ``src/gatecheck``; the wheel puts each layer inside the ``gatecheck`` package, with
+every sub-package below it found by ``find_packages``. A folder with an ``__init__.py`` ships without anyone adding it
+to a list; ``tests/install/test_wheel.py`` checks that every tracked file of those folders is in the built wheel.
 """
 
 from setuptools import find_packages, setup

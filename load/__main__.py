@@ -108,7 +108,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         for item in opts.planned(run.environment()["cpus_available"]):
             status = f"skip ({item.skip})" if item.skip else "run"
-            print(f"{item.case.label:<40} {str(item.target):<45} {item.case.route:<12} c{','.join(map(str, opts.concurrency or item.case.concurrency))}  {status}")
+            conc = ",".join(map(str, opts.concurrency or item.case.concurrency))
+            print(f"{item.case.label:<40} {str(item.target):<45} {item.case.route:<12} c{conc}  {status}")
         return 0
     try:
         summary = run.run_profile(opts)
@@ -188,8 +189,20 @@ def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
     """The CLI. ``with_gate_options`` (only when ``gate`` is the command) adds the gate's own options."""
     parser = argparse.ArgumentParser(prog="python -m gatecheck.load", description="gatecheck load: profiles, reports, regression gate")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
     run = sub.add_parser("run", help="run a load profile against a server and record the results")
+    _add_run_arguments(run)
+    _add_run_host_arguments(run)
+    _add_report_parsers(sub)
+    gate = sub.add_parser("gate", help="regression gate: interleaved A/B runs of two installs (docs/gate.md)")
+    if with_gate_options:
+        from .gate.cli import add_arguments
+
+        add_arguments(gate)
+    return parser
+
+
+def _add_run_arguments(run: argparse.ArgumentParser) -> None:
+    """``run``: which profile against which server, and how long and how hard it measures."""
     run.add_argument("target", nargs="?", type=server_or_target, metavar="SERVER_OR_TARGET",
                      help="server name (granian) or target (granian:asgi?loop=uvloop); default: the profile's own targets")
     run.add_argument("--profile", "-p", required=True, type=profile_arg, metavar="NAME",
@@ -206,6 +219,10 @@ def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
     run.add_argument("--duration", type=positive_float, metavar="SECONDS", help="seconds per measured run (default 10)")
     run.add_argument("--request-timeout", type=positive_float, default=10.0, metavar="SECONDS",
                      help="oha's per-request timeout (default 10)")
+
+
+def _add_run_host_arguments(run: argparse.ArgumentParser) -> None:
+    """``run``: the CPUs, load generator and interpreter of this host it uses, and what it writes."""
     run.add_argument("--no-pin", action="store_true", help="do not pin server and oha to separate CPUs")
     run.add_argument("--server-cpus", type=cpu_list, metavar="LIST", help="CPUs for the server tree, e.g. 0-1")
     run.add_argument("--oha-cpus", type=cpu_list, metavar="LIST", help="CPUs for oha, e.g. 2-3")
@@ -214,6 +231,9 @@ def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="print which cases would run or be skipped, and exit")
     run.add_argument("--no-report", action="store_true", help="do not render OUT/PROFILE/report.md after the run")
 
+
+def _add_report_parsers(sub) -> None:
+    """``report``, ``fidelity`` and ``list-profiles``: reading what runs recorded."""
     report = sub.add_parser("report", help="render Markdown tables and SVG plots from results")
     report.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="results directories or .jsonl files")
     report.add_argument("--out", type=Path, help="directory for report.md and plots (default: the first PATH)")
@@ -231,13 +251,6 @@ def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
 
     lp = sub.add_parser("list-profiles", help="list the load profiles")
     lp.add_argument("--verbose", "-v", action="store_true", help="also list every case")
-
-    gate = sub.add_parser("gate", help="regression gate: interleaved A/B runs of two installs (docs/gate.md)")
-    if with_gate_options:
-        from .gate.cli import add_arguments
-
-        add_arguments(gate)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -198,11 +198,17 @@ def start_server(
                            retry=port is None and attempt + 1 < attempts)
         if took is None:
             continue
-        versions = {adapter.package or adapter.name: version, "python": _python_version(interpreter)}
-        return ServerHandle(target=target, capabilities=adapter.target_capabilities(target), host=host,
-                            port=chosen, process=proc, python=interpreter, versions=versions, ready_seconds=took,
-                            tls=tuple(tls) if launch.tls else None)
+        return _handle(adapter, target, launch, proc, host, chosen, interpreter, version, took, tls)
     raise AssertionError("unreachable: the last attempt raises")  # pragma: no cover
+
+
+def _handle(adapter, target: Target, launch, proc: ServerProcess, host: str, port: int, interpreter: str,
+            version: str, took: float, tls: tuple | None) -> ServerHandle:
+    """The handle of a server that answered: what it is, where it listens, and the versions that run it."""
+    versions = {adapter.package or adapter.name: version, "python": _python_version(interpreter)}
+    return ServerHandle(target=target, capabilities=adapter.target_capabilities(target), host=host,
+                        port=port, process=proc, python=interpreter, versions=versions, ready_seconds=took,
+                        tls=tuple(tls) if launch.tls else None)
 
 
 def _wait_ready(proc: ServerProcess, launch, host: str, port: int, ready_timeout: float, allow_remote: bool, *,

@@ -11,13 +11,13 @@ pipe and tells the reaper, one line per event, ``+ TOKEN`` (a server is starting
 carry ``GATECHECK_SERVER_TOKEN=TOKEN``) and ``- TOKEN`` (it was stopped normally); ``@ PATH`` names a temporary
 folder to remove after the harness is gone unless ``# PATH`` says it was removed; ``! ID {json}`` asks for a
 command to run once the harness is gone unless ``~ ID`` cancels it first (the conformance session uses this to
-finish its results files when it is killed before it can: :func:`after_death`). When the pipe reaches end of file (the harness exited, however it died) or the
-reaper's parent changes, the reaper SIGKILLs every process that carries a token still open and was
-created after the harness, checking each one's create time just before the signal, and exits. (Create
-times are only compared with others read by the same process: psutil derives them from a boot time that
-moves with the wall clock, so ``time.time()`` is not comparable with them.) A harness that exits normally has no open
-token, so its reaper just exits. After the kills, the reaper runs the commands still registered (each with
-a deadline), removes the folders still named, then exits.
+finish its results files when it is killed before it can: :func:`after_death`). When the pipe reaches end of file (the
+harness exited, however it died) or the reaper's parent changes, the reaper SIGKILLs every process that carries a token
+still open and was created after the harness, checking each one's create time just before the signal, and exits. (Create
+times are only compared with others read by the same process: psutil derives them from a boot time that moves with the
+wall clock, so ``time.time()`` is not comparable with them.) A harness that exits normally has no open token, so its
+reaper just exits. After the kills, the reaper runs the commands still registered (each with a deadline), removes the
+folders still named, then exits.
 
 Limits: a server process that clears its environment is invisible to the reaper (the harness itself
 also finds such a process by its recorded PID and create time, or as the listener on the server's

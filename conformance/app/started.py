@@ -159,7 +159,7 @@ class StartedServer:
 
     def events(self, token: str, timeout: float = 0.0) -> list:
         """The app's events for ``token`` (a script it refused raises ``CheckError``: ``view.refused``)."""
-        from gatecheck.conformance.app.view import refused
+        from gatecheck.conformance.app.events import refused
 
         return refused(fixtures.read_events(self.event_dir, token, timeout=timeout))
 

@@ -31,16 +31,16 @@ from __future__ import annotations
 import json
 import os
 import random
-import time
 from typing import NamedTuple
 from urllib.parse import quote
 
 from gatecheck import fixtures
 
-from gatecheck.conformance.client.h2 import H2Client, StreamState
-from gatecheck.conformance.client.http1 import Connection, Exchange, build_request, exchange
+from gatecheck.conformance.client.http1 import Connection, Exchange, build_request
 from gatecheck.conformance.client.ws import connect as ws_connect
-from gatecheck.conformance.spec.results import CheckError
+from gatecheck.conformance.app.events import (events_of, events_until, named, step, step_value, steps_of, wait_event,
+                                              wait_step, wait_steps)
+from gatecheck.conformance.app.probing import h2_get, h2_probe, probe
 from gatecheck.conformance.app.probes import (app_view, asgi_scope, decode_probe, rsgi_attrs, rsgi_headers, value_of,
                                               wsgi_environ)
 
@@ -52,10 +52,6 @@ __all__ = ["TOKEN_HEADER", "new_token", "script_target", "script_request", "chun
 
 #: the header that carries a request's event-log token (lower-case: HTTP/2 needs it so)
 TOKEN_HEADER = fixtures.TOKEN_HEADER
-
-#: how long a scripted exchange waits for its replies, and for its steps, by default
-_REPLY_TIMEOUT = 3.0
-_STEPS_TIMEOUT = 5.0
 
 #: how long a connection that a response ended gets to close, when a follow-up request is held back
 _CLOSE_WAIT = 1.5
@@ -245,130 +241,6 @@ def response_script(interface: str, status: int, headers=(), chunks=(), pause: f
 
 _REASONS = {200: "OK", 204: "No Content", 299: "Gatecheck", 304: "Not Modified"}
 _READ_BODY = {"asgi": "receive_all", "rsgi": "read_all", "wsgi": "read_body"}
-
-
-# -- the event log ----------------------------------------------------------------------------------
-
-def events_of(server, token: str) -> list:
-    """The events logged so far for ``token`` (decoded), oldest first. A script the app refused (``script.error``:
-    it could not read it) raises :class:`CheckError` naming what the app was handed (rule 5)."""
-    return refused(fixtures.read_events(server.event_dir, token))
-
-
-def refused(events: list) -> list:
-    """``events``, unless they show the fixture app refused the script (rule 5): then :class:`CheckError`."""
-    for event in events:
-        if event.get("event") == "script.error":
-            query = repr(event.get("query"))
-            query = query if len(query) <= 160 else query[:150] + "...'"
-            raise CheckError(f"the fixture app could not run this check's script: {event.get('message')}; it was "
-                             f"handed the query string {query}. The check has no evidence either way")
-    return events
-
-
-def steps_of(events: list) -> list:
-    return named(events, "step")
-
-
-def named(events: list, name: str) -> list:
-    return [e for e in events if e.get("event") == name]
-
-
-def step(events: list, index: int | None = None, *, label: str | None = None) -> dict | None:
-    """The step event with that index (or label), or None if it has not run (yet)."""
-    for event in steps_of(events):
-        if label is not None and event.get("label") == label:
-            return event
-        if label is None and event.get("index") == index:
-            return event
-    return None
-
-
-def step_value(event: dict | None, what: str):
-    """The value a logged step returned; fails naming the call when it did not run or raised."""
-    assert event is not None, f"{what} never ran (the app was not called, or stopped before it)"
-    assert event.get("ok"), f"{what} raised {event.get('error')}"
-    return event.get("result")
-
-
-def wait_event(server, token: str, name: str, timeout: float = 5.0, **match) -> dict:
-    """The first event called ``name`` (matching ``match``); TimeoutError with the events seen otherwise (or
-    :class:`CheckError` when the app refused the script, rule 5)."""
-    try:
-        return fixtures.wait_for_event(server.event_dir, token, name, timeout, **match)
-    except TimeoutError:
-        refused(fixtures.read_events(server.event_dir, token))
-        raise
-
-
-def _poll(server, token: str, enough, timeout: float) -> list:
-    """The token's events once ``enough(events)`` holds, or whatever is there at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        events = events_of(server, token)
-        if enough(events) or time.monotonic() >= deadline:
-            return events
-        time.sleep(0.02)
-
-
-def wait_step(server, token: str, index: int, timeout: float) -> dict | None:
-    """The step event with that index once it is logged, or None at the deadline."""
-    return step(_poll(server, token, lambda events: step(events, index) is not None, timeout), index)
-
-
-def wait_steps(server, token: str, count: int, timeout: float = _STEPS_TIMEOUT) -> list:
-    """Wait until steps 0..count-1 have all logged (or the script ended or raised); return the events.
-
-    This does not raise at the deadline: a script the server stopped (connection killed, app cancelled)
-    simply has fewer steps, which the check then reports."""
-    def enough(events: list) -> bool:
-        done = {e.get("index") for e in steps_of(events)}
-        ended = any(e.get("event") in ("script.end", "request.end", "script.error") for e in events)
-        return all(i in done for i in range(count)) or ended
-
-    return _poll(server, token, enough, timeout)
-
-
-def events_until(server, token: str, names=("wsgi.close",), timeout: float = _REPLY_TIMEOUT,
-                 settle: float = 0.0) -> list:
-    """The token's events once an event named in ``names`` was logged (or whatever is there at the
-    deadline); with ``settle``, wait that much longer so a duplicate (a second close()) shows up too."""
-    events = _poll(server, token, lambda evs: any(e.get("event") in names for e in evs), timeout)
-    if settle:
-        time.sleep(settle)
-        events = events_of(server, token)
-    return events
-
-
-# -- probe documents --------------------------------------------------------------------------------
-
-def probe(server, target: str = "/probe", *, method: str = "GET", headers=(), body: bytes = b"",
-          version: str = "HTTP/1.1", timeout: float = 5.0) -> dict:
-    """Send one raw HTTP/1.x request to a probe route and return the decoded probe document.
-
-    The request goes out byte-exact (no client normalises the path), so checks control what the app
-    should see."""
-    data = build_request(method, target, headers, body, version=version, host=server.authority)
-    resp = exchange(server.address, data, methods=[method], timeout=timeout).first
-    assert resp.status == 200, f"probe {method} {target} answered {resp.status}: {resp.body[:300]!r}"
-    return decode_probe(resp.body)
-
-
-def h2_get(server, path: str, headers=(), *, method: str = "GET", body: bytes = b"",
-           raw_headers: list | None = None, timeout: float = 5.0, tls: bool = False) -> StreamState:
-    """One HTTP/2 request on a fresh connection (prior knowledge, or ALPN h2 with ``tls``); the stream's
-    final state."""
-    with H2Client(server.address, authority=server.authority, timeout=timeout, tls=tls) as client:
-        sid = client.request(method, path, headers, body, raw_headers=raw_headers)
-        return client.response(sid)
-
-
-def h2_probe(server, path: str = "/probe", headers=(), *, method: str = "GET", body: bytes = b"",
-             raw_headers: list | None = None) -> dict:
-    """The probe document for one HTTP/2 request (the request must be answered 200)."""
-    resp = h2_get(server, path, headers, method=method, body=body, raw_headers=raw_headers)
-    assert resp.status == 200, f"h2 probe {method} {path}: {resp.describe()} {resp.body[:300]!r}"
-    return decode_probe(resp.body)
 
 
 def h2_never_logged(server, token: str) -> list:

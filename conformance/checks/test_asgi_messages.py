@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import time
 
 import pytest
 
 from gatecheck.conformance.app import (new_token, ping, random_bytes, run_script, script_request, step, value_of,
                                        wait_event, wait_steps)
-from gatecheck.conformance.helpers.asgi_http import (DEFAULT_BODY, DEFAULTS, TE_CASES, assert_ping, b64, body_bytes_so_far,
-                                             close_as, message_records, upload)
-from gatecheck.conformance.client.http1 import Connection, build_request, parse_responses, read_raw
+from gatecheck.conformance.helpers.asgi_http import (DEFAULT_BODY, DEFAULTS, TE_CASES, assert_ping, b64,
+                                                     bodiless_request_messages, close_as, events_of_kept_alive,
+                                                     first_chunk_arrival, message_records, te_response, upload)
+from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.spec.dimensions import ASGI_BODY_SHAPES, ASGI_HEADER_SHAPES
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.observables import LATE_MESSAGES, letter_params
@@ -38,6 +38,7 @@ _REQ = "ASGI WWW §Request"
 _DISC = "ASGI WWW §Disconnect"
 _START = "ASGI WWW §Response Start"
 _BODY = "ASGI WWW §Response Body"
+_HERE = "test_asgi_messages.py::"   # the check ids' prefix, for the letter's table
 
 
 # -- http.request ---------------------------------------------------------------------------------
@@ -99,17 +100,7 @@ def test_request_message_values_have_their_types(server, how):
 def test_request_without_body_gives_empty_request_messages(server, how):
     """A request without a body yields http.request messages whose bodies are all b"" (or absent), the last
     with more_body False (one such message is what servers send; the text does not forbid more)."""
-    if how == "GET":
-        data = build_request("GET", "/probe", host=server.authority)
-    elif how == "POST-content-length-0":
-        data = build_request("POST", "/probe", [("Content-Length", "0")], host=server.authority)
-    else:
-        data = build_request("POST", "/probe", [("Transfer-Encoding", "chunked")], b"0\r\n\r\n",
-                             host=server.authority, content_length=False)
-    with Connection(server.address, 5) as conn:
-        conn.send(data)
-        resp = conn.read_responses(1, methods=["POST"]).first
-    messages = value_of(json.loads(resp.body)["request_messages"])
+    messages = bodiless_request_messages(server, how)
     assert messages, "the app got no http.request message"
     assert all(m["type"] == "http.request" and m.get("body", b"") == b"" for m in messages), messages
     assert messages[-1].get("more_body", False) is False, messages
@@ -131,12 +122,8 @@ def test_receive_waits_while_the_request_is_open(server):
 @spec(_DISC, "DEFINED")
 def test_receive_after_the_response_returns_disconnect(server):
     """receive() called after the response was sent returns http.disconnect, even on a kept-alive connection."""
-    token = new_token()
     steps = [["receive_all"], ["start", 200, [["content-length", "4"]]], ["body", "done"], ["wait_disconnect", 3]]
-    with Connection(server.address, 6) as conn:
-        conn.send(script_request(server, steps, token=token))
-        assert conn.read_responses(1).first.body == b"done"
-        events = wait_steps(server, token, len(steps), timeout=5)  # the client keeps the connection open
+    events = events_of_kept_alive(server, steps, timeout=6, steps_timeout=5)
     found = step(events, 3)
     assert found is not None, "the receive() after the response never returned"
     assert found["ok"], f"receive() after the response did not return http.disconnect: {found.get('error')}"
@@ -152,14 +139,10 @@ def test_receive_after_disconnect_keeps_returning_disconnect(server):
     when "called after a response has been sent", which every later call is too; a server whose later
     receive() raises or waits contradicts that letter, breaking no must/should (apps that stop at the first
     http.disconnect never see it). Evidence: the app's log shows each receive() and what it returned."""
-    token = new_token()
     again = [["receive", {"label": f"again-{n}"}] for n in range(_AGAIN)]
     steps = [["receive_all"], ["start", 200, [["content-length", "4"]]], ["body", "done"], ["wait_disconnect", 3],
              *again]
-    with Connection(server.address, 8) as conn:
-        conn.send(script_request(server, steps, token=token))
-        assert conn.read_responses(1).first.body == b"done"
-        events = wait_steps(server, token, len(steps), timeout=6)  # the client keeps the connection open
+    events = events_of_kept_alive(server, steps, timeout=8, steps_timeout=6)
     first = step(events, 3)
     if not (first is not None and first["ok"] and first["result"]["type"] == "http.disconnect"):
         not_supported("the first receive() after the response did not return http.disconnect (test_receive_after_"
@@ -251,22 +234,8 @@ def test_empty_body_message_mid_stream_does_not_end_the_response(server):
 @spec(_START, "MUST")
 def test_app_transfer_encoding_is_ignored(server, case):
     """An app-supplied Transfer-Encoding is ignored: the server's own framing stays valid and the body intact."""
-    headers, version = TE_CASES[case]
-    if case == "chunked-with-length":
-        steps = [["start", 200, headers], ["body", "hello world"]]
-    else:
-        steps = [["start", 200, headers], ["body", "hello", True], ["body", " world"]]
-    token = new_token()
-    data = script_request(server, steps, token=token, version=version)
-    with Connection(server.address, 5) as conn:
-        conn.send(data)
-        ex = conn.read_responses(1)
-        if version == "HTTP/1.0":
-            conn.wait_closed(2)
-        raw = conn.buffer if not ex.raw else ex.raw + conn.buffer
-    responses, _ = parse_responses(raw, closed=True)
-    assert responses, f"no parseable response: {raw[:300]!r}"
-    resp = responses[0]
+    version = TE_CASES[case][1]
+    resp = te_response(server, case)
     codings = [c.strip().lower() for v in resp.header_all("transfer-encoding") for c in v.split(",")]
     assert codings.count("chunked") <= 1, f"chunked applied twice: {resp.header_all('transfer-encoding')}"
     if version == "HTTP/1.0":
@@ -322,17 +291,7 @@ def test_each_body_message_is_flushed_before_the_next(server, size):
     """The client receives a body chunk before the app sends the next one (flush before send() returns)."""
     token = new_token()
     steps = [["start", 200], ["body", {"size": size}, True], ["sleep", 1.0, {"label": "pause"}], ["body", "end"]]
-    seen_at = None
-
-    def complete(data) -> bool:   # called after every read: note when the first chunk was all there
-        nonlocal seen_at
-        if seen_at is None and body_bytes_so_far(data) >= size:
-            seen_at = time.time()
-        return body_bytes_so_far(data) >= size + 3
-
-    with Connection(server.address, 8) as conn:
-        conn.send(script_request(server, steps, token=token))
-        data, _ = read_raw(conn.sock, complete, timeout=6)
+    seen_at, data = first_chunk_arrival(server, steps, token, size)
     events = wait_steps(server, token, len(steps), timeout=5)
     paused = step(events, label="pause")
     assert paused is not None, f"the script did not get past its pause: {[e['event'] for e in events]}"
@@ -358,7 +317,7 @@ def test_messages_after_completion_change_nothing(server, case):
     assert not run.exchange.leftover, f"stray bytes after the response: {run.exchange.leftover[:200]!r}"
 
 
-@pytest.mark.parametrize("case", letter_params("test_asgi_messages.py::test_connection_survives_messages_after_completion"))
+@pytest.mark.parametrize("case", letter_params(_HERE + "test_connection_survives_messages_after_completion"))
 def test_connection_survives_messages_after_completion(server, case):
     """INFO: the text says later messages "will be ignored"; a server that instead raises from send() (the app
     then fails, and the server must end its connection) or drops the connection contradicts that without
@@ -373,7 +332,7 @@ def test_connection_survives_messages_after_completion(server, case):
     assert_ping(run.responses[1])
 
 
-@pytest.mark.parametrize("case", letter_params("test_asgi_messages.py::test_send_after_completion_returns_normally"))
+@pytest.mark.parametrize("case", letter_params(_HERE + "test_send_after_completion_returns_normally"))
 def test_send_after_completion_returns_normally(server, case):
     """INFO: the text says messages after completion "will be ignored", so the app's send() of one returns
     normally; raising contradicts that letter without breaking a must/should (the app's event log is the

@@ -99,6 +99,19 @@ def test_state_copy_is_fresh_at_each_position(server, position):
     assert not leaked, f"keys set by other requests of the connection are in this request's state: {leaked}"
 
 
+def _served(server, position, pause: float = 0.0) -> tuple:
+    """A scripted GET (the app answers 200 "ok") at ``position``: the conversation and the response, once the
+    app's log shows it ran that request (a response made without the app is no evidence of what the server adds
+    to the app's responses)."""
+    token = new_token()
+    talk = at_position(server, position, _state_script(server, token, []), pause=pause)
+    resp = talk.response(position.index)
+    assert server.events(token, timeout=2.0), (
+        f"the app's log shows nothing for the request at {position.name}: no evidence the app ran it; "
+        f"got {talk.raw[:300]!r}")
+    return talk, resp
+
+
 _IMF_FIXDATE = re.compile(r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
                           r"\d{4} \d{2}:\d{2}:\d{2} GMT")
 _PAUSE = 2.2   # seconds before a kept-alive request: a Date kept from the first response is then 2 s old
@@ -109,8 +122,8 @@ _PAUSE = 2.2   # seconds before a kept-alive request: a Date kept from the first
 def test_date_is_current_at_each_position(server, position):
     """The Date of the response at each place on the connection is the time it was generated (to the second,
     give or take one), never one kept from an earlier response of the connection."""
-    talk = at_position(server, position, request(server), pause=0.0 if position.pipelined else _PAUSE)
-    value = talk.response(position.index).header("date") or ""
+    talk, resp = _served(server, position, pause=0.0 if position.pipelined else _PAUSE)
+    value = resp.header("date") or ""
     if not value and not alone(server, request(server)).header("date"):
         pytest.skip(f"{UNSUPPORTED_PREFIX} the server sends no Date on any response (whether it must is "
                     "test_http1_responses.py's check)")
@@ -131,8 +144,7 @@ _SINGLE = ("date", "server", "content-length", "content-type")
 def test_server_fields_are_not_repeated_at_each_position(server, position):
     """No field of the server's that is not a list (Date, Server, Content-Length) nor the app's Content-Type
     appears twice in the response at any place on the connection."""
-    talk = at_position(server, position, request(server))
-    resp = talk.response(position.index)
+    talk, resp = _served(server, position)
     names = [name.decode("latin-1").lower() for name, _ in resp.headers]
     repeated = sorted({n for n in names if n in _SINGLE and names.count(n) > 1})
     assert not repeated, f"repeated at {position.name}: {repeated}; got {talk.raw[:300]!r}"
@@ -143,8 +155,7 @@ def test_server_fields_are_not_repeated_at_each_position(server, position):
 def test_response_is_framed_once_at_each_position(server, position):
     """The response at each place on the connection is framed by Content-Length or by Transfer-Encoding, never
     both (the parser then reads the responses after it at their own start)."""
-    talk = at_position(server, position, request(server))
-    resp = talk.response(position.index)
+    talk, resp = _served(server, position)
     both = resp.header("content-length") is not None and resp.header("transfer-encoding") is not None
     assert not both, f"Content-Length and Transfer-Encoding at {position.name}: {talk.raw[:300]!r}"
-    assert (resp.status, resp.body) == (200, b"ok"), f"GET /ping at {position.name}: {talk.raw[:300]!r}"
+    assert (resp.status, resp.body) == (200, b"ok"), f"the scripted GET at {position.name}: {talk.raw[:300]!r}"

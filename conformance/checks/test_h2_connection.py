@@ -104,7 +104,8 @@ def _read_stream_1(conn, sock, rest: bytes) -> bytes:
 @needs("h2c_upgrade")
 @spec("RFC 7540 §3.2", "MUST")
 def test_h2c_upgrade_answers_the_request_on_stream_1(server):
-    """After `101` the server sends its SETTINGS first, then the response to the upgraded request on stream 1, over HTTP/2."""
+    """After `101` the server sends its SETTINGS first, then the response to the upgraded request on stream 1, over
+    HTTP/2."""
     head, rest, conn, sock = _upgrade(server)
     with sock:
         status = head.split(b"\r\n")[0]
@@ -125,7 +126,8 @@ def test_h2c_upgrade_answers_the_request_on_stream_1(server):
     pytest.param(2, "h2c", id="two-http2-settings", marks=spec("RFC 7540 §3.2.1", "MUST NOT")),
     pytest.param(1, "h2", id="token-h2", marks=spec("RFC 7540 §3.2", "MUST"))])
 def test_h2c_upgrade_is_refused_when_malformed(server, fields, token):
-    """No 101 when HTTP2-Settings is missing or repeated, or when Upgrade names `h2` (TLS-only): the request is answered over HTTP/1.1 (evidence: a well-formed HTTP/1.1 response head that is not 101)."""
+    """No 101 when HTTP2-Settings is missing or repeated, or when Upgrade names `h2` (TLS-only): the request is answered
+    over HTTP/1.1 (evidence: a well-formed HTTP/1.1 response head that is not 101)."""
     head, _, _, sock = _upgrade(server, settings_fields=fields, token=token, path="/ping")
     sock.close()
     status = head.split(b"\r\n")[0]
@@ -174,7 +176,8 @@ def _shutdown(server) -> dict:
 
 @spec("RFC 9113 §6.8; RFC 9113 §9.1", "SHOULD")
 def test_graceful_shutdown_sends_goaway_no_error(server):
-    """On SIGTERM the server sends GOAWAY with NO_ERROR before closing, and later GOAWAYs never raise the last-stream-ID."""
+    """On SIGTERM the server sends GOAWAY with NO_ERROR before closing, and later GOAWAYs never raise the
+    last-stream-ID."""
     seen = _shutdown(server)
     goaways = seen["goaways"]
     assert goaways, f"no GOAWAY before the connection closed (closed={seen['closed']})"
@@ -197,7 +200,8 @@ def test_in_flight_stream_completes_during_graceful_shutdown(server):
 
 @spec("RFC 9113 §10.5", "SHOULD")
 def test_rapid_reset_burst_leaves_the_server_serving(server):
-    """After 1000 HEADERS+RST_STREAM pairs on one connection ("rapid reset") the server is still up and answers a new connection."""
+    """After 1000 HEADERS+RST_STREAM pairs on one connection ("rapid reset") the server is still up and answers a new
+    connection."""
     with private_server(server) as priv:  # a backlog of cancelled work must not slow the session's server
         with H2Client(priv.address, authority=priv.authority) as client:
             try:

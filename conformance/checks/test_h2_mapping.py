@@ -118,7 +118,8 @@ _FIELDS = [("x-a", "1"), ("x-b", "2"), ("x-a", "3")]
 @interfaces("asgi")
 @spec(_ASGI, "MUST")
 def test_asgi_pseudo_headers_map_to_scope_keys_and_never_to_headers(server):
-    """`:method`/`:scheme` become method/scheme; no pseudo-header is in headers; names are lower-case, repeats kept in order."""
+    """`:method`/`:scheme` become method/scheme; no pseudo-header is in headers; names are lower-case, repeats kept in
+    order."""
     scope = asgi_scope(h2_probe(server, method="PATCH", headers=_FIELDS))
     assert (scope["method"], scope.get("scheme", "http")) == ("PATCH", "http")
     names = [n for n, _ in scope["headers"]]
@@ -142,7 +143,8 @@ def test_rsgi_pseudo_headers_map_to_scope_and_never_to_headers(server):
 @interfaces("wsgi")
 @spec(f"{_WSGI}; RFC 3875 §4.1.18", "MUST")
 def test_wsgi_pseudo_headers_map_to_cgi_variables_and_never_to_http_keys(server):
-    """`:method`/`:scheme` become REQUEST_METHOD/wsgi.url_scheme; no pseudo-header becomes a key; repeats are comma-joined."""
+    """`:method`/`:scheme` become REQUEST_METHOD/wsgi.url_scheme; no pseudo-header becomes a key; repeats are
+    comma-joined."""
     env = wsgi_environ(h2_probe(server, method="PATCH", headers=_FIELDS))
     assert (env["REQUEST_METHOD"], env["wsgi.url_scheme"]) == ("PATCH", "http")
     assert not [k for k in env if ":" in k or k.startswith("HTTP__")], sorted(env)
@@ -180,7 +182,8 @@ def test_rsgi_loses_no_cookie_field(server):
 @interfaces("wsgi")
 @spec("RFC 3875 §4.1.2; wsgi.input_terminated", "MUST")
 def test_wsgi_body_without_content_length_is_readable(server):
-    """A body sent without `content-length` (normal on HTTP/2) can be read: CONTENT_LENGTH is its length, or wsgi.input_terminated is set."""
+    """A body sent without `content-length` (normal on HTTP/2) can be read: CONTENT_LENGTH is its length, or
+    wsgi.input_terminated is set."""
     doc = h2_probe(server, method="POST", body=b"hello, world")
     env = wsgi_environ(doc)
     assert doc["body_len"] == 12, (f"the app read {doc['body_len']} of 12 bytes; CONTENT_LENGTH="
@@ -206,7 +209,8 @@ def _refused_before_the_app(server, extra: list) -> str:
 ], ids=lambda v: v)
 @spec("RFC 9113 §8.2.2", "MUST")
 def test_connection_specific_field_is_malformed(server, name, value):
-    """A request with a connection-specific field (or `te` other than "trailers") is malformed: refused, never passed to the app."""
+    """A request with a connection-specific field (or `te` other than "trailers") is malformed: refused, never passed to
+    the app."""
     _refused_before_the_app(server, [(name, value)])
 
 
@@ -241,7 +245,8 @@ def test_app_response_field_names_go_out_lower_case(server):
                                         ("transfer-encoding", "chunked")], ids=lambda v: v)
 @spec("RFC 9113 §8.2.2", "MUST NOT")
 def test_app_connection_specific_response_field_is_not_sent(server, name, value):
-    """A connection-specific field the app puts in its response never goes out on HTTP/2 (dropped, or the response fails). Evidence: a response, or a RST_STREAM, on the stream."""
+    """A connection-specific field the app puts in its response never goes out on HTTP/2 (dropped, or the response
+    fails). Evidence: a response, or a RST_STREAM, on the stream."""
     resp = h2_get(server, script_target(response_script(server.interface, 200, [[name, value]], ["ok"],
                                                         read_body=True)))
     assert resp.status is not None or resp.reset_code is not None, f"no answer on the stream: {resp.describe()}"

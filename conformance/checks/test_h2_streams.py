@@ -31,7 +31,8 @@ def _client(server, **kw) -> H2Client:
 
 @spec("RFC 9113 §5", "DEFINED")
 def test_concurrent_streams_with_interleaved_bodies_are_byte_exact(server):
-    """Twenty streams on one connection, request bodies sent interleaved in 4 KiB pieces, each echo their own body exactly."""
+    """Twenty streams on one connection, request bodies sent interleaved in 4 KiB pieces, each echo their own body
+    exactly."""
     with _client(server) as client:
         bodies = {}
         for n in range(20):
@@ -71,7 +72,8 @@ def test_each_stream_is_its_own_request(server):
 
 @spec("RFC 9113 §6.9.1", "MUST NOT")
 def test_no_data_while_the_client_window_is_zero(server):
-    """With SETTINGS_INITIAL_WINDOW_SIZE 0 the server sends HEADERS but no DATA until a WINDOW_UPDATE; then the body completes."""
+    """With SETTINGS_INITIAL_WINDOW_SIZE 0 the server sends HEADERS but no DATA until a WINDOW_UPDATE; then the body
+    completes."""
     with _client(server, settings={SettingCodes.INITIAL_WINDOW_SIZE: 0}, auto_window=False) as client:
         client.wait_settings()
         sid = client.request("GET", "/b10k")
@@ -87,7 +89,8 @@ def test_no_data_while_the_client_window_is_zero(server):
 
 @spec("RFC 9113 §6.9.1", "MUST NOT")
 def test_large_response_never_exceeds_a_small_window(server):
-    """A 10 MiB response to a client granting 16 KiB at a time stays inside the stream and connection windows, byte-exact."""
+    """A 10 MiB response to a client granting 16 KiB at a time stays inside the stream and connection windows,
+    byte-exact."""
     window = 16384
     with _client(server, settings={SettingCodes.INITIAL_WINDOW_SIZE: window}, auto_window=False, timeout=5) as client:
         client.wait_settings()
@@ -189,7 +192,8 @@ def _start(client, interface: str, event_dir, token, phase: str) -> int:
 @pytest.mark.parametrize("phase", ["request", "response"])
 @spec("RFC 9113 §6.4; ASGI WWW §Disconnect; RSGI client_disconnect; PEP 3333 close()", "DEFINED")
 def test_reset_reaches_the_app_as_a_disconnect(server, spare, phase):
-    """RST_STREAM(CANCEL) mid-request or mid-response reaches the app: ASGI http.disconnect, RSGI client_disconnect(), WSGI close() before the iterable ends."""
+    """RST_STREAM(CANCEL) mid-request or mid-response reaches the app: ASGI http.disconnect, RSGI client_disconnect(),
+    WSGI close() before the iterable ends."""
     token = fixtures.new_token()
     with H2Client(spare.address, authority=spare.authority) as client:
         sid = _start(client, server.interface, spare.event_dir, token, phase)
@@ -202,7 +206,8 @@ def test_reset_reaches_the_app_as_a_disconnect(server, spare, phase):
 @pytest.mark.parametrize("phase", ["request", "response"])
 @spec("RFC 9113 §5.4.1; ASGI WWW §Disconnect; RSGI client_disconnect; PEP 3333 close()", "DEFINED")
 def test_connection_loss_reaches_the_app_as_a_disconnect(server, spare, phase):
-    """The TCP connection closing mid-request or mid-response (no RST_STREAM, no GOAWAY) reaches the app like a reset: ASGI http.disconnect, RSGI client_disconnect(), WSGI close()."""
+    """The TCP connection closing mid-request or mid-response (no RST_STREAM, no GOAWAY) reaches the app like a reset:
+    ASGI http.disconnect, RSGI client_disconnect(), WSGI close()."""
     token = fixtures.new_token()
     client = H2Client(spare.address, authority=spare.authority)
     try:
@@ -216,7 +221,8 @@ def test_connection_loss_reaches_the_app_as_a_disconnect(server, spare, phase):
 
 @spec("RFC 9113 §5.1; RFC 9113 §6.4", "DEFINED")
 def test_reset_stream_leaves_other_streams_intact(server, spare):
-    """Resetting one stream mid-response leaves a half-sent upload on another stream and a new stream after it intact."""
+    """Resetting one stream mid-response leaves a half-sent upload on another stream and a new stream after it
+    intact."""
     token = fixtures.new_token()
     upload = random_bytes(200_000, seed=3)
     with H2Client(spare.address, authority=spare.authority) as client:
@@ -249,7 +255,8 @@ _TRAILER_SCRIPT = script_target([["start", 200, [["trailer", "x-checksum"]], Tru
 @interfaces("asgi")
 @spec("RFC 9113 §8.1; ASGI EXT §HTTP Trailers", "MUST NOT")
 def test_asgi_trailers_are_a_final_headers_frame(server):
-    """With `te: trailers`, http.response.trailers goes out as a last HEADERS frame with END_STREAM and no pseudo-header."""
+    """With `te: trailers`, http.response.trailers goes out as a last HEADERS frame with END_STREAM and no
+    pseudo-header."""
     _need_extension(server, "http.response.trailers")
     with _client(server) as client:
         resp = client.response(client.request("GET", _TRAILER_SCRIPT, [("te", "trailers")]))
@@ -289,7 +296,8 @@ def test_asgi_push_is_not_sent_when_the_client_disabled_it(server):
 @interfaces("asgi")
 @spec("ASGI EXT §HTTP/2 Server Push; RFC 9113 §8.4", "SHOULD")
 def test_asgi_push_promises_a_safe_request_on_the_same_authority(server):
-    """With push enabled, http.response.push becomes a PUSH_PROMISE for GET /b10 on the parent's :authority, before the parent's DATA, and the promised stream is answered."""
+    """With push enabled, http.response.push becomes a PUSH_PROMISE for GET /b10 on the parent's :authority, before the
+    parent's DATA, and the promised stream is answered."""
     _need_extension(server, "http.response.push")
     with _client(server, settings={SettingCodes.ENABLE_PUSH: 1}) as client:
         state = client.response(client.request("GET", _PUSH_SCRIPT))

@@ -18,13 +18,16 @@ from gatecheck.conformance.client.ws import EOF, OP_CONT, OP_PING, OP_PONG, OP_T
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.observables import observable_params, observable_row
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.helpers.ws_asgi import disconnect_message, probe_scope, require_denial, require_spec, spec_version
+from gatecheck.conformance.helpers.ws_asgi import (client_close_disconnect, disconnect_message, late_send_step,
+                                                   probe_scope, require_denial, require_spec, spec_version)
 
 pytestmark = [interfaces("asgi"), needs("websockets")]
 
 _WS = "ASGI WWW §WebSocket"
 _SCOPE = "ASGI WWW §Websocket Connection Scope"
 _NEVER_ON_WIRE = (1005, 1006, 1015)
+_SEND_BOTH = {"type": "websocket.send", "text": "a", "bytes": {"b64": "YQ=="}}   # bytes and text: one too many
+_HERE = "test_websocket_asgi.py::"   # the check ids' prefix, for the observables' table
 
 
 # -- scope --------------------------------------------------------------------------------------------
@@ -120,7 +123,7 @@ def test_no_101_before_the_app_accepts(server):
 def test_close_before_accept_is_http_403(server):
     """websocket.close before accept rejects the handshake with HTTP 403 and no 101 (a row of dimension 5's
     table, conformance/spec/observables.py)."""
-    row = observable_row("test_websocket_asgi.py::test_close_before_accept_is_http_403")
+    row = observable_row(_HERE + "test_close_before_accept_is_http_403")
     conn, _ = ws_script(server, [list(s) for s in row.steps])
     conn.close()
     assert conn.handshake.status in row.allowed, conn.handshake.raw[:300]
@@ -196,8 +199,7 @@ def test_text_arrives_as_text_and_binary_as_bytes(server):
     assert binary.get("bytes") == b"\x00\xffbin" and binary.get("text") is None, binary
 
 
-@pytest.mark.parametrize("message", [{"type": "websocket.send", "text": "a", "bytes": {"b64": "YQ=="}},
-                                     {"type": "websocket.send"}], ids=["both", "neither"])
+@pytest.mark.parametrize("message", [_SEND_BOTH, {"type": "websocket.send"}], ids=["both", "neither"])
 @spec("ASGI Core §Error Handling", "SHOULD")
 def test_send_with_both_or_neither_payload_raises(server, message):
     """websocket.send needs exactly one of bytes/text: a message with both or neither raises from send()."""
@@ -235,7 +237,7 @@ def test_ping_is_answered_without_the_app(server):
 
 # -- close ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("row", observable_params("test_websocket_asgi.py::test_app_close_code_reaches_the_client"))
+@pytest.mark.parametrize("row", observable_params(_HERE + "test_app_close_code_reaches_the_client"))
 def test_app_close_code_reaches_the_client(server, row):
     """websocket.close after accept sends a Close frame with the app's code (1000 when omitted); the rows
     are dimension 5's (conformance/spec/observables.py)."""
@@ -278,21 +280,13 @@ def test_app_close_with_local_only_code_never_reaches_the_wire(server, code):
 @spec("ASGI WWW §Disconnect", "DEFINED")
 def test_disconnect_carries_the_client_close_code(server, code):
     """The client's Close code arrives as websocket.disconnect code."""
-    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
-    with ws_accepted(conn):
-        conn.send_close(code, "bye")
-        conn.read_frames_until_close()
-    assert disconnect_message(server, token).get("code") == code
+    assert client_close_disconnect(server, code, "bye").get("code") == code
 
 
 @spec("ASGI WWW §Disconnect", "SHOULD")
 def test_disconnect_without_close_code_is_1005(server):
     """A client Close without a status code arrives as websocket.disconnect code 1005."""
-    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
-    with ws_accepted(conn):
-        conn.send_close(None)
-        conn.read_frames_until_close()
-    assert disconnect_message(server, token).get("code") == 1005
+    assert client_close_disconnect(server, None).get("code") == 1005
 
 
 @spec("RFC 6455 §7.1.5", "DEFINED")
@@ -307,11 +301,7 @@ def test_tcp_drop_is_disconnect_1006(server):
 def test_disconnect_carries_the_client_reason(server):
     """Spec 2.5+: the client's close reason arrives as websocket.disconnect reason."""
     require_spec(server, "2.5")
-    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
-    with ws_accepted(conn):
-        conn.send_close(4002, "gatecheck réason")
-        conn.read_frames_until_close()
-    assert disconnect_message(server, token).get("reason") == "gatecheck réason"
+    assert client_close_disconnect(server, 4002, "gatecheck réason").get("reason") == "gatecheck réason"
 
 
 @spec("ASGI WWW §Disconnect", "DEFINED")
@@ -342,12 +332,7 @@ def test_app_ending_after_accept_closes_the_socket(server, ending):
 def test_send_after_client_close_raises_oserror(server):
     """Spec 2.4+: send() after the client closed raises an OSError subclass."""
     require_spec(server, "2.4")
-    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10], ["sleep", 0.2],
-                                   ["send_text", "too late"]])
-    with ws_accepted(conn):
-        conn.send_close(1000)
-        conn.read_frames_until_close()
-    step = ws_steps(server, token)[4]
+    step = late_send_step(server)
     assert step["ok"] is False and step["error"]["is_oserror"], f"send after close: {step}"
 
 
@@ -356,12 +341,7 @@ def test_send_after_client_close_is_a_noop_before_2_4(server):
     """Before spec 2.4, send() after the client closed is a no-op (no exception)."""
     if spec_version(server) >= (2, 4):
         pytest.skip(f"{UNSUPPORTED_PREFIX} {server.target} advertises spec_version >= 2.4 (raises instead)")
-    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10], ["sleep", 0.2],
-                                   ["send_text", "too late"]])
-    with ws_accepted(conn):
-        conn.send_close(1000)
-        conn.read_frames_until_close()
-    assert ws_steps(server, token)[4]["ok"] is True
+    assert late_send_step(server)["ok"] is True
 
 
 # -- denial response extension --------------------------------------------------------------------------

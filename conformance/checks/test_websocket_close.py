@@ -31,8 +31,8 @@ def _open(server, path="/ws_echo"):
 
 
 def _close_exchange(server, payload: bytes):
-    """Open /ws_echo, show it alive with an echo, send a Close with ``payload``; return (frames before the reply, reply or None,
-    frames after the reply, TCP closed by the server?)."""
+    """Open /ws_echo, show it alive with an echo, send a Close with ``payload``; return (frames before the reply, reply
+    or None, frames after the reply, TCP closed by the server?)."""
     conn = _open(server)
     try:
         assert conn.send_text("alive"), "the server closed the connection right after the 101"

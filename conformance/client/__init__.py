@@ -4,7 +4,8 @@
     bounded.py   the one bounded read (a deadline and a cap on every ``recv``)
     transcript.py  the bytes of a check's last connections, recorded by every socket ``connect`` opens
     http1.py     HTTP/1.x: requests from parts, a strict response parser, ``Connection``
-    h2.py        HTTP/2: ``H2Client`` (h2frames.py: frame records, stream state, the raw path)
+    h2.py        HTTP/2: ``H2Client`` (h2frames.py: frame records, stream state, the inbound and raw path;
+                 h2waits.py: the waits for a stream's outcome)
     ws.py        WebSocket: ``WSConnection`` (wsframes.py: handshake and frames from fields)
     interop.py   the field's own clients, httpx and websockets, bounded, for the well-formed exchanges only
 

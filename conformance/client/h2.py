@@ -41,9 +41,11 @@ import h2.settings
 
 from gatecheck.conformance.client import bounded
 from gatecheck.conformance.client.connect import connect
-from gatecheck.conformance.client.h2frames import (ACK, CONNECTION_CAP, CONTINUATION, DATA, FRAME_COUNT_CAP, FRAME_TYPES, GOAWAY, HEADER_BLOCK_CAP,
-                       HEADERS, PING, PUSH_PROMISE, RST_STREAM, SETTINGS, STREAM_DATA_CAP, WINDOW_UPDATE, ErrorCodes,
-                       Frame, H2ReadError, RawFrames, SettingCodes, StreamState, _mib, code_name)
+from gatecheck.conformance.client.h2waits import H2Waits
+from gatecheck.conformance.client.h2frames import (CONNECTION_CAP, DATA, FRAME_COUNT_CAP, FRAME_TYPES, GOAWAY,
+                                                   HEADER_BLOCK_CAP, HEADERS, PING, PUSH_PROMISE, RST_STREAM, SETTINGS,
+                                                   STREAM_DATA_CAP, WINDOW_UPDATE, ErrorCodes, Frame, H2ReadError,
+                                                   RawFrames, SettingCodes, StreamState)
 
 __all__ = ["H2Client", "H2Timeout", "H2ReadError", "CONNECTION_CAP", "FRAME_COUNT_CAP", "HEADER_BLOCK_CAP",
            "STREAM_DATA_CAP", "StreamState", "Frame", "FRAME_TYPES", "ErrorCodes", "SettingCodes",
@@ -68,7 +70,7 @@ class H2Timeout(AssertionError):
     """A wait ran past its deadline (the server did not do what the check waited for)."""
 
 
-class H2Client(RawFrames):
+class H2Client(H2Waits, RawFrames):
     """One HTTP/2 connection with prior knowledge. Not thread-safe; use one per check."""
 
     def __init__(self, address: tuple, *, authority: str | None = None, timeout: float = 5.0,
@@ -281,116 +283,6 @@ class H2Client(RawFrames):
         self._count(len(data))
         self._process()
 
-    def _count(self, size: int) -> None:
-        self.received += size
-        if self.received > CONNECTION_CAP:
-            raise H2ReadError(f"the server sent more than the {_mib(CONNECTION_CAP)} connection cap of the checks' client "
-                              f"(one HTTP/2 connection); stopped reading (last frames {self.frames[-8:]!r})")
-
-    def _check_preface(self, *, closing: bool = False) -> None:
-        """The server's first frame is SETTINGS without ACK on stream 0 (RFC 9113 §3.4); any other first
-        bytes (HTTP/1.x, garbage, a truncated frame before a close) are not HTTP/2."""
-        if self.frames:
-            return
-        head = bytes(self._raw[:9])
-        if len(head) < 9 and not (closing and head):
-            return
-        ok = (len(head) == 9 and head[3] == SETTINGS and not head[4] & ACK and head[5:9] == b"\0\0\0\0"
-              and int.from_bytes(head[:3], "big") % 6 == 0)
-        if not ok:
-            raise H2ReadError(f"the server's first bytes are not an HTTP/2 SETTINGS frame (RFC 9113 §3.4): "
-                              f"{bytes(self._raw[:120])!r}")
-
-    def _process(self) -> None:
-        """Split what arrived into frames; hand each to h2 (or, once h2 refused one, to the raw path)."""
-        self._check_preface()
-        now = time.monotonic()
-        buf = self._raw
-        pos = 0
-        while len(buf) - pos >= 9:
-            length = int.from_bytes(buf[pos:pos + 3], "big")
-            if len(buf) - pos < 9 + length:
-                break
-            chunk = bytes(buf[pos:pos + 9 + length])
-            pos += 9 + length
-            ftype, flags = chunk[3], chunk[4]
-            sid = int.from_bytes(chunk[5:9], "big") & 0x7FFFFFFF
-            keep = chunk[9:] if ftype not in (DATA, HEADERS, CONTINUATION) else b""
-            frame = Frame(ftype, flags, sid, length, now, keep)
-            self._bound_frames(frame)
-            self.frames.append(frame)
-            if self.h2_error is None:
-                try:
-                    events = self.conn.receive_data(chunk)
-                except h2.exceptions.H2Error as exc:
-                    self.h2_error = exc
-                else:
-                    for event in events:
-                        self._handle(event)
-                    continue
-            self._raw_frame(frame, chunk[9:])
-        del buf[:pos]
-        try:
-            self.flush()
-        except OSError:
-            pass
-
-    # -- waiting for outcomes --------------------------------------------------------------------
-
-    def response(self, stream_id: int, timeout: float | None = None) -> StreamState:
-        """Wait until the stream ends or is reset (or the connection goes); return its state."""
-        state = self.streams.setdefault(stream_id, StreamState(stream_id))
-        self.pump(lambda: state.done or self.refused(stream_id), timeout, what=f"end of stream {stream_id}")
-        if not state.done and self.closed:
-            raise AssertionError(f"the server closed the connection before stream {stream_id} ended "
-                                 f"({len(state.data)} body bytes); frames: {self.frames[-8:]!r}")
-        return state
-
-    def refused(self, stream_id: int) -> bool:
-        """True when a GOAWAY says the server will not process ``stream_id``."""
-        return any(stream_id > g.last_stream_id for g in self.goaways)
-
-    def wait_headers(self, stream_id: int, timeout: float | None = None) -> StreamState:
-        state = self.streams.setdefault(stream_id, StreamState(stream_id))
-        self.pump(lambda: bool(state.headers) or state.done, timeout, what=f"response headers on stream {stream_id}")
-        self._unless_closed(bool(state.headers) or state.done, f"response headers on stream {stream_id}")
-        return state
-
-    def wait_data(self, stream_id: int, size: int = 1, timeout: float | None = None) -> StreamState:
-        state = self.streams.setdefault(stream_id, StreamState(stream_id))
-        self.pump(lambda: len(state.data) >= size or state.done, timeout,
-                  what=f"{size} body bytes on stream {stream_id}")
-        self._unless_closed(len(state.data) >= size or state.done, f"{size} body bytes on stream {stream_id}")
-        return state
-
-    def wait_settings(self, timeout: float | None = None) -> None:
-        """Wait for the server's SETTINGS and its ACK of ours."""
-        def seen() -> bool:
-            return any(f.type == SETTINGS and not f.flags & ACK for f in self.frames) and self.settings_acked > 0
-
-        self.pump(seen, timeout, what="server SETTINGS and SETTINGS ACK")
-        self._unless_closed(seen(), "the server's SETTINGS and its ACK of ours")
-
-    def _unless_closed(self, held: bool, what: str) -> None:
-        """A wait that ended because the server closed the connection is a failure, never an outcome."""
-        if not held:
-            raise AssertionError(f"the server ended the connection ({self.end or 'closed'}) before {what}; "
-                                 f"frames: {self.frames[-8:]!r}")
-
-    def stream_error_or_status(self, stream_id: int, timeout: float | None = None) -> str:
-        """How a request ended, in words: 'reset:PROTOCOL_ERROR', 'status:400', 'goaway:PROTOCOL_ERROR' …"""
-        state = self.streams.setdefault(stream_id, StreamState(stream_id))
-        self.pump(lambda: state.done or bool(self.goaways), timeout, what=f"outcome of stream {stream_id}")
-        if state.reset_code is not None and not state.headers:
-            return f"reset:{code_name(state.reset_code)}"
-        if state.headers:
-            return f"status:{state.status}"
-        if self.goaways:
-            return f"goaway:{code_name(int(self.goaways[-1].error_code))}"
-        return "closed"
-
-    def frames_on(self, stream_id: int, ftype: int | None = None) -> list:
-        return [f for f in self.frames if f.stream_id == stream_id and (ftype is None or f.type == ftype)]
 
 
 def _b(value) -> bytes:

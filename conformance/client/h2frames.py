@@ -12,6 +12,7 @@ Rules of this module:
 from __future__ import annotations
 
 import struct
+import time
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -137,9 +138,64 @@ def unpad(payload: bytes, flags: int) -> bytes:
 
 
 class RawFrames:
-    """The inbound side of :class:`conformance.client.h2.H2Client`: h2's events into :class:`StreamState`,
-    the caps on what arrives, and the raw path (needs ``streams``, ``goaways``,
-    ``remote_settings``, ``settings_acked``, ``auto_window``, ``conn``, ``sock``, ``closed``, ``_block``)."""
+    """The inbound side of :class:`conformance.client.h2.H2Client`: what arrived split into frames, the server's
+    first frame checked, h2's events into :class:`StreamState`, the caps on what arrives, and the raw path (needs
+    ``streams``, ``goaways``, ``remote_settings``, ``settings_acked``, ``auto_window``, ``conn``, ``sock``,
+    ``closed``, ``_block``, ``_raw``, ``frames``, ``received``, ``h2_error``)."""
+
+    def _count(self, size: int) -> None:
+        self.received += size
+        if self.received > CONNECTION_CAP:
+            raise H2ReadError(f"the server sent more than the {_mib(CONNECTION_CAP)} connection cap of the checks' client "
+                              f"(one HTTP/2 connection); stopped reading (last frames {self.frames[-8:]!r})")
+
+    def _check_preface(self, *, closing: bool = False) -> None:
+        """The server's first frame is SETTINGS without ACK on stream 0 (RFC 9113 §3.4); any other first
+        bytes (HTTP/1.x, garbage, a truncated frame before a close) are not HTTP/2."""
+        if self.frames:
+            return
+        head = bytes(self._raw[:9])
+        if len(head) < 9 and not (closing and head):
+            return
+        ok = (len(head) == 9 and head[3] == SETTINGS and not head[4] & ACK and head[5:9] == b"\0\0\0\0"
+              and int.from_bytes(head[:3], "big") % 6 == 0)
+        if not ok:
+            raise H2ReadError(f"the server's first bytes are not an HTTP/2 SETTINGS frame (RFC 9113 §3.4): "
+                              f"{bytes(self._raw[:120])!r}")
+
+    def _process(self) -> None:
+        """Split what arrived into frames; hand each to h2 (or, once h2 refused one, to the raw path)."""
+        self._check_preface()
+        now = time.monotonic()
+        buf = self._raw
+        pos = 0
+        while len(buf) - pos >= 9:
+            length = int.from_bytes(buf[pos:pos + 3], "big")
+            if len(buf) - pos < 9 + length:
+                break
+            chunk = bytes(buf[pos:pos + 9 + length])
+            pos += 9 + length
+            ftype, flags = chunk[3], chunk[4]
+            sid = int.from_bytes(chunk[5:9], "big") & 0x7FFFFFFF
+            keep = chunk[9:] if ftype not in (DATA, HEADERS, CONTINUATION) else b""
+            frame = Frame(ftype, flags, sid, length, now, keep)
+            self._bound_frames(frame)
+            self.frames.append(frame)
+            if self.h2_error is None:
+                try:
+                    events = self.conn.receive_data(chunk)
+                except h2.exceptions.H2Error as exc:
+                    self.h2_error = exc
+                else:
+                    for event in events:
+                        self._handle(event)
+                    continue
+            self._raw_frame(frame, chunk[9:])
+        del buf[:pos]
+        try:
+            self.flush()
+        except OSError:
+            pass
 
     def _raw_frame(self, frame: Frame, payload: bytes) -> None:
         ftype, flags, sid = frame.type, frame.flags, frame.stream_id

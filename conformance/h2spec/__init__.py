@@ -1,5 +1,5 @@
 """h2spec, the HTTP/2 conformance tool, run through the suite: find or install the pinned version
-(``install``), run it once per target and read its report (``tool``).
+(``install``), run it once per target and read its report (``tool``), regenerate the case list (``caselist``).
 
     python -m gatecheck.conformance.h2spec --write-cases     # regenerate conformance/data/h2spec_cases.txt
 """

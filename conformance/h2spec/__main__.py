@@ -1,6 +1,6 @@
 """``python -m gatecheck.conformance.h2spec --write-cases``."""
 import sys
 
-from .tool import main
+from .caselist import main
 
 sys.exit(main())

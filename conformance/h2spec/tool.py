@@ -1,6 +1,6 @@
 """h2spec, the HTTP/2 conformance tool, run through the suite: find it, run it once per target, read its report.
 
-    python -m gatecheck.conformance.h2spec --write-cases     # regenerate conformance/data/h2spec_cases.txt
+    python -m gatecheck.conformance.h2spec --write-cases     # regenerate the case list (caselist.py)
 
 Rules of this module:
 
@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
@@ -164,27 +163,6 @@ def load_cases(path: Path = CASES_FILE) -> list:
         case_id, kind, description = line.split("\t", 2)
         cases.append(Case(case_id, kind == "strict", description))
     return cases
-
-
-def write_cases(binary: Path, path: Path = CASES_FILE) -> list:
-    """Regenerate the case list from the installed h2spec (dry runs without and with -S)."""
-    default = _dryrun(binary, strict=False)
-    everything = _dryrun(binary, strict=True)
-    default_ids = {case_id for case_id, _ in default}
-    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-    lines = [f"# h2spec cases, from `h2spec --dryrun -S` ({version}; go install "
-             "github.com/summerwind/h2spec/cmd/h2spec@latest resolves to v2.2.1).",
-             f"# {len(everything)} cases: {len(default_ids)} default + {len(everything) - len(default_ids)} strict (-S).",
-             "# Regenerate: python -m gatecheck.conformance.h2spec --write-cases"]
-    lines += [f"{case_id}\t{'default' if case_id in default_ids else 'strict'}\t{desc}" for case_id, desc in everything]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return everything
-
-
-def _dryrun(binary: Path, strict: bool) -> list:
-    argv = [str(binary), "--dryrun"] + (["-S"] if strict else [])
-    return parse_dryrun(subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout)
 
 
 # -- running and reading the report ------------------------------------------------------------------
@@ -332,21 +310,3 @@ def _failure_texts(stdout: str) -> dict:
         if current is not None:
             texts[current] = (texts[current] + "\n" + stripped).strip()
     return texts
-
-
-def main(argv: list | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    binary = find_h2spec()
-    if binary is None:
-        print(f"h2spec not found; {INSTALL_HINT}", file=sys.stderr)
-        return 2
-    if args == ["--write-cases"]:
-        cases = write_cases(binary)
-        print(f"wrote {len(cases)} cases to {CASES_FILE}")
-        return 0
-    print("usage: python -m gatecheck.conformance.h2spec --write-cases", file=sys.stderr)
-    return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

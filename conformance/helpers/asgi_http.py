@@ -1,6 +1,7 @@
-"""What test_asgi_messages.py's checks send and how they read it: uploads to /probe, the scripts of
-responses that leave keys to their defaults or carry a Transfer-Encoding, and a counter of body bytes in a
-response still arriving. Moved out of the check module to keep it small; the checks stay there."""
+"""What test_asgi_messages.py's checks send and how they read it: uploads to /probe and requests without a body,
+the scripts of responses that leave keys to their defaults or carry a Transfer-Encoding, and a counter of body bytes
+in a response still arriving (with when its first chunk arrived). Moved out of the check module to keep it small;
+the checks stay there."""
 from __future__ import annotations
 
 import base64
@@ -9,11 +10,13 @@ import socket
 import struct
 import time
 
+from gatecheck.conformance.app import new_token, script_request, value_of, wait_steps
 from gatecheck.conformance.helpers.support import body_not_read
-from gatecheck.conformance.client.http1 import Connection, build_request
+from gatecheck.conformance.client.http1 import Connection, build_request, parse_responses, read_raw
 
 __all__ = ["assert_ping", "b64", "upload", "message_records", "close_as", "DEFAULTS", "DEFAULT_BODY", "TE_CASES",
-           "body_bytes_so_far"]
+           "body_bytes_so_far", "bodiless_request_messages", "te_response", "first_chunk_arrival",
+           "events_of_kept_alive"]
 
 
 def b64(data: bytes) -> dict:
@@ -101,3 +104,66 @@ def body_bytes_so_far(data: bytes) -> int:
             return total + max(0, min(size, available))
         total += size
         pos = eol + 2 + size + 2
+
+
+def bodiless_request_messages(server, how: str) -> list:
+    """The http.request messages the app received for a request without a body: "GET", "POST-content-length-0"
+    or "POST-chunked-empty" (a chunked body of the last chunk only)."""
+    if how == "GET":
+        data = build_request("GET", "/probe", host=server.authority)
+    elif how == "POST-content-length-0":
+        data = build_request("POST", "/probe", [("Content-Length", "0")], host=server.authority)
+    else:
+        data = build_request("POST", "/probe", [("Transfer-Encoding", "chunked")], b"0\r\n\r\n",
+                             host=server.authority, content_length=False)
+    with Connection(server.address, 5) as conn:
+        conn.send(data)
+        resp = conn.read_responses(1, methods=["POST"]).first
+    return value_of(json.loads(resp.body)["request_messages"])
+
+
+def te_response(server, case: str):
+    """The response to a script whose start carries TE_CASES[case]'s Transfer-Encoding (read to the connection's
+    close for HTTP/1.0), parsed."""
+    headers, version = TE_CASES[case]
+    if case == "chunked-with-length":
+        steps = [["start", 200, headers], ["body", "hello world"]]
+    else:
+        steps = [["start", 200, headers], ["body", "hello", True], ["body", " world"]]
+    data = script_request(server, steps, token=new_token(), version=version)
+    with Connection(server.address, 5) as conn:
+        conn.send(data)
+        ex = conn.read_responses(1)
+        if version == "HTTP/1.0":
+            conn.wait_closed(2)
+        raw = conn.buffer if not ex.raw else ex.raw + conn.buffer
+    responses, _ = parse_responses(raw, closed=True)
+    assert responses, f"no parseable response: {raw[:300]!r}"
+    return responses[0]
+
+
+def first_chunk_arrival(server, steps: list, token: str, size: int) -> tuple:
+    """Send the script and read its response: (when the first ``size`` body bytes had all arrived, or None;
+    the bytes read). The response ends 3 bytes after that first chunk."""
+    seen_at = None
+
+    def complete(data) -> bool:   # called after every read: note when the first chunk was all there
+        nonlocal seen_at
+        if seen_at is None and body_bytes_so_far(data) >= size:
+            seen_at = time.time()
+        return body_bytes_so_far(data) >= size + 3
+
+    with Connection(server.address, 8) as conn:
+        conn.send(script_request(server, steps, token=token))
+        data, _ = read_raw(conn.sock, complete, timeout=6)
+    return seen_at, data
+
+
+def events_of_kept_alive(server, steps: list, *, timeout: float, steps_timeout: float) -> list:
+    """Run a script whose response body is ``done`` on a connection the client keeps open, and return the app's
+    events once every step logged (or at ``steps_timeout``)."""
+    token = new_token()
+    with Connection(server.address, timeout) as conn:
+        conn.send(script_request(server, steps, token=token))
+        assert conn.read_responses(1).first.body == b"done"
+        return wait_steps(server, token, len(steps), timeout=steps_timeout)

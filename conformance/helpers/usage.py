@@ -93,9 +93,10 @@ def abort(sock: socket.socket) -> None:
 
 
 def open_many(server, count: int, first: bytes | list = b"", within: float = 30.0) -> list:
-    """``count`` connections, each sent ``first`` (a list: connection n is sent ``first[n % len(first)]``). One bound for the whole set, never ``count`` × the connect
-    timeout: a server that stops accepting fills its backlog, each connect() then waits, and the check would
-    run past its deadline instead of failing; taking over ``within`` seconds fails (AssertionError)."""
+    """``count`` connections, each sent ``first`` (a list: connection n is sent ``first[n % len(first)]``). One bound
+    for the whole set, never ``count`` × the connect timeout: a server that stops accepting fills its backlog, each
+    connect() then waits, and the check would run past its deadline instead of failing; taking over ``within`` seconds
+    fails (AssertionError)."""
     socks = []
     deadline = time.monotonic() + within
     try:

@@ -1,6 +1,7 @@
 """What test_websocket_asgi.py's checks read from an ASGI WebSocket app: the websocket.disconnect message it
-received, the scope the probe app saw, the spec_version and extensions the server advertises (a check of a
-later version's behaviour is *not supported* below it). Moved out of the check module to keep it small."""
+received (after a Close frame of the client's), what its send() did after that close, the scope the probe app
+saw, the spec_version and extensions the server advertises (a check of a later version's behaviour is *not
+supported* below it). Moved out of the check module to keep it small."""
 from __future__ import annotations
 
 import json
@@ -9,11 +10,12 @@ import pytest
 
 from gatecheck.fixtures import typed
 
-from gatecheck.conformance.app import value_of, ws_accepted, ws_open
+from gatecheck.conformance.app import value_of, ws_accepted, ws_open, ws_script, ws_steps
 from gatecheck.conformance.client.ws import OP_TEXT
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
 
-__all__ = ["disconnect_message", "probe_scope", "spec_version", "require_spec", "require_denial"]
+__all__ = ["disconnect_message", "probe_scope", "spec_version", "require_spec", "require_denial",
+           "client_close_disconnect", "late_send_step"]
 
 
 def disconnect_message(server, token, timeout=5.0) -> dict:
@@ -61,3 +63,23 @@ def require_denial(server) -> None:
     scope = probe_scope(server)
     if "websocket.http.response" not in (scope.get("extensions") or {}):
         pytest.skip(f"{UNSUPPORTED_PREFIX} {server.target} does not advertise websocket.http.response")
+
+
+def client_close_disconnect(server, *close) -> dict:
+    """The websocket.disconnect message an accepted app receives after the client's Close frame (``close``: the
+    frame's code and reason, as ``send_close`` takes them)."""
+    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10]])
+    with ws_accepted(conn):
+        conn.send_close(*close)
+        conn.read_frames_until_close()
+    return disconnect_message(server, token)
+
+
+def late_send_step(server) -> dict:
+    """The app's step event of a websocket.send made 0.2 s after the client's Close frame arrived."""
+    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10], ["sleep", 0.2],
+                                   ["send_text", "too late"]])
+    with ws_accepted(conn):
+        conn.send_close(1000)
+        conn.read_frames_until_close()
+    return ws_steps(server, token)[4]

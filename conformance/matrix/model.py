@@ -55,7 +55,8 @@ def area_of(record_area: str) -> str:
 
 
 def slug(target: str) -> str:
-    """A file name for a target: ``uvicorn:asgi:h1?impl=h11&loop=asyncio`` → ``uvicorn-asgi-h1-impl-h11-loop-asyncio``."""
+    """A file name for a target: ``uvicorn:asgi:h1?impl=h11&loop=asyncio`` →
+    ``uvicorn-asgi-h1-impl-h11-loop-asyncio``."""
     return re.sub(r"[^A-Za-z0-9_.]+", "-", target).strip("-") or "target"
 
 

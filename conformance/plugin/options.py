@@ -49,16 +49,22 @@ def _jobs(text: str) -> str:
 
 
 def jobs_wanted(given: str) -> int:
-    """How many child sessions run at once: ``auto`` is 4 per CPU this process may use, at most 16 (8 on 2 cores). The checks mostly
-    wait on servers: measured for tox -e granian's 13 targets on 2 cores, --jobs 4 took 115 s, 6 102 s,
-    8 93 s and 90 s, 12 104 s. With fewer targets than that, their checks are split over the sessions left free
-    (``shards.py``); 1 runs every target in this process, one after another."""
+    """How many child sessions run at once: ``auto`` is 4 per CPU this process may use, at most 16 (8 on 2 cores).
+    The checks mostly wait on servers: measured for tox -e granian's 13 targets on 2 cores, --jobs 4 took 115 s,
+    6 102 s, 8 93 s and 90 s, 12 104 s. With fewer targets than that, their checks are split over the sessions
+    left free (``shards.py``); 1 runs every target in this process, one after another."""
     return min(AUTO_JOBS_MAX, AUTO_JOBS_PER_CPU * len(available_cpus())) if given == "auto" else int(given)
 
 
 def add_options(parser) -> None:
-    group = parser.getgroup("gatecheck", "gatecheck conformance")
-    add = group.addoption
+    add = parser.getgroup("gatecheck", "gatecheck conformance").addoption
+    _add_target_options(add)
+    _add_output_and_limit_options(add)
+    _add_expectation_and_session_options(add)
+
+
+def _add_target_options(add) -> None:
+    """What to check: built-in targets, or any server from a command template."""
     add("--server", action="append", default=[], metavar="TARGET",
         help="target to check, e.g. granian:asgi, granian:rsgi:h2, uvicorn:asgi?loop=uvloop "
              "(repeatable; default: granian:rsgi, granian:asgi, granian:wsgi)")
@@ -69,6 +75,10 @@ def add_options(parser) -> None:
     add("--http", default=None, choices=("h1", "h2", "auto"), help="HTTP mode of the --server-cmd server (default h1)")
     add("--features", default=None, metavar="LIST",
         help="comma-separated features of the --server-cmd server, e.g. h2c,websockets,lifespan")
+
+
+def _add_output_and_limit_options(add) -> None:
+    """Where results and logs go, and how long (and how big) a server and a check may get."""
     add("--results-json", default="results/conformance.json", metavar="PATH",
         help="where to write the JSON results (default: results/conformance.json); records are appended to "
              "PATH.partial.jsonl while the session runs")
@@ -85,6 +95,10 @@ def add_options(parser) -> None:
     add("--session-timeout", type=_seconds, default=None, metavar="SECONDS",
         help="the whole session stops after this (the running check times out, the rest do not run); "
              f"default {SESSION_TIMEOUT_PER_TARGET:.0f} s per target")
+
+
+def _add_expectation_and_session_options(add) -> None:
+    """Which known deviations are read, and how many pytest sessions run at once."""
     add("--no-expectations", action="store_true",
         help="read no expectation file at all (neither the built-in ones nor --expectations): known deviations "
              "fail like any other")

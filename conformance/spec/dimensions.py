@@ -7,10 +7,10 @@ of the sentence that says so, so the check's ``@spec`` comes from the table too 
 **Application shapes** (PEP 3333 §Specification Details, §The write() Callable, §Optional Platform-Specific
 File Handling; ASGI WWW §Response Start, §Response Body; RSGI §HTTP protocol interface): the ways an app may
 hand its response over. WSGI: the iterable's kind (a list of one or more items, a generator, an iterator
-class with ``close()``, ``wsgi.file_wrapper``), ``write()`` before the iterable, ``start_response`` inside the first ``next()``, and
-an iterable whose first or a later ``next()`` raises. ASGI: the container of the header pairs (the text
-types them ``Iterable[[byte string, byte string]]``) and the body messages (``body`` bytes, default
-``b""``; ``more_body`` default ``False``). RSGI: each response method.
+class with ``close()``, ``wsgi.file_wrapper``), ``write()`` before the iterable, ``start_response`` inside the first
+``next()``, and an iterable whose first or a later ``next()`` raises. ASGI: the container of the header pairs (the text
+types them ``Iterable[[byte string, byte string]]``) and the body messages (``body`` bytes, default ``b""``;
+``more_body`` default ``False``). RSGI: each response method.
 
 **Byte classes** (RFC 9110 §5.1, §5.5; RFC 9112 §2.2, §5; RFC 9113 §8.2.1). A field value is
 ``*field-content`` of VCHAR, obs-text (0x80-0xFF), SP and HTAB; a field name is a ``token``. Verdicts:

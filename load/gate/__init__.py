@@ -33,10 +33,11 @@ bootstrap intervals, pure), :mod:`.verdict` (the rule from an interval to a verd
 :mod:`.calibration` (sizing an injected slowdown, pure arithmetic over a probe), :mod:`.model` (the nouns
 and the metrics), :mod:`.analysis` (run records to verdicts, pure), :mod:`.injection` (HEAD's injected
 cost, loop and wait, their probes, the server's CPU time), :mod:`.counted` (the counted lane: instructions
-per request under valgrind, in a process of its own), :mod:`.running` (the pair loop, on the pipeline of
-:mod:`load.run.pipeline` that the profile runner uses too), :mod:`.report` (summary.md, pairs.json,
-pytest-benchmark files), :mod:`.cli` (the command line). Environments are in :mod:`load.run.envs`, the
-low-concurrency client in :mod:`load.run.latency`.
+per request under valgrind, in a process of its own), :mod:`.pair_runs` (one pair's measured runs),
+:mod:`.running` (the pair loop, on the pipeline of :mod:`load.run.pipeline` that the profile runner uses too),
+:mod:`.report` (summary.md, pairs.json, pytest-benchmark files), :mod:`.arguments` (the options), :mod:`.cli`
+(the command line). Environments are in :mod:`load.run.envs`, the low-concurrency client in
+:mod:`load.run.latency`.
 """
 
 from .analysis import analyse

@@ -189,8 +189,8 @@ class GateOptions:
 
     def level(self, metric: str) -> float:
         """The level of ``metric``'s intervals: a gated metric's weighted share
-        (:func:`load.gate.stats.weighted_levels`), so that all :attr:`comparisons` hold together at ``confidence``; an ungated one, shown for information,
-        at the equal share (:attr:`interval_confidence`)."""
+        (:func:`load.gate.stats.weighted_levels`), so that all :attr:`comparisons` hold together at ``confidence``; an
+        ungated one, shown for information, at the equal share (:attr:`interval_confidence`)."""
         if metric not in self.fail_on:
             return self.interval_confidence
         return weighted_levels(self.confidence, self.weights, len(self.cases))[metric]

@@ -1,4 +1,5 @@
-"""Running a gate: servers per side, the measured runs, the injected slowdowns' calibration, the pair loop.
+"""Running a gate: servers per side, the measured runs, the injected slowdowns' calibration, the pair loop
+(each pair's measured runs: :mod:`load.gate.pair_runs`).
 
 Rules 1-4 of :mod:`load.gate` are enforced here. Servers are started, their routes checked and measured
 through :class:`load.run.Pipeline`, as the profile runner does; what HEAD is injected with and how its
@@ -16,58 +17,22 @@ import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..plan import route as lookup_route
-from ..records import append_record
-from ..run import Pipeline, interleaved_latency, valgrind_missing
+from ..run import Pipeline, valgrind_missing
 from .analysis import _decisive, analyse
 from .calibration import DELAY_WAIT_US, calibrate_cost, calibrate_delay, calibrate_loops
 from .counted import CountLane, counted_records
-from .injection import LatencyFn, burn_probe, count_probe, delay_probe, idle_env, injected_env, measure_cpu, spin_cost
+from .injection import LatencyFn, burn_probe, count_probe, delay_probe, idle_env, injected_env, spin_cost
 from .model import COUNTED, GateCase, GateError, GateOptions, GateResult
+from .pair_runs import PairRuns, _interleaved, _stop_all
 
 __all__ = ["run_gate"]
 
 
-def _interleaved(handles: Dict[str, Any], route: Any, duration: float,
-                 cpus: Optional[Sequence[int]] = None) -> Dict[str, Dict[str, Any]]:
-    """The default low-concurrency run: :func:`load.run.latency.interleaved_latency` over the handles' URLs."""
-    return interleaved_latency({side: h.url for side, h in handles.items()}, route, duration, cpus)
-
-
-def _stop_all(handles: Sequence[Any]) -> None:
-    """Stop servers concurrently (each stop waits out its own grace period)."""
-    import threading
-
-    threads = [threading.Thread(target=h.stop) for h in handles]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-
-
-def _run_record(run: Any, case: GateCase, pair: int, side: str, position: int) -> Dict[str, Any]:
-    rec = run.to_dict() if hasattr(run, "to_dict") else dict(run)
-    rec.update({"kind": "gate-run", "case": case.name, "pair": pair, "side": side, "position": position})
-    return rec
-
-
-def _low_latency_run(latency_fn: LatencyFn, handles: Dict[str, Any], route: Any, case: GateCase,
-                     opts: GateOptions) -> Dict[str, Dict[str, Any]]:
-    """Both sides' low-concurrency latencies in one pair, interleaved request by request (the ``lat``
-    metrics); a side that answers nothing stops the gate like one that answers nothing under load."""
-    res = latency_fn(handles, route, opts.latency_duration, opts.oha_cpus)
-    for side, rec in res.items():
-        if not rec.get("ok"):
-            srv = handles[side]
-            raise GateError(f"{side.upper()} answered no request with 2xx at one connection on {case.name}; server log "
-                            f"tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
-    return res
-
-
 @dataclass
-class _Session:
+class _Session(PairRuns):
     """One gate being run: its options, seams and state, so that each step is a short method."""
 
     opts: GateOptions
@@ -209,51 +174,6 @@ class _Session:
                     self.pipeline.check(srv, self.routes[case.route], http2=case.http2)
                     getattr(self.result, side).setdefault("versions", dict(getattr(srv, "versions", {}) or {}))
 
-    def measure_case(self, case: GateCase, pair: int, order: List[str]) -> None:
-        """One case of one pair: (re)start and warm both sides, the main runs in ``order``, then the
-        interleaved low-concurrency run; each side's record is appended and streamed to runs.jsonl."""
-        opts, route = self.opts, self.routes[case.route]
-        restart = opts.restart_every > 0 and pair % opts.restart_every == 0
-        for side in order:
-            key = (case.name, side)
-            if restart and key in self.servers:
-                self.servers.pop(key).stop()
-            if key not in self.servers:
-                self.servers[key] = self.launch(case, side)
-                if opts.warmup > 0:
-                    self.pipeline.measure(self.servers[key], route, case.concurrency, opts.warmup, http2=case.http2)
-        records = {side: self._main_run(case, pair, side, position) for position, side in enumerate(order)}
-        if opts.latency_duration > 0 and not case.http2:  # the latency client speaks HTTP/1.1
-            low = _low_latency_run(self.latency_fn, {side: self.servers[(case.name, side)] for side in order},
-                                   route, case, opts)
-            for side in order:
-                records[side]["low_latency"] = low[side]
-        for side in order:
-            records[side]["gate_seconds"] = round(self.clock() - self.t0, 3)  # when this side's runs ended
-            # streamed as it ends, so a crash keeps every finished run
-            self.result.runs.append(append_record(self.out_dir / "runs.jsonl", records[side]))
-        if opts.restart_every == 1:
-            _stop_all([self.servers.pop((case.name, side)) for side in order])
-
-    def _main_run(self, case: GateCase, pair: int, side: str, position: int) -> Dict[str, Any]:
-        """One side's run at the case's concurrency, with its server CPU and the CPUs' diagnostics."""
-        srv = self.servers[(case.name, side)]
-        run, cpu_ns, used = measure_cpu(self.pipeline, srv, self.routes[case.route], case, self.opts.duration,
-                                        self.server_cpus)
-        if run.result.all_failed:
-            raise GateError(f"{side.upper()} answered no request with 2xx on {case.name} in pair {pair + 1}; "
-                            f"server log tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
-        rec = _run_record(run, case, pair, side, position)
-        if cpu_ns:
-            rec["server_cpu_ns"] = cpu_ns
-        if used is not None:
-            # Diagnostic only (never used in a verdict): what else ran on the server's CPUs.
-            own = cpu_ns / 1e9 if cpu_ns else run.server_cpu_seconds
-            rec["server_cpus_busy_seconds"] = round(used.busy, 3)
-            rec["foreign_cpu_seconds"] = round(max(0.0, used.busy - own), 3)
-            rec["steal_seconds"] = round(used.steal, 3)
-        return rec
-
     def analyse(self) -> List[Any]:
         """The verdicts of every run so far (the last analysis again when no run came since)."""
         if self.analysed[0] != len(self.result.runs):
@@ -354,10 +274,19 @@ def run_gate(
                        _pipeline(opts, Path(out_dir), start, measure_fn, check_fn), latency_fn,
                        {c.route: route_fn(c.route) for c in opts.cases}, Path(out_dir), log, clock, t0)
     session.calibrate(head_slowdown, head_delay_increase)
-    lane = session.start_lane(lane_fn)
+    _run(session, session.start_lane(lane_fn), rng)
+    result.results = session.analyse()
+    result.seconds = clock() - t0
+    return result
+
+
+def _run(session: _Session, lane: Any, rng: random.Random) -> None:
+    """Check the routes, run the pairs and take the counted lane's records; every server and the lane are
+    stopped however it ends."""
+    result = session.result
     try:
         session.check_routes()
-        result.setup_seconds = clock() - t0
+        result.setup_seconds = session.clock() - session.t0
         session.pairs(rng)
         if lane is not None:
             session.finish_lane(lane)
@@ -366,11 +295,8 @@ def run_gate(
         # Ctrl-C or SIGTERM (load.run.signals): keep every finished run; the caller reports them and exits 130.
         result.interrupted = True
         result.stopped_because = f"interrupted during pair {result.pairs + 1}"
-        result.runs.extend(counted_records(Path(out_dir)))
+        result.runs.extend(counted_records(session.out_dir))
     finally:
         if lane is not None:
             lane.stop()
         _stop_all(list(session.servers.values()))
-    result.results = session.analyse()
-    result.seconds = clock() - t0
-    return result

@@ -15,12 +15,11 @@ Rules of this module:
 
 Method: the point estimate is a statistic of the paired samples (the gate's default is the median
 of the per-pair ratios, :func:`median_of_pair_ratios`; the functions here default to the geometric
-mean); its 95% interval is a percentile bootstrap over pairs (Efron & Tibshirani 1993, ch. 13). Assumptions: pairs are independent and identically distributed
-(interleaving with random order within a pair is what makes that plausible on a machine whose
-speed drifts), and all values are strictly positive. The percentile bootstrap is known to
-under-cover for very small samples (below ~8 pairs the 95% interval is closer to 90%); the
-gate therefore requires at least 8 pairs, and the size threshold (:mod:`load.gate.verdict`) adds a
-second guard against false alarms.
+mean); its 95% interval is a percentile bootstrap over pairs (Efron & Tibshirani 1993, ch. 13). Assumptions: pairs are
+independent and identically distributed (interleaving with random order within a pair is what makes that plausible on a
+machine whose speed drifts), and all values are strictly positive. The percentile bootstrap is known to under-cover for
+very small samples (below ~8 pairs the 95% interval is closer to 90%); the gate therefore requires at least 8 pairs, and
+the size threshold (:mod:`load.gate.verdict`) adds a second guard against false alarms.
 
 Several comparisons, one verdict (:func:`family_confidence`): a gate over ``m`` gated cases x metrics
 fails when *any* interval shows a regression, so each interval is at ``1 - alpha / m`` (Bonferroni):

@@ -10,6 +10,29 @@ Rules of this module:
    a name; ``Decision.change`` is signed so that positive always means better.
 3. Pure functions on :class:`load.gate.stats.Estimate`; the estimates and their intervals are
    :mod:`load.gate.stats`'.
+
+The verdict rule (:func:`decide`), for one estimate, with ``change`` the signed improvement (``ratio - 1`` when
+higher is better, ``1 - ratio`` otherwise):
+
+1. **regression** when the whole interval lies on the worse side of 1 and the change reaches the
+   threshold. With ``size_by="interval"`` (the gate's default) that is: the interval's worse end
+   reaches it (a slowdown of the threshold's size is not ruled out) and the point estimate is at
+   least half of it (nearer such a slowdown than to none: with symmetric noise, the likelihood
+   ratio's choice between the two). With ``size_by="estimate"`` (the gate's earlier rule)
+   the point estimate must reach it, ``-change >= threshold``, which catches a slowdown of exactly
+   the threshold's size only half the time;
+2. **improvement** symmetrically: the interval on the better side of 1 and the change reaching the
+   threshold in the same sense;
+3. **inconclusive** when neither holds and the interval is wider than ``threshold`` (it cannot
+   rule out a change of the threshold's size); ``more_pairs`` then estimates how many more
+   pairs would narrow it to the threshold (:func:`pairs_needed`);
+4. **no significant change** otherwise: the interval, at most ``threshold`` wide and containing
+   the estimate, excludes any change of the threshold's size; or the change is real but
+   smaller than the threshold (the reason then says so).
+
+Under ``size_by="interval"`` a significant change whose interval is wider than the threshold
+reaches it whenever its estimate is past half the threshold, so *inconclusive* then nearly always
+means an interval that contains 1.
 """
 
 from __future__ import annotations
@@ -68,36 +91,13 @@ SIZE_RULES = ("interval", "estimate")
 
 
 def decide(estimate: Estimate, threshold: float, higher_is_better: bool, size_by: str = "interval") -> Decision:
-    """Apply the gate's verdict rule to one estimate.
-
-    With ``change`` the signed improvement (``ratio - 1`` when higher is better, ``1 - ratio``
-    otherwise):
-
-    1. **regression** when the whole interval lies on the worse side of 1 and the change reaches the
-       threshold. With ``size_by="interval"`` (the gate's default) that is: the interval's worse end
-       reaches it (a slowdown of the threshold's size is not ruled out) and the point estimate is at
-       least half of it (nearer such a slowdown than to none: with symmetric noise, the likelihood
-       ratio's choice between the two). With ``size_by="estimate"`` (the gate's earlier rule)
-       the point estimate must reach it, ``-change >= threshold``, which catches a slowdown of exactly
-       the threshold's size only half the time;
-    2. **improvement** symmetrically: the interval on the better side of 1 and the change reaching the
-       threshold in the same sense;
-    3. **inconclusive** when neither holds and the interval is wider than ``threshold`` (it cannot
-       rule out a change of the threshold's size); ``more_pairs`` then estimates how many more
-       pairs would narrow it to the threshold (:func:`pairs_needed`);
-    4. **no significant change** otherwise: the interval, at most ``threshold`` wide and containing
-       the estimate, excludes any change of the threshold's size; or the change is real but
-       smaller than the threshold (the reason then says so).
-
-    Under ``size_by="interval"`` a significant change whose interval is wider than the threshold
-    reaches it whenever its estimate is past half the threshold, so *inconclusive* then nearly always
-    means an interval that contains 1.
+    """Apply the gate's verdict rule (cases 1-4 in the module's docstring) to one estimate.
 
     Args:
         estimate: HEAD/BASE ratio with its interval.
         threshold: smallest change that matters, as a fraction (0.05 for 5%).
         higher_is_better: True for throughput, False for latency.
-        size_by: ``"interval"`` or ``"estimate"``: what must reach the threshold (rule 1).
+        size_by: ``"interval"`` or ``"estimate"``: what must reach the threshold (case 1).
     """
     if not 0 < threshold < 1:
         raise ValueError(f"threshold must be a fraction within (0, 1), e.g. 0.05; got {threshold!r}")

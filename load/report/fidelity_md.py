@@ -192,9 +192,9 @@ INTRO = (
     "repeats (target at most 3%, ⚠ above); *host*, where each run timed a fixed piece of interpreter work on "
     "the server's core just before it (`host_speed`), is the CV of those timings over the same repeats: how "
     "much the machine's own speed moved between them. Ranks: 1 = fastest, ties share their average rank; "
-    "Spearman's rho is computed over the rows both tables have. An inversion is a pair of rows the two tables order the other "
-    "way round (in a table with a Python column, a pair of one version or of one row across versions); its "
-    "explanation comes from `[table.explanations]` in `load/seeds/*.toml`."
+    "Spearman's rho is computed over the rows both tables have. An inversion is a pair of rows the two tables "
+    "order the other way round (in a table with a Python column, a pair of one version or of one row across "
+    "versions); its explanation comes from `[table.explanations]` in `load/seeds/*.toml`."
 )
 
 

@@ -5,7 +5,7 @@ Rules of this module:
   can pin it down. ``write_report`` is the only function that touches files.
 - Which run stands for a row is ``load.report.rows``' business (best concurrency, median repeat, latest session).
 - A row with errors or non-2xx responses is marked ⚠ and a generator-bound one †; both are explained under
-  the table. Skips and failures are listed with their reasons, never dropped.
+  the table (``load.report.notes``). Skips and failures are listed with their reasons, never dropped.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from typing import Any, Mapping, Sequence
 
 from ..plan import SETTLE, format_cpu_list
 from ..records import RUNNER_KINDS, check_compatible, load_records
-from .rows import Row, env_value, latest_per_key, oha_ceiling, select_rows, version_key
+from .notes import _busy, _errors, _is_ws, footnotes
+from .rows import Row, oha_ceiling, select_rows, version_key
 
 __all__ = ["render", "render_vs", "write_report", "version_lines", "METHOD_TEXT", "Row", "select_rows", "oha_ceiling"]
 
@@ -39,15 +40,6 @@ def _ms(value: float | None) -> str:
 
 def _mib(value: int | None) -> str:
     return "-" if not value else f"{value / 1048576:.1f} MiB"
-
-
-def _errors(record: Mapping[str, Any]) -> int:
-    return sum(record.get("non_2xx", {}).values()) + sum(record.get("errors", {}).values())
-
-
-def _busy(record: Mapping[str, Any]) -> bool:
-    load = record.get("host_load", {}).get("loadavg1")
-    return load is not None and load > record.get("environment", {}).get("cpu_count", 1)
 
 
 def _marks(record: Mapping[str, Any]) -> str:
@@ -98,10 +90,6 @@ WS_TEXT = (
     "*server CPU* and *client CPU* are shares of the measured phase (first client's start to last client's end), "
     "the client's of one CPU (it is one asyncio thread), and † marks a run where it used 90% or more."
 )
-
-
-def _is_ws(row: Row) -> bool:
-    return "ws" in row.record
 
 
 def _ws_table(rows: Sequence[Row]) -> list[str]:
@@ -206,7 +194,7 @@ def render(records: Sequence[Mapping[str, Any]], *, profile=None, plots: Mapping
             out += [WS_TEXT.format(settle=f"{SETTLE:g}", client=client), "", *_ws_table(group_rows), ""]
             continue
         out += _table(group_rows, columns, env_columns, profile.bold_best if profile else False) + [""]
-    out += _footnotes(rows, records)
+    out += footnotes(rows, records)
     for caption, path in (plots or {}).items():
         out += [f"![{caption}]({path})", ""]
     return "\n".join(out).rstrip() + "\n"
@@ -218,104 +206,6 @@ def _profile_order(rows: Sequence[Row], profile) -> list[Row]:
     groups = {c.group: i for i, c in reversed(list(enumerate(profile.cases)))}
     return sorted(rows, key=lambda r: (groups.get(r.group, len(groups)), tuple(version_key(v) for v in r.env_values),
                                        order.get((r.group, r.label), len(order))))
-
-
-def _footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Under the tables, in this order: errors, generator-bound rows, oha's ceiling, a busy machine, the
-    run-to-run spread, and the cases skipped or failed."""
-    return (_error_notes(rows) + _bound_notes(rows) + _ceiling_notes(rows) + _busy_notes(rows)
-            + _spread_notes(rows) + _skip_notes(rows, records))
-
-
-def _error_notes(rows: Sequence[Row]) -> list[str]:
-    flagged = [r for r in rows if _errors(r.record)]
-    if not flagged:
-        return []
-    out = ["⚠ errors or non-2xx responses in the run (not counted in RPS):"]
-    for row in flagged:
-        rec = row.record
-        detail = {**{f"HTTP {k}": v for k, v in rec.get("non_2xx", {}).items()}, **rec.get("errors", {})}
-        out.append(f"- {row.label} (c{row.concurrency}): " + ", ".join(f"{k}: {v}" for k, v in sorted(detail.items())))
-    return out + [""]
-
-
-def _bound_notes(rows: Sequence[Row]) -> list[str]:
-    bound = [r for r in rows if r.record.get("generator_bound")]
-    out: list[str] = []
-    if not bound:
-        return out
-    ws = sum(1 for r in bound if _is_ws(r))
-    if ws < len(bound):
-        out += [
-            f"† generator-bound: oha used ≥90% of its CPUs, so the number is partly oha's ceiling on this machine "
-            f"({len(bound) - ws} of {len(rows)} rows).",
-            "",
-        ]
-    if ws:
-        out += [
-            f"† (WebSocket rows) generator-bound: the broadcast client used ≥90% of its one CPU in the measured "
-            f"phase, so the number is partly the client's ceiling on this machine ({ws} of {len(rows)} rows).",
-            "",
-        ]
-    return out
-
-
-def _ceiling_notes(rows: Sequence[Row]) -> list[str]:
-    ceiling = oha_ceiling(rows)
-    if not ceiling:
-        return []
-    fastest, per_cpu, cpus = ceiling
-    return [
-        f"oha's ceiling here: about {per_cpu * cpus:,.0f} RPS on its {cpus} CPU{'s' if cpus > 1 else ''} "
-        f"({per_cpu:,.0f} 2xx responses per oha CPU-second in the fastest row); the fastest row, {fastest.label} "
-        f"(c{fastest.concurrency}), reached {fastest.record['rps']:,.0f} RPS, "
-        f"{fastest.record['rps'] / (per_cpu * cpus):.0%} of it.",
-        "",
-    ]
-
-
-def _busy_notes(rows: Sequence[Row]) -> list[str]:
-    busy = [r for r in rows if _busy(r.record)]
-    if not busy:
-        return []
-    return [
-        f"‡ the machine was busy when {len(busy)} of {len(rows)} rows were measured (1-minute load average above "
-        "its CPU count): other processes competed for the CPUs; rerun on an idle machine for firm numbers.",
-        "",
-    ]
-
-
-def _spread_notes(rows: Sequence[Row]) -> list[str]:
-    repeated = [r for r in rows if r.cv is not None]
-    if not repeated:
-        return []
-    out = ["Run-to-run spread: each number is the median-RPS run of its concurrency; coefficient of variation "
-           "of RPS over the repeats (each repeat restarts the server):", ""]
-    for row in repeated:
-        warn = " (unstable: rerun with more repeats, on an idle machine)" if row.cv >= 0.10 else ""
-        unit = "combined msg/s" if _is_ws(row) else "RPS"
-        out.append(f"- {row.label} (c{row.concurrency}): CV {row.cv:.1%} over {len(row.samples)} runs, "
-                   f"{unit} {min(row.samples):.0f} to {max(row.samples):.0f}{warn}")
-    return out + [""]
-
-
-def _skip_notes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The latest skip or failure of each case (per Python version) that has no row."""
-    others = latest_per_key([r for r in records if r.get("kind") in ("skip", "failure")], ("python",))
-    done_labels = {r.label for r in rows}
-    done_with_python = {(r.label, env_value(r.record, "python")) for r in rows}
-    notes = []
-    for _key, items in others.items():
-        rec = items[-1]
-        with_python = bool(rec.get("versions", {}).get("python"))
-        if with_python and (rec.get("case"), env_value(rec, "python")) in done_with_python:
-            continue
-        if not with_python and rec.get("case") in done_labels:
-            continue
-        word = "Not run" if rec["kind"] == "skip" else "FAILED"
-        where = f"{rec.get('target')}, Python {env_value(rec, 'python')}" if with_python else rec.get("target")
-        notes.append(f"- {word}: {rec.get('case')} ({where}): {str(rec.get('reason', '')).splitlines()[0]}")
-    return ["Skipped and failed cases:", ""] + notes + [""] if notes else []
 
 
 def render_vs(records: Sequence[Mapping[str, Any]]) -> str:

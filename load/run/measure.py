@@ -8,13 +8,10 @@ Rules of this module:
   exact; the server's CPU seconds and peak RSS come from sampling its process tree every ``sample_interval``.
 - A run is **generator-bound** when oha used at least ``GENERATOR_BOUND_UTIL`` of the CPUs it may run on:
   then the RPS measures oha's ceiling as much as the server's.
-- Every wait has a deadline; an oha that overstays is killed by PID (it is our own child).
+- Every wait has a deadline; an oha that overstays is killed by PID (it is our own child: ``generator.py``).
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -22,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
+from .generator import run_pinned
 from .oha import OhaError, OhaResult, build_argv, find_oha, parse_json
 from .pinning import available_cpus
 from ..plan import RouteSpec
@@ -166,62 +164,6 @@ def server_record(peak_rss: int, cpu_seconds: float, processes: int, util: float
             "util": round(util, 4), "cpus": list(cpus) if cpus else None}
 
 
-def run_pinned(argv: Sequence[str], cpus: Sequence[int] | None, deadline: float, on_tick=None, tick: float = 0.2,
-               error: type = OhaError, name: str = "oha") -> tuple[str, str, int, float, float]:
-    """Run a load generator (oha, or the WebSocket broadcast client) on ``cpus``; return (stdout, stderr, exit
-    code, wall seconds, CPU seconds). ``on_tick`` runs while it runs; past ``deadline`` it is killed and
-    ``error`` raised."""
-    cpu_set = set(cpus) if cpus else None
-    stops = {signal.SIGINT, signal.SIGTERM}
-
-    def pin() -> None:  # runs in the child before exec
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
-        if cpu_set:
-            os.sched_setaffinity(0, cpu_set)
-
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.monotonic()
-        # Ctrl-C is held back while the generator is being spawned: an interrupt inside Popen would lose its
-        # pid, and it would outlive us unreaped. Released below, inside the try whose finally kills oha.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-        try:
-            proc = subprocess.Popen(list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL, preexec_fn=pin)
-        except BaseException:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            raise
-        reaped = False  # wait4 with WNOHANG returns status 0 while oha runs: only a pid says it ended
-        try:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            next_tick = started
-            while True:
-                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    reaped = True
-                    break
-                now = time.monotonic()
-                if now > deadline:
-                    raise error(f"{name} did not finish before its deadline; killed it: {' '.join(argv)}")
-                if on_tick and now >= next_tick:
-                    on_tick()
-                    next_tick = now + tick
-                time.sleep(0.02)
-        finally:
-            if not reaped:  # an error, the deadline or Ctrl-C: never leave oha running
-                try:
-                    os.kill(proc.pid, signal.SIGKILL)
-                    os.waitpid(proc.pid, 0)
-                except (ProcessLookupError, ChildProcessError):
-                    pass
-                proc.returncode = -9
-        wall = time.monotonic() - started
-        code = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else (status >> 8)
-        proc.returncode = code  # reaped by wait4; keep Popen from waiting again
-        out.seek(0)
-        err.seek(0)
-        cpu = rusage.ru_utime + rusage.ru_stime
-        return out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"), code, wall, cpu
-
-
 def _url(srv: ServerHandle, path: str) -> str:
     return srv.url.rstrip("/") + path
 
@@ -285,13 +227,7 @@ def measure(
         body_file=route.body_file(workdir or Path(tempfile.gettempdir()) / "gatecheck-bodies"),
         worker_threads=len(oha_cpus) if oha_cpus else len(available_cpus()), request_timeout=request_timeout)
     budget = _oha_budget(duration, requests, request_timeout)
-    sampler = ServerSampler(srv)
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    stdout, stderr, code, wall, oha_cpu = run_pinned(argv, oha_cpus, time.monotonic() + budget, sampler.tick, sample_interval)
-    sampler.tick()
-    if code != 0 or not stdout.strip():
-        raise OhaError(f"oha exited {code} without a result: {stderr.strip()[-800:] or '(no stderr)'}\n  command: {' '.join(argv)}")
-    result = parse_json(stdout)
+    result, wall, oha_cpu, sampler, started_at = _run_oha(srv, argv, oha_cpus, budget, sample_interval)
     return LoadRun(
         route=route.name, method=route.method, path=route.path, concurrency=concurrency, http2=http2,
         h2_parallel=h2_parallel, result=result, wall=wall, server_peak_rss=sampler.peak_rss,
@@ -299,6 +235,21 @@ def measure(
         oha_cpus=tuple(oha_cpus) if oha_cpus else None, server_cpus=tuple(server_cpus) if server_cpus else None,
         duration=duration, requests=requests, oha_argv=tuple(argv), started_at=started_at,
     )
+
+
+def _run_oha(srv: ServerHandle, argv: Sequence[str], oha_cpus: Sequence[int] | None, budget: float,
+             sample_interval: float) -> tuple:
+    """Run oha with the server sampled meanwhile: (its parsed result, wall seconds, oha's CPU seconds, the
+    sampler, when it started). Raises OhaError when oha fails or prints no JSON."""
+    sampler = ServerSampler(srv)
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    stdout, stderr, code, wall, oha_cpu = run_pinned(argv, oha_cpus, time.monotonic() + budget, sampler.tick,
+                                                     sample_interval)
+    sampler.tick()
+    if code != 0 or not stdout.strip():
+        raise OhaError(f"oha exited {code} without a result: {stderr.strip()[-800:] or '(no stderr)'}\n"
+                       f"  command: {' '.join(argv)}")
+    return parse_json(stdout), wall, oha_cpu, sampler, started_at
 
 
 def check_route(srv: ServerHandle, route: RouteSpec, *, http2: bool = False, oha: Path | str | None = None, workdir: Path | None = None, count: int = 3) -> None:
@@ -323,7 +274,8 @@ def check_route(srv: ServerHandle, route: RouteSpec, *, http2: bool = False, oha
         raise RouteCheckError(f"{where}: requests failed before any load ({_fmt(result.errors)}); is the server up and the route served?")
     wanted = str(route.expect_status)
     if result.non_2xx or result.ok != count and wanted.startswith("2"):
-        raise RouteCheckError(f"{where}: expected status {wanted} for all {count} requests, got {_fmt(result.non_2xx) or 'other 2xx'}; does the fixture app serve this route?")
+        raise RouteCheckError(f"{where}: expected status {wanted} for all {count} requests, got "
+                              f"{_fmt(result.non_2xx) or 'other 2xx'}; does the fixture app serve this route?")
     if route.expect_size is not None and result.size_per_request != route.expect_size:
         raise RouteCheckError(f"{where}: expected a {route.expect_size}-byte body, got {result.size_per_request} bytes per response")
 

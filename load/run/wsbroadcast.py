@@ -187,7 +187,8 @@ def broadcast(srv: Any, route: Any, clients: int, messages: int, *, client_cpus:
               sample_interval: float = 0.2) -> BroadcastRun:
     """One broadcast run against ``srv``'s ``route`` (``/ws_broadcast``): BroadcastError unless it completed
     within ``timeout`` seconds (default: generous for the message count)."""
-    from .measure import ServerSampler, run_pinned
+    from .generator import run_pinned
+    from .measure import ServerSampler
 
     timeout = timeout or _budget(clients, messages, settle)
     argv = _client_argv(sys.executable, _ws_url(srv, route.path), clients, messages, settle, timeout)
@@ -211,7 +212,7 @@ def broadcast(srv: Any, route: Any, clients: int, messages: int, *, client_cpus:
 def check_broadcast(srv: Any, route: Any, *, timeout: float = 20.0) -> None:
     """Before any load: two clients, three messages each, without the settle wait; BroadcastError unless each
     got all six within ``timeout`` seconds (the route is served and broadcasts to every connection)."""
-    from .measure import run_pinned
+    from .generator import run_pinned
 
     argv = _client_argv(sys.executable, _ws_url(srv, route.path), 2, 3, 0.0, timeout)
     stdout, stderr, code, _wall, _cpu = run_pinned(argv, None, time.monotonic() + timeout + 15.0,

@@ -8,9 +8,10 @@ same server and wrapper machinery with nothing broken. A check that passes while
 is broken cannot fail, and that is a defect.
 
 The rows are tables beside this file (``can_fail_rows.py``, ``can_fail_rows_more.py``; the vias in
-``can_fail_vias.py``). Adding an area is adding a row. ``test_every_area_has_a_row`` fails when a committed conformance file has
-neither a row nor an entry in ``UNCOVERED`` saying why it cannot have one; ``test_every_check_has_a_row_or_is_listed``
-does the same per check function (the older checks without a row are listed in ``data/checks_without_rows.txt``).
+``can_fail_vias.py``). Adding an area is adding a row. ``test_every_area_has_a_row`` fails when a committed conformance
+file has neither a row nor an entry in ``UNCOVERED`` saying why it cannot have one;
+``test_every_check_has_a_row_or_is_listed`` does the same per check function (the older checks without a row are listed
+in ``data/checks_without_rows.txt``).
 
 All runs happen once per session, batched into a few parallel conformance subprocesses
 (``tests/broken/runs.py``, ``GATECHECK_CAN_FAIL_WORKERS`` at a time); each row then only reads its outcomes.

@@ -90,7 +90,7 @@ def test_a_server_that_mangles_the_query_string_gets_errors_naming_it_and_no_pas
 DRAIN_FILES = ["test_connection_states.py", "test_echo.py", "test_files.py", "test_http1_connection.py",
                "test_http1_fields.py", "test_http1_framing.py", "test_http1_limits.py", "test_http1_responses.py",
                "test_http1_smuggling.py", "test_wsgi_environ.py", "test_wsgi_input.py", "test_wsgi_iterable.py",
-               "test_wsgi_response.py"]
+               "test_wsgi_response.py", "test_streaming.py"]
 DELIBERATE = ("not h2 and not websocket and not pipelined_after and not close_request_is_answered_then_closed_at_each "
               "and not half_closed")
 

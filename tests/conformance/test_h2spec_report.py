@@ -32,7 +32,8 @@ JUNIT = """<?xml version="1.0" encoding="UTF-8"?>
     <testcase package="generic/3.1" classname="Sends a DATA frame" time="0.0003"></testcase>
     <testcase package="generic/3.1" classname="Sends multiple DATA frames" time="0.0003"><skipped></skipped></testcase>
   </testsuite>
-  <testsuite name="5.4.1. Connection Error Handling" package="http2/5.4.1" id="5.4.1" tests="2" skipped="0" failures="0" errors="2">
+  <testsuite name="5.4.1. Connection Error Handling" package="http2/5.4.1" id="5.4.1" tests="2" skipped="0"
+             failures="0" errors="2">
     <testcase package="http2/5.4.1" classname="Sends an invalid PING frame for connection close" time="0.001">
       <error>GOAWAY Frame (Error Code: PROTOCOL_ERROR)
 Connection closed
@@ -168,7 +169,8 @@ for cid, desc in run:
     suites.setdefault(cid.rsplit("/", 1)[0], []).append(desc)
 xml = ['<?xml version="1.0" encoding="UTF-8"?>', "<testsuites>"]
 for group, descs in suites.items():
-    xml.append(f'<testsuite name="x" package="{{group}}" id="x" tests="{{len(descs)}}" skipped="0" failures="0" errors="0">')
+    xml.append(f'<testsuite name="x" package="{{group}}" id="x" tests="{{len(descs)}}" '
+               'skipped="0" failures="0" errors="0">')
     xml += [f'<testcase package="{{group}}" classname="{{d}}" time="0.0"></testcase>' for d in descs]
     xml.append("</testsuite>")
 xml.append("</testsuites>")

@@ -8,7 +8,8 @@ and reads the outcomes from its results file:
   check passes (it used to demand a 4xx). The hostile server cannot stand in: the check's ``assert_serves``
   needs the fixture app's event log as evidence.
 - ``tests/broken/server.py --variant unknown_coding_501`` answers a request with a Transfer-Encoding it does
-  not understand 501 and closes, what RFC 9112 §6.1 recommends: the NUL-suffixed TE.TE probe passes (it used to accept only a 4xx or a 2xx).
+  not understand 501 and closes, what RFC 9112 §6.1 recommends: the NUL-suffixed TE.TE probe passes (it used to accept
+  only a 4xx or a 2xx).
 - ``tests/broken/server.py --variant request_line_bare_cr_as_space`` replaces a bare CR in the request-line by
   SP, what RFC 9112 §2.2 allows: the bare-CR request-line check passes (its request used to put the CR in place
   of the SP before the version, which that replacement turns into a valid line the check then failed).
@@ -68,8 +69,8 @@ CASES = {
          "test_wsgi_response.py::test_write_past_content_length_is_not_sent": "failed"}),
     "{python} -m uvicorn --host {host} --port {port} --no-access-log tests.broken.asgi:ws_unoffered_accept_refused": (
         ["gatecheck/conformance/checks/test_websocket_asgi.py"], "did_not_offer",
-        {f"test_websocket_asgi.py::test_subprotocol_the_client_did_not_offer_never_reaches_the_wire[{offered}]":
-             "passed" for offered in ("none-offered", "other-offered")},
+        {"test_websocket_asgi.py::test_subprotocol_the_client_did_not_offer_never_reaches_the_wire"
+         f"[{offered}]": "passed" for offered in ("none-offered", "other-offered")},
         ["--interface", "asgi", "--features", "websockets"]),
     "{python} -m uvicorn --host {host} --port {port} --no-access-log "
     "tests.broken.asgi:invalid_start_raises_then_malformed": (
@@ -87,17 +88,18 @@ CASES = {
            for p in ("keep-alive-2nd", "keep-alive-3rd", "pipelined-2nd", "pipelined-3rd")},
         **{f"test_connection_states.py::test_app_sees_the_request_at_each_position[{p}]": "passed"
            for p in ("alone", "pipelined-1st")},
-        "test_connection_states.py::test_request_body_is_read_at_each_position[keep-alive-2nd-chunked]": "unsupported",
-        "test_connection_states.py::test_request_body_is_read_at_each_position[pipelined-1st-content-length]":
-            "passed",
-        "test_connection_states.py::test_streamed_response_is_delimited_at_each_position[pipelined-3rd]":
-            "unsupported",
+        "test_connection_states.py::test_request_body_is_read_at_each_position"
+        "[keep-alive-2nd-chunked]": "unsupported",
+        "test_connection_states.py::test_request_body_is_read_at_each_position"
+        "[pipelined-1st-content-length]": "passed",
+        "test_connection_states.py::test_streamed_response_is_delimited_at_each_position"
+        "[pipelined-3rd]": "unsupported",
         "test_connection_states.py::test_connection_close_request_is_answered_then_closed_at_each_position"
         "[keep-alive-3rd]": "unsupported",
-        "test_connection_states.py::test_connection_close_from_the_app_closes_at_each_position[pipelined-2nd]":
-            "unsupported",
-        "test_connection_states.py::test_requests_pipelined_after_a_close_are_not_processed[pipelined-2nd-request]":
-            "unsupported",
+        "test_connection_states.py::test_connection_close_from_the_app_closes_at_each_position"
+        "[pipelined-2nd]": "unsupported",
+        "test_connection_states.py::test_requests_pipelined_after_a_close_are_not_processed"
+        "[pipelined-2nd-request]": "unsupported",
         "test_connection_states.py::test_half_closed_client_gets_its_responses[pipelined-two]": "unsupported",
         "test_connection_states.py::test_half_closed_client_gets_its_responses[get]": "passed"}),
 }

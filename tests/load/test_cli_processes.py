@@ -1,4 +1,5 @@
-"""``python -m gatecheck.load run`` and ``python -m gatecheck.load gate`` as real processes: exit statuses, one-line errors, signals.
+"""``python -m gatecheck.load run`` and ``python -m gatecheck.load gate`` as real processes: exit statuses, one-line
+errors, signals.
 
 Each test starts the command as a subprocess, as a user or a CI script would. The bad-input tests
 (a target that does not resolve, an unwritable output path, a CPU this host lacks) fail before any

@@ -192,7 +192,8 @@ def test_descendants_are_the_tree_psutil_walks_without_reading_every_process(mon
     script = textwrap.dedent("""
         import subprocess, sys, threading, time
         kids = [subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
-                                  "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"])]
+                                  "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+                                  "time.sleep(60)"])]
         threading.Thread(target=lambda: kids.append(subprocess.Popen(["sleep", "60"]))).start()
         print("ready", flush=True)
         time.sleep(60)
