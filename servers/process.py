@@ -42,8 +42,10 @@ from . import reaper, staging  # noqa: F401  (both register atexit first: they r
 from .peak import PeakTracker
 from .ports import free_port, port_is_free
 from .errors import PortTaken, ServerExited, ServerNotReady, ServerStartError, TargetError
+from .cpus import available_cpus, checked_cpus as _checked_cpus
 from .memory import DEFAULT_BOUND, MemoryWatch
 from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
+from .tree import _alive as _running
 
 __all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids", "available_cpus",
            "free_port", "port_is_free"]
@@ -126,6 +128,7 @@ class ServerProcess:
         self.pid = self.popen.pid
         self.tree = ProcessTree(self.pid, self.token, port)
         self._stopped = False
+        self.killed = False  # stop() had to SIGKILL the leader: it did not exit within the grace after SIGTERM
         self.memory = MemoryWatch(self, memory, self._over_memory) if memory else None
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -150,6 +153,7 @@ class ServerProcess:
         deadline = start + timeout
         last_error = "no connection attempt yet"
         next_check = start + 0.5
+        io_timeout = 2.0  # doubled after each round trip that connected but got no answer in time: a slow server
         while True:
             code = self.popen.poll()
             if code is not None:
@@ -163,15 +167,19 @@ class ServerProcess:
                 raise ServerNotReady(
                     f"server did not answer on {host}:{port} within {timeout:.0f} s "
                     f"(last attempt: {last_error}); raise the deadline with --ready-timeout "
-                    f"if it is just slow to start (command: {' '.join(self.argv)})",
+                    f"if it is just slow to start or to answer (command: {' '.join(self.argv)})",
                     self.log_tail(),
                 )
+            wait = min(io_timeout, max(0.2, remaining))
             try:
-                if probe(host, port, min(2.0, max(0.2, remaining))):
+                if probe(host, port, wait):
                     self.check_port_is_ours(port)
                     self.check_listeners(host, port, ready=True, loopback_only=loopback_only)
                     return time.monotonic() - start
                 last_error = "connected, but the HTTP round trip failed"
+            except socket.timeout:  # connected (or connecting) and no answer within ``wait``: wait longer next time
+                last_error = f"no answer within {wait:.1f} s"
+                io_timeout = io_timeout * 2
             except OSError as exc:
                 last_error = f"{type(exc).__name__}: {exc}"
             if time.monotonic() >= next_check:
@@ -204,7 +212,8 @@ class ServerProcess:
 
     def log_tail(self, lines: int = 40) -> str:
         try:
-            self._log.flush()
+            if not self._log.closed:  # closed once stopped: the file is still there to read
+                self._log.flush()
             data = self.log_path.read_bytes()[-64 * 1024 :]
         except OSError:
             return ""
@@ -273,39 +282,68 @@ class ServerProcess:
     def stop(self, grace: float = 5.0) -> int | None:
         """SIGTERM the leader, wait ``grace`` s, then SIGKILL the group and any descendant seen.
 
-        Returns the exit code (negative for a signal), or None if it could not be reaped.
+        Returns the exit code (negative for a signal), or None if it could not be reaped. A signal handler that
+        raises while it waits (Ctrl-C, SIGTERM, a check's deadline) does not end it halfway: the tree is killed
+        at once and the exception raised after; a tree not seen gone stays with the reaper (its token is not
+        forgotten) and in ``_LIVE``, so ``stop_all`` tries again.
         """
         if self._stopped:
             return self.popen.returncode
         self._stopped = True
-        if self.memory is not None:
-            self.memory.stop()
-        self._tree()
+        raised: list = []
         try:
+            if self.memory is not None:
+                self.memory.stop()
+            self._tree()
             if self.popen.poll() is None:
                 self.popen.send_signal(signal.SIGTERM)
                 try:
                     self.popen.wait(timeout=grace)
                 except subprocess.TimeoutExpired:
+                    self.killed = True
                     self._log_line(f"did not exit {grace:.1f} s after SIGTERM; sending SIGKILL")
-            # Workers may outlive their leader: the group, then every process of the tree, get SIGKILL.
-            self._signal_group(signal.SIGKILL)
-            strangers = self.tree.kill_all()
-            if strangers:
-                self._log_line(f"left alone: pid {', '.join(map(str, strangers))} listens on the server's "
-                               f"port but is not a process gatecheck started")
+        except BaseException as exc:  # the kill below runs whatever arrived
+            raised.append(exc)
+            self._log_line(f"stopping was interrupted ({type(exc).__name__}); sending SIGKILL")
+        gone = False
+        for _attempt in range(3):
             try:
-                self.popen.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
-                return None
-            return self.popen.returncode
-        finally:
-            self.tree.close()
-            reaper.forget(self.token)
-            self._log_line(f"stopped, exit code {self.popen.returncode}")
-            self._log.close()
-            with _LIVE_LOCK:
-                _LIVE.discard(self)
+                gone = self._kill_tree()
+                break
+            except BaseException as exc:  # a second signal: try again, raise the first one after
+                raised.append(exc)
+        self._stopped_as(gone)
+        if raised:
+            raise raised[0]
+        return self.popen.returncode
+
+    def _kill_tree(self) -> bool:
+        """SIGKILL the group and every process of the tree; whether the leader is reaped and nothing is left."""
+        # Workers may outlive their leader: the group, then every process of the tree, get SIGKILL.
+        self._signal_group(signal.SIGKILL)
+        strangers = self.tree.kill_all()
+        if strangers:
+            self._log_line(f"left alone: pid {', '.join(map(str, strangers))} listens on the server's "
+                           f"port but is not a process gatecheck started")
+        try:
+            self.popen.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
+            return False
+        return not [p for p in self.tree.live(scan_tokens=True) if p.pid != self.pid and _running(p)]
+
+    def _stopped_as(self, gone: bool) -> None:
+        """Close the books on a stop: a tree seen gone is forgotten by the reaper; one that is not stays with
+        the reaper and in ``_LIVE`` (``stop_all`` tries again)."""
+        if not gone:
+            self._stopped = False
+            self._log_line("some of its processes may still run: left to the reaper and to stop_all")
+            return
+        self.tree.close()
+        reaper.forget(self.token)
+        self._log_line(f"stopped, exit code {self.popen.returncode}")
+        self._log.close()
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
 
     def _signal_group(self, sig: int) -> None:
         try:
@@ -335,27 +373,6 @@ def _covers(ip: str, host: str) -> bool:
         return ip in {info[4][0] for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
     except OSError:
         return ip == host
-
-
-def available_cpus() -> list[int]:
-    """The CPUs this process may run on (its affinity mask, which cgroups and taskset narrow)."""
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return list(range(os.cpu_count() or 1))
-
-
-def _checked_cpus(cpus: Sequence[int] | None) -> list | None:
-    """The CPU set as a sorted list, or a TargetError naming the CPUs this host lets us use."""
-    if not cpus:
-        return None
-    chosen = sorted(set(cpus))
-    available = available_cpus()
-    missing = [c for c in chosen if c not in available]
-    if missing:
-        raise TargetError(f"cannot pin the server to CPU {', '.join(map(str, missing))}: this process may use "
-                          f"CPU {', '.join(map(str, available))} only")
-    return chosen
 
 
 def live_pids() -> list[int]:

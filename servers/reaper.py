@@ -8,14 +8,16 @@ and any double-forked daemon, would live on. The reaper kills them.
 How: the first server a harness process starts also starts one reaper (``servers.reaper.main`` in a new Python,
 in its own session so the terminal's Ctrl-C does not reach it). The harness keeps the write end of a
 pipe and tells the reaper, one line per event, ``+ TOKEN`` (a server is starting; its processes
-carry ``GATECHECK_SERVER_TOKEN=TOKEN``) and ``- TOKEN`` (it was stopped normally); ``! ID {json}`` asks for a
+carry ``GATECHECK_SERVER_TOKEN=TOKEN``) and ``- TOKEN`` (it was stopped normally); ``@ PATH`` names a temporary
+folder to remove after the harness is gone unless ``# PATH`` says it was removed; ``! ID {json}`` asks for a
 command to run once the harness is gone unless ``~ ID`` cancels it first (the conformance session uses this to
 finish its results files when it is killed before it can: :func:`after_death`). When the pipe reaches end of file (the
 harness exited, however it died) or the reaper's parent changes, the reaper SIGKILLs every process that carries a token
 still open and was created after the harness, checking each one's create time just before the signal, and exits. (Create
 times are only compared with others read by the same process: psutil derives them from a boot time that moves with the
 wall clock, so ``time.time()`` is not comparable with them.) A harness that exits normally has no open token, so its
-reaper just exits. After the kills, the reaper runs the commands still registered (each with a deadline), then exits.
+reaper just exits. After the kills, the reaper runs the commands still registered (each with a deadline), removes the
+folders still named, then exits.
 
 Limits: a server process that clears its environment is invisible to the reaper (the harness itself
 also finds such a process by its recorded PID and create time, or as the listener on the server's
@@ -29,6 +31,7 @@ import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,7 +41,7 @@ import psutil
 
 from .tree import kill_if_ours, token_bearers, wait_gone
 
-__all__ = ["watch", "forget", "after_death", "cancel"]
+__all__ = ["watch", "forget", "after_death", "cancel", "remove_after_death", "removed"]
 
 _ENTRY = "import sys; from gatecheck.servers.reaper import main; sys.exit(main(sys.argv[1:]))"
 _lock = threading.Lock()
@@ -102,6 +105,17 @@ def cancel(job: str) -> None:
     _send(f"~ {job}")
 
 
+def remove_after_death(path: str) -> None:
+    """Remove the folder ``path`` (a temporary one of this process) after this process dies, unless
+    :func:`removed` says it was removed normally first."""
+    _send(f"@ {os.path.abspath(path)}")
+
+
+def removed(path: str) -> None:
+    """The folder ``path`` was removed by its owner: nothing for the reaper to do about it."""
+    _send(f"# {os.path.abspath(path)}")
+
+
 def _close() -> None:
     """At a normal exit (after ``stop_all``): close our end; the reaper sees end of file and exits."""
     entry = _pipe.pop(os.getpid(), None)
@@ -121,10 +135,10 @@ atexit.register(_close)  # registered before process.py registers stop_all, so i
 # -- the reaper process ----------------------------------------------------------------------------
 
 def _read_until_orphaned(read_fd: int, harness: int) -> tuple:
-    """Follow the harness's lines until its end of the pipe closes; return the tokens still open and the
-    commands still registered (id -> command)."""
+    """Follow the harness's lines until its end of the pipe closes; return the tokens still open, the
+    commands still registered (id -> command) and the folders still to remove."""
     open_tokens: set = set()
-    jobs: dict = {}
+    jobs: dict = {"": set()}  # "": the folders
     pending = b""
     while True:  # what the harness wrote is read to its end even if it died before we got here
         ready, _, _ = select.select([read_fd], [], [], 0.5)
@@ -139,7 +153,8 @@ def _read_until_orphaned(read_fd: int, harness: int) -> tuple:
         *lines, pending = pending.split(b"\n")
         for line in lines:
             _follow(line.decode("utf-8", "replace"), open_tokens, jobs)
-    return open_tokens, jobs
+    folders = jobs.pop("")
+    return open_tokens, jobs, folders
 
 
 def _follow(line: str, open_tokens: set, jobs: dict) -> None:
@@ -155,6 +170,9 @@ def _follow(line: str, open_tokens: set, jobs: dict) -> None:
             pass
     elif len(parts) == 2 and parts[0] == "~":
         jobs.pop(parts[1], None)
+    elif parts[0] in ("@", "#") and len(parts) > 1:  # a folder path may hold spaces
+        path = line[2:]
+        (jobs[""].add if parts[0] == "@" else jobs[""].discard)(path)
 
 
 def run_jobs(jobs: dict, timeout: float = 60.0) -> None:
@@ -189,9 +207,11 @@ def main(argv: list) -> int:
         since = psutil.Process(harness).create_time()
     except psutil.Error:
         since = 0.0
-    open_tokens, jobs = _read_until_orphaned(read_fd, harness)
+    open_tokens, jobs, folders = _read_until_orphaned(read_fd, harness)
     reap(open_tokens, since)
     run_jobs(jobs)
+    for path in sorted(folders):  # after the jobs: a job may read what is in them
+        shutil.rmtree(path, ignore_errors=True)
     return 0
 
 

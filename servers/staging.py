@@ -10,9 +10,10 @@ it imports nothing from servers, conformance or load) into a temporary directory
     gatecheck/fixtures/...     the fixture apps, routes, static files, TLS files
 
 and the child gets that directory on ``PYTHONPATH`` and as its working directory (``child_root``). The
-directory is removed when the harness process exits. It is readable by every user (0755 folders, 0644 files: it
-holds nothing but the fixture apps), so a server that drops privileges (Apache's ``User``, ``gunicorn --user``)
-still loads the app; ``hand_over`` gives such a server's user the event log folder it writes.
+directory is removed when the harness process exits, or by the server reaper when it is killed. It is readable
+by every user (0755 folders, 0644 files: it holds nothing but the fixture apps), so a server that drops
+privileges (Apache's ``User``, ``gunicorn --user``) still loads the app; ``hand_over`` gives such a server's user
+the event log folder it writes.
 """
 from __future__ import annotations
 
@@ -53,7 +54,10 @@ def child_env(base: dict | None = None) -> dict:
 
 
 def _stage(source: str) -> str:
+    from . import reaper
+
     root = tempfile.mkdtemp(prefix="gatecheck-apps-")
+    reaper.remove_after_death(root)
     package = os.path.join(root, "gatecheck")
     os.mkdir(package)
     with open(os.path.join(package, "__init__.py"), "w", encoding="utf-8"):
@@ -92,6 +96,9 @@ def _remove() -> None:
     root = _staged.pop(os.getpid(), None)
     if root:
         shutil.rmtree(root, ignore_errors=True)
+        from . import reaper
+
+        reaper.removed(root)
 
 
 atexit.register(_remove)  # process.py imports this module first: this runs after its stop_all

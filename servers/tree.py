@@ -130,6 +130,7 @@ class ProcessTree:
         # A leader already gone (exec failed, exited at once) still bounds the token scan below.
         self.started = created if created is not None else psutil.boot_time()
         self.known: dict[int, float] = {leader_pid: created} if created is not None else {}
+        self.leader_gone_at: float | None = None  # time.time() when a sample first found the leader gone
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample_forever, name=f"tree-{leader_pid}", daemon=True)
@@ -177,6 +178,8 @@ class ProcessTree:
     def _sample_forever(self) -> None:
         while not self._stop.wait(SAMPLE_INTERVAL):
             self.live()
+            if self.leader_gone_at is None and not _still(self.leader_pid, self.known.get(self.leader_pid, -1.0)):
+                self.leader_gone_at = time.time()  # when a server died, within a sample, whoever notices it later
 
     # -- ownership ---------------------------------------------------------------------------------
 

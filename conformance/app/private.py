@@ -13,7 +13,11 @@ Rules of this module:
    *should* refuse to start (startup failed) look at the exit and the log instead.
 4. Every private server started is remembered (:func:`take_started`) until the session's plugin takes the list
    after the check: one that exited unasked while the check ran (``expect_failure`` aside: such a server is
-   meant to exit) crashed of the check's requests, and the fixture app's refusals in its event log are read.
+   meant to exit; one its check stopped, ``stopped_by_us``, did not exit unasked) crashed of the check's
+   requests, unless no connection of the check reached it since it was launched: it was found dead before
+   the check used it, and the check is an error (never known, never a plain failure). The fixture app's
+   refusals in its event log are read too. A server dying under a failing check closes its sockets first: it
+   gets ``_EXIT_GRACE`` to finish exiting before it is judged.
 
     with private_server(server, env={fixtures.LIFESPAN_ENV: "raise"}) as priv:
         resp = exchange(priv.address, build_request("GET", "/ping", host=priv.authority)).first
@@ -32,6 +36,8 @@ from gatecheck.conformance.spec.results import not_supported
 
 __all__ = ["private_server", "with_workers", "with_role", "take_started", "PrivateRun"]
 
+_EXIT_GRACE = 0.5     # seconds a private server under a failing check gets to finish exiting
+
 
 class PrivateRun:
     """What the plugin needs of one private server once the check is over: the server, and how it ended."""
@@ -40,6 +46,7 @@ class PrivateRun:
         self.started, self.may_exit = started, may_exit
         self.crash: str | None = None      # set when it is stopped: it had exited unasked (rule 4)
         self.log_tail = ""
+        self.address: tuple = ()           # where it listened (for the plugin: did the check connect to it)
 
 
 _STARTED: list = []
@@ -67,6 +74,7 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
                          memory=getattr(server, "memory", DEFAULT_BOUND))
     run = PrivateRun(priv, may_exit=expect_failure)
     _STARTED.append(run)
+    failing = False
     try:
         try:
             priv.start(app=app, env=env, port=port, ready_timeout=ready_timeout)
@@ -74,10 +82,14 @@ def private_server(server, *, app: str | None = None, env: dict | None = None, t
             if not expect_failure:
                 raise
         yield priv
+    except BaseException:
+        failing = True
+        raise
     finally:
         if not run.may_exit:
-            run.crash = priv.crash()
+            run.crash = priv.crash(grace=_EXIT_GRACE if failing else 0.0)
             run.log_tail = priv.last_log_lines() if run.crash else ""
+            run.address = priv.address if priv.handle is not None else ()
         priv.stop()
 
 

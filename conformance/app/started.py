@@ -45,6 +45,7 @@ class StartedServer:
         self.ready_at = 0.0            # time.time() when its first HTTP round trip succeeded
         self.exit_code: int | None = None
         self.starts = 0
+        self.last_check = ""           # the check that used it last (set by the plugin; a restart names it)
         self.stopped_by_us = False     # stop() was called: an exit after it is not a crash
         self._launch: dict = {}
 

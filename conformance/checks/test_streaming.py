@@ -17,7 +17,7 @@ from gatecheck.fixtures import payload_bytes
 
 from gatecheck.conformance.helpers.support import body_not_read
 from gatecheck.conformance.app import random_bytes, response_script, script_target
-from gatecheck.conformance.client.bounded import RESET
+from gatecheck.conformance.client.bounded import DONE, RESET, TIMEOUT, recv_once
 from gatecheck.conformance.client.http1 import ParseError, answered, parse_responses, read_raw
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, request
@@ -28,7 +28,8 @@ pytestmark = needs("http1")
 _SIZES = {"0B": 0, "1B": 1, "64KiB+1": 65537, "1MiB": 1 << 20, "10MiB": 10 << 20}
 # Content-Length defines the body length (RFC 9112 §6.3, a definition); a recipient MUST decode chunked (§7.1)
 _FRAMING_CLAUSE = {"length": ("RFC 9112 §6.3", "DEFINED"), "chunked": ("RFC 9112 §7.1", "MUST")}
-_DEADLINE = 45.0   # under the default --check-timeout (60 s): a hang is this check's failure, not a timeout
+_DEADLINE = 30.0  # seconds for a whole exchange (10 MiB each way takes about 1 s here): half the check deadline
+_STALL = 10.0     # seconds without a byte from the server mid-stream: it stopped answering
 
 
 def _pieces(data: bytes, rng: random.Random, max_log2: int = 17) -> list:
@@ -59,14 +60,29 @@ def _exchange_streaming(server, head: bytes, payload: bytes, rng: random.Random)
     thread = threading.Thread(target=writer, daemon=True)
     try:
         thread.start()
-        # the response said how long it is: a server that keeps the connection open costs no deadline here
-        received, end = read_raw(sock, lambda buf: answered(buf, "POST"), timeout=_DEADLINE)
+        received, end = _read_while_streaming(sock)
         if end == RESET:
             failure.append(ConnectionResetError("the server reset the connection"))
+        elif end == TIMEOUT:
+            failure.append(TimeoutError(f"the server sent nothing for {_STALL:g} s after {len(received)} B (or the "
+                                        f"exchange passed {_DEADLINE:g} s): it stopped answering mid-stream"))
     finally:
         sock.close()
         thread.join(5.0)
     return received, (failure[0] if failure else None)
+
+
+def _read_while_streaming(sock) -> tuple:
+    """The server's bytes until it closes, a final response is complete (a server that keeps the connection open
+    after its answer costs no deadline) or the bytes cannot be a response, ``_STALL`` s pass without a byte or
+    ``_DEADLINE`` s in all: (bytes, how the read ended)."""
+    buf = bytearray()
+    deadline = time.monotonic() + _DEADLINE
+    while not answered(buf, "POST"):
+        end = recv_once(sock, buf, deadline=min(deadline, time.monotonic() + _STALL))
+        if end is not None:
+            return bytes(buf), end
+    return bytes(buf), DONE
 
 
 def _parse(raw: bytes, method: str) -> tuple:
@@ -94,6 +110,7 @@ def test_iterated_echo_streams_body_back_byte_exact(server, size, framing):
         payload = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in _pieces(body, rng, 18)) + b"0\r\n\r\n"
     head = request(server, "POST", "/echo_iter", headers, content_length=False)
     raw, error = _exchange_streaming(server, head, payload, rng)
+    assert not isinstance(error, TimeoutError), f"{error}; got {raw[:300]!r}"
     responses, problem = _parse(raw, "POST")
     assert not problem, problem
     finals = [r for r in responses if not r.interim]

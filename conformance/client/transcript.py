@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections import deque
 
-__all__ = ["begin", "opened", "render", "escape", "recording", "recorded_recv", "RecordedSocket", "Connection",
-           "SENT", "RECEIVED", "KEPT", "EDGE", "RUN_KEEP", "SHOWN", "RENDER_CAP"]
+__all__ = ["begin", "opened", "connected_since", "render", "escape", "recording", "recorded_recv", "RecordedSocket",
+           "Connection", "SENT", "RECEIVED", "KEPT", "EDGE", "RUN_KEEP", "SHOWN", "RENDER_CAP"]
 
 KEPT = 8                  # connections of one check kept (the last ones)
 EDGE = 16                 # runs kept at either end of a connection (a run: bytes in one direction, or a note)
@@ -39,6 +40,8 @@ SENT, RECEIVED = "→", "←"
 _LOCK = threading.Lock()
 _connections: deque = deque(maxlen=KEPT)
 _opened = 0               # connections opened since begin(), kept or not
+_PEERS_KEPT = 512         # peers whose last connection time is kept (the oldest forgotten first)
+_last_connect: dict = {}  # port -> time.time() of the last connection opened to it (loopback; begin() keeps them)
 
 
 class Connection:
@@ -110,7 +113,19 @@ def opened(peer, tls: bool = False) -> Connection:
     with _LOCK:
         _connections.append(record)
         _opened += 1
+        key = peer[1] if len(peer) > 1 else None
+        _last_connect.pop(key, None)
+        _last_connect[key] = time.time()
+        if len(_last_connect) > _PEERS_KEPT:
+            _last_connect.pop(next(iter(_last_connect)))
     return record
+
+
+def connected_since(address, since: float) -> bool:
+    """Whether a connection to ``address`` (host, port; loopback) was opened at or after ``since`` (a
+    ``time.time()``)."""
+    with _LOCK:
+        return _last_connect.get(address[1], 0.0) >= since
 
 
 def escape(data: bytes, limit: int = SHOWN, total: int | None = None) -> list:

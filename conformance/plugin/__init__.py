@@ -15,6 +15,7 @@ gatecheck; ``conformance/conftest.py`` registers it when that did not).
     tools.py         h2spec found or installed before the first check, else the session incomplete
     reports.py       a check's pytest report shaped by its verdict, with the broken rule and the server's log
     summary.py       the gatecheck section of the terminal summary
+    outputs.py       the results opened and locked, a lost record or an unwritable JUnit XML said
     jobs.py          --jobs N: the targets checked in child pytest sessions, N at a time
     merge.py         the children's results, JUnit XML and collections merged into one run's
     hooks.py         the pytest hooks and fixtures that tie these together (inert unless asked for)

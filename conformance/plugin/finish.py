@@ -50,6 +50,9 @@ def junit_of(checks: list, name: str = "gatecheck") -> ET.ElementTree:
         file, _, func = rec["check"].partition("::")
         case = ET.SubElement(suite, "testcase", classname=f"conformance.{Path(file).stem}",
                              name=f"{func} @ {rec['target']}", time=str(rec.get("duration", 0.0)))
+        props = ET.SubElement(case, "properties")
+        for key in ("check", "target"):
+            ET.SubElement(props, "property", name=key, value=str(rec[key]))
         outcome, message = rec.get("outcome"), rec.get("message", "")
         if outcome in _FAILED:
             counts["failures"] += 1

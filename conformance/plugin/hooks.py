@@ -20,13 +20,14 @@ from gatecheck.servers.reaper import cancel
 from gatecheck.conformance.spec.markers import MARKERS, applicable_interfaces, row_of, validate_item
 from gatecheck.conformance.plugin.console import verbose_lists
 from gatecheck.conformance.plugin.expectations import ExpectationError, expectations_of
-from gatecheck.conformance.plugin.finish import FINISH_JOB, finish_if_killed
+from gatecheck.conformance.plugin.finish import FINISH_JOB
 from gatecheck.conformance.plugin.interrupts import Deadlines, Interrupts
 from gatecheck.conformance.plugin.options import add_options, check_output_paths, jobs_wanted, session_timeout
 from gatecheck.conformance.plugin.outcomes import decide
 from gatecheck.conformance.plugin.profiles import load_profile
 from gatecheck.conformance.plugin.pool import ServerPool
-from gatecheck.conformance.plugin.resultsfile import NO_TARGET, Results, check_id_of, meta_of, set_meta
+from gatecheck.conformance.plugin.outputs import junit_failed, open_results
+from gatecheck.conformance.plugin.resultsfile import NO_TARGET, check_id_of, meta_of, set_meta
 from gatecheck.conformance.plugin.selection import select_items
 from gatecheck.conformance.plugin.session import SESSION as _SESSION
 from gatecheck.conformance.plugin.session import GatecheckSession, item_meta
@@ -34,7 +35,7 @@ from gatecheck.conformance.plugin.watch import _server_watch, server  # noqa: F4
 from gatecheck.conformance.plugin.inflight import after_call
 from gatecheck.conformance.plugin.shards import Claims
 from gatecheck.conformance.plugin.merge import write_collected
-from gatecheck.conformance.plugin.reports import DEVIATION, attach_details, brief_if_known, deviation
+from gatecheck.conformance.plugin.reports import DEVIATION, attach_details, brief_if_known, deviation, record_cut
 from gatecheck.conformance.plugin.reports import report_interrupted, shape
 from gatecheck.conformance.client import transcript
 from gatecheck.conformance.plugin.stale import judge_session
@@ -45,10 +46,9 @@ from gatecheck.conformance.plugin.tools import ensure_tools
 __all__ = [
     "pytest_addoption", "pytest_cmdline_main", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
     "pytest_generate_tests", "pytest_ignore_collect", "pytest_collection_modifyitems", "pytest_collection_everything",
-    "pytest_runtest_protocol",
-    "pytest_runtest_protocol_records",
-    "pytest_runtest_call", "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary",
-    "pytest_keyboard_interrupt", "pytest_internalerror", "server", "_server_watch", "server_pool",
+    "pytest_runtest_protocol", "pytest_runtest_protocol_records", "pytest_runtest_call", "pytest_runtest_makereport",
+    "pytest_sessionfinish", "pytest_sessionfinish_junit", "pytest_terminal_summary", "pytest_keyboard_interrupt",
+    "pytest_internalerror", "server", "_server_watch", "server_pool",
 ]
 
 _CALLED = pytest.StashKey[bool]()
@@ -129,11 +129,11 @@ def pytest_configure(config):
     opt = config.getoption
     targets, expectations = _targets_and_expectations(config)
     check_output_paths(config)
-    results = Results(opt("--results-json"))
-    results.open()
-    finish_if_killed(config, results)
+    results = open_results(config)
     pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"), opt("--server-memory"))
     pool.on_start = lambda started: results.add_target(started.session_target, started.versions)
+    pool.on_restart = lambda started: results.restarted(started.target.name, started.stop(), started.last_check,
+                                                        "\n".join(started.log_text().splitlines()[-20:]))
     for st in targets:
         results.add_target(st)
     gs = GatecheckSession(targets, expectations, results, pool,
@@ -322,8 +322,6 @@ def pytest_runtest_makereport(item, call):
     known = deviation(item, gs)
     brief_if_known(item, call, known)
     report = yield
-    if call.when == "call":
-        item.stash[_CALLED] = True
     unsupported = item.get_closest_marker("gatecheck_unsupported") is not None
     verdict = decide(call.when, report, call.excinfo, known, unsupported,
                      meta_of(item).get("level", ""))
@@ -337,6 +335,8 @@ def pytest_runtest_makereport(item, call):
     record = gs.results.fold(item, verdict, getattr(report, "duration", 0.0))
     if extra and record is not None and verdict is not None and record["outcome"] == verdict.outcome:
         record.update(extra)
+    if call.when == "call":  # only now: a Ctrl-C before the call's verdict is folded makes it "interrupted"
+        item.stash[_CALLED] = True
     if verdict is not None and verdict.outcome == "timeout" and gs.deadlines.session_over():
         item.session.shouldstop = gs.deadlines.session_message()
     return report
@@ -350,6 +350,21 @@ def pytest_internalerror(excrepr, excinfo):
     stop_all()
 
 
+@pytest.hookimpl(wrapper=True, specname="pytest_sessionfinish")
+def pytest_sessionfinish_junit(session, exitstatus):
+    """pytest's JUnit XML that cannot be written (a full disk) is one line of the summary and exit status 1, not
+    a traceback (the results are written first: ``pytest_sessionfinish`` runs first)."""
+    try:
+        return (yield)
+    except OSError as exc:
+        gs = session.config.stash.get(_SESSION, None)
+        if gs is None:
+            raise
+        gs.junit_error = junit_failed(session, exc)
+        return None
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
     """Stop every server, write the results document, remove the scratch directories; nothing escapes."""
     gs = session.config.stash.get(_SESSION, None)
@@ -359,6 +374,9 @@ def pytest_sessionfinish(session, exitstatus):
     try:
         gs.pool.stop_all()
         stop_all()
+        if gs.deadlines.session_over():  # a shard claims the modules it cuts: no other child runs them then
+            record_cut(session, gs, lambda item: meta_of(item) is not None and not item.stash.get(_ELSEWHERE, False)
+                       and (gs.claims is None or gs.claims.mine(_module_of(item))))
     finally:
         gs.results.extra["expectations"] = gs.expectation_report = judge_session(gs)
         if session.config.getoption("--gatecheck-collected"):  # a --jobs child: its collection for the parent
@@ -369,7 +387,7 @@ def pytest_sessionfinish(session, exitstatus):
             gs.write_error = f"could not write {gs.results.path}: {exc.strerror or exc}"
             session.exitstatus = session.exitstatus or 1
         cancel(FINISH_JOB)
-        if gs.results.incomplete:
+        if gs.results.incomplete or gs.results.lost:
             session.exitstatus = session.exitstatus or 1
         gs.pool.cleanup()
 
@@ -378,4 +396,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     gs = config.stash.get(_SESSION, None)
     if gs is None or not gs.results.records:
         return
-    write_gatecheck_summary(terminalreporter, gs.results, gs.expectation_report, gs.written, gs.write_error)
+    write_gatecheck_summary(terminalreporter, gs.results, gs.expectation_report, gs.written, gs.write_error,
+                            gs.junit_error)

@@ -7,6 +7,9 @@ Rules of this module:
    its processes (a worker) vanished, or a private server of the check exited unasked. The check's outcome is
    "crashed" (whatever its call said, known deviations included), with the server's exit status, what it
    logged during the check and its last log lines (a segfault often logs nothing during the check).
+   A private server that exited unasked while no connection of the check had reached it since it was launched
+   was found dead before the check used it: no request of the check was in flight, so it is an error of the
+   check (it could not run), never known, never a plain failure of the rule.
 2. A fixture refusal is an error of the check: the fixture app logged (``fixtures.REFUSALS``) that it could
    not run a request of the check (a script it could not read, an invalid token), with what it was handed.
    The check's own verdict (a pass on that answer, or a failure citing an unrelated clause) is replaced by an
@@ -21,6 +24,7 @@ from __future__ import annotations
 import pytest
 
 from gatecheck.conformance.app.private import take_started
+from gatecheck.conformance.client import transcript
 from gatecheck.conformance.plugin.outcomes import Verdict
 
 __all__ = ["begin", "after_call", "crash_in_teardown", "refusal_message"]
@@ -44,7 +48,10 @@ def after_call(item, pool, failed: bool) -> Verdict | None:
         return None
     crash = _session_crash(state, _EXIT_GRACE if failed else 0.0)
     if crash is None:
-        crash = next((_private_message(run) for run in privates if run.crash), None)
+        dead = next((run for run in privates if run.crash), None)
+        if dead is not None and not _used(dead):
+            return Verdict("error", _unused_message(dead))
+        crash = _private_message(dead) if dead is not None else None
     if crash is not None:
         state["reported"] = True
         return Verdict("crashed", crash)
@@ -80,6 +87,18 @@ def _session_crash(state: dict, grace: float, members: bool = True) -> str | Non
 def _private_message(run) -> str:
     return (f"crashed: the check's private server {run.started.target}: {run.crash} while the check's request was "
             f"in flight.\nlast log lines:\n{run.log_tail or '(none)'}")
+
+
+def _used(run) -> bool:
+    """Whether a connection of the check reached the private server since it was launched (its readiness
+    probe is not the check's: the servers layer sends it, unrecorded)."""
+    return bool(run.address) and transcript.connected_since(run.address, run.started.started_at)
+
+
+def _unused_message(run) -> str:
+    return (f"the check's private server {run.started.target} was found dead before the check used it: {run.crash} "
+            f"before any connection of the check reached it, so the check could not run (no request of it was in "
+            f"flight).\nlast log lines:\n{run.log_tail or '(none)'}")
 
 
 def refusal_message(refused: list) -> str:

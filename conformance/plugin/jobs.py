@@ -34,6 +34,7 @@ Rules of this module:
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -41,6 +42,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
+from gatecheck.servers.reaper import remove_after_death, removed
 from gatecheck.tools import cache_dir
 
 from gatecheck.conformance.plugin.children import Child, child_env
@@ -79,6 +83,7 @@ class JobRun:
         self.results, self.tw, self.jobs = results, tw, jobs
         self._seed = seed(config)   # the run's lastfailed, which each child's own cache starts from
         self.scratch = Path(tempfile.mkdtemp(prefix="gatecheck-jobs-"))
+        remove_after_death(str(self.scratch))  # a killed parent's scratch goes too
         base = child_args(list(config.invocation_params.args))
         given = config.getoption("--session-timeout")
         cwd, junit = str(config.invocation_params.dir), bool(getattr(config.option, "xmlpath", None))
@@ -165,7 +170,9 @@ class JobRun:
         self._warm = True
         code = child.proc.returncode
         self.codes.append(code)
-        targets, checks, incomplete = read_child(child.results)
+        targets, checks, incomplete, restarts = read_child(child.results)
+        for record in restarts:
+            self.results.take_lines([json.dumps({"record": "restart", **record})])
         for record in targets:
             self.results.take_target(record)
         for record in checks:
@@ -209,15 +216,15 @@ class JobRun:
         return read_collected([child.collected for child in judged]), [st for child in judged for st in child.targets]
 
     def junit(self, out: Path) -> None:
-        merge_junit(out, [(child.xml, [r for r in self.results.records.values()
-                                       if r["target"] in {st.target.name for st in child.targets}])
-                          for child in self.children if child.proc is not None])
+        merge_junit(out, [child.xml for child in self.children if child.proc is not None],
+                    list(self.results.records.values()))
 
     def status(self) -> int:
         return exit_status(self.codes, self.interrupted is not None, bool(self.results.incomplete))
 
     def cleanup(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
+        removed(str(self.scratch))
 
     def _install(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -272,14 +279,18 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
     from gatecheck.conformance.plugin.console import write_failures
     from gatecheck.conformance.plugin.expectations import server_version
     from gatecheck.conformance.plugin.finish import FINISH_JOB, finish_if_killed
-    from gatecheck.conformance.plugin.resultsfile import Results
+    from gatecheck.conformance.plugin.resultsfile import Results, ResultsBusy
     from gatecheck.conformance.plugin.stale import judge
     from gatecheck.conformance.plugin.summary import LineWriter, write_gatecheck_summary
 
     began = time.monotonic()
     tw = create_terminal_writer(config)
     results = Results(config.getoption("--results-json"))
-    results.open()
+    try:
+        results.open()
+    except ResultsBusy as exc:
+        raise pytest.UsageError(str(exc)) from None
+    results.on_loss = lambda message: tw.line(message, red=True)
     finish_if_killed(config, results)
     for st in targets:
         results.add_target(st)
@@ -296,14 +307,13 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
                        set(results.records), collected)
         results.extra["expectations"] = report
         written, write_error = _write(results)
-        junit = getattr(config.option, "xmlpath", None)
-        if junit:
-            run.junit(Path(os.path.abspath(junit)))
+        junit_error = _junit(run, getattr(config.option, "xmlpath", None))
         cancel(FINISH_JOB)
         merge(config, [run.scratch / f"cache-{i}" for i, child in enumerate(run.children) if child.proc is not None])
         write_failures(tw, results, config)
-        write_gatecheck_summary(LineWriter(tw), results, report, written, write_error)
-        status = 1 if write_error and run.status() == 0 else run.status()
+        write_gatecheck_summary(LineWriter(tw), results, report, written, write_error, junit_error)
+        lost = write_error or junit_error or results.lost
+        status = 1 if lost and run.status() == 0 else run.status()
         counts = ", ".join(f"{n} {k}" for k, n in results.counts().items() if n) or "no checks"
         tw.sep("=", f"{counts} in {time.monotonic() - began:.1f}s", red=status != 0, green=status == 0)
         return status
@@ -316,3 +326,15 @@ def _write(results) -> tuple:
         return results.write(), ""
     except OSError as exc:
         return False, f"could not write {results.path}: {exc.strerror or exc}"
+
+
+def _junit(run: JobRun, junit: str | None) -> str:
+    """Write the merged JUnit XML when asked for; why it could not be, or ""."""
+    if not junit:
+        return ""
+    try:
+        run.junit(Path(os.path.abspath(junit)))
+    except OSError as exc:
+        return f"could not write {junit}: {exc.strerror or exc}"
+    return ""
+

@@ -29,20 +29,20 @@ CRASH_CHECK = "session"   # the check id of a crashed child's record for each of
 
 
 def read_child(results: Path) -> tuple:
-    """(targets, checks, incomplete) a child left: its results document, else (killed before it wrote it,
-    or its reaper is still finishing it) its partial file."""
+    """(targets, checks, incomplete, restarts) a child left: its results document, else (killed before it wrote
+    it, or its reaper is still finishing it) its partial file (whose restarts the parent took as they came)."""
     for _ in range(2):  # the reaper writes the document before it removes the partial file
         try:
             data = json.loads(results.read_text(encoding="utf-8"))
-            return data.get("targets", []), data.get("checks", []), data.get("incomplete")
+            return data.get("targets", []), data.get("checks", []), data.get("incomplete"), data.get("restarts", [])
         except (OSError, ValueError):
             pass
         try:
             targets, checks = read_partial(partial_path(results))
-            return targets, checks, "its session was killed before it finished"
+            return targets, checks, "its session was killed before it finished", []
         except OSError:
             continue
-    return [], [], None
+    return [], [], None, []
 
 
 def write_collected(path: Path, collected: Collected) -> None:
@@ -78,22 +78,38 @@ def crash_record(st, why: str) -> dict:
             "area": CRASH_CHECK, "outcome": "error", "duration": 0.0, "message": why[:1000]}
 
 
-def merge_junit(out: Path, children: list) -> None:
-    """One JUnit document from the children's: ``children`` is (xml path, records) per child; a child without
-    a readable XML contributes its records as ``finish.junit_of`` writes them."""
-    suite = ET.Element("testsuite", name="pytest")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+def merge_junit(out: Path, xml_paths: list, records: list) -> None:
+    """One JUnit document from the children's (``xml_paths``), holding one test case per record of the merged
+    results (``records``), no more, no fewer: a case is known by its ``check`` and ``target`` properties; a
+    record without a case in any child's XML (a crashed child's ``session`` record, a child killed before it
+    wrote its XML) gets one as ``finish.junit_of`` writes it. The counts are the cases'."""
+    cases: dict = {}
     elapsed = 0.0
-    for xml_path, records in children:
+    for xml_path in xml_paths:
         try:
             root = ET.parse(xml_path).getroot()
         except (OSError, ET.ParseError):
-            root = junit_of(records).getroot()
+            continue
         for child_suite in root.iter("testsuite"):
-            for key in totals:
-                totals[key] += int(child_suite.get(key, "0"))
             elapsed += float(child_suite.get("time", "0") or 0)
-            suite.extend(child_suite.findall("testcase"))
+            for case in child_suite.findall("testcase"):
+                key = _case_key(case) or ("", str(len(cases)))
+                if key in cases:  # a second case of one check (a teardown error after its call): one case
+                    cases[key].extend(e for e in case if e.tag in ("error", "failure"))
+                else:
+                    cases[key] = case
+    missing = [r for r in records if (r["check"], r["target"]) not in cases]
+    for case in junit_of(missing).getroot().iter("testcase"):
+        cases[_case_key(case) or ("", str(len(cases)))] = case
+    suite = ET.Element("testsuite", name="pytest")
+    totals = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
+    for case in cases.values():
+        tags = {e.tag for e in case}
+        kind = "errors" if "error" in tags else "failures" if "failure" in tags else (
+            "skipped" if "skipped" in tags else None)
+        if kind:
+            totals[kind] += 1
+        suite.append(case)
     for key, value in totals.items():
         suite.set(key, str(value))
     suite.set("time", f"{elapsed:.3f}")
@@ -101,6 +117,12 @@ def merge_junit(out: Path, children: list) -> None:
     root.append(suite)
     out.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(out, encoding="utf-8", xml_declaration=True)
+
+
+def _case_key(case) -> tuple | None:
+    """(check, target) of a JUnit test case, from its properties (the plugin's user properties)."""
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    return (props["check"], props["target"]) if "check" in props and "target" in props else None
 
 
 def exit_status(codes: list, interrupted: bool, incomplete: bool) -> int:

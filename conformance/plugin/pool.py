@@ -5,11 +5,13 @@ Rules of this module:
 1. The pool is the only owner of the session's server processes; one ``StartedServer`` per target.
 2. A target that fails to start is not launched again: its first failure is the reason every later
    check of that target reports (the full message once, then a one-line reference to it).
-3. A server found dead (during a check or between two) is restarted; when the restart fails, that failure
-   (with the log tail) becomes the target's reason, as in rule 2.
+3. A server found dead (during a check or between two) is restarted, and the restart reported (``on_restart``:
+   the results and the summary say it); when the restart fails, that failure (with the log tail) becomes the
+   target's reason, as in rule 2.
 4. Once ``stopping`` is set (Ctrl-C, SIGTERM, the end of the session), nothing starts or restarts.
-5. Its directories are its own: the event logs live in a scratch directory removed at the end; the server
-   logs too, unless the user named a ``--server-log-dir``, which is kept.
+5. Its directories are its own: the event logs live in a scratch directory removed at the end (by the server
+   reaper when the session is killed); the server logs too, unless the user named a ``--server-log-dir``,
+   which is kept.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from gatecheck.servers import Target
 from gatecheck.servers.memory import DEFAULT_BOUND
+from gatecheck.servers.reaper import remove_after_death, removed
 
 from gatecheck.conformance.app.started import StartedServer
 from gatecheck.conformance.plugin.targets import SessionTarget
@@ -36,6 +39,7 @@ class ServerPool:
     def __init__(self, log_dir: str | Path | None, ready_timeout: float, memory: int | None = DEFAULT_BOUND) -> None:
         self.keep_logs = log_dir is not None
         self.work_dir = Path(tempfile.mkdtemp(prefix="gatecheck-"))
+        remove_after_death(str(self.work_dir))  # a killed session's scratch goes too
         self.log_dir = Path(log_dir) if log_dir else self.work_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ready_timeout = ready_timeout
@@ -44,6 +48,7 @@ class ServerPool:
         self._servers: dict = {}
         self._failed: dict = {}      # target -> (first message, times reported)
         self.on_start = None         # called with each StartedServer once it is up (the results' targets)
+        self.on_restart = None       # called with each StartedServer found dead, before it is started again
 
     def get(self, st: SessionTarget) -> StartedServer:
         """The ``StartedServer`` of ``st``, started now (or restarted, if it died) unless its target failed
@@ -59,6 +64,8 @@ class ServerPool:
             self._servers[st.target] = started
             self._launch(started, lambda: started.start(ready_timeout=self.ready_timeout))
         elif not started.alive() and st.target not in self._failed:
+            if self.on_restart is not None and started.handle is not None:
+                self.on_restart(started)  # reported before anything of the dead one is gone
             self._launch(started, started.restart)
         return started
 
@@ -102,3 +109,4 @@ class ServerPool:
     def cleanup(self) -> None:
         """Remove the scratch directory (the logs with it, unless they went to a --server-log-dir)."""
         shutil.rmtree(self.work_dir, ignore_errors=True)
+        removed(str(self.work_dir))

@@ -14,7 +14,7 @@ from gatecheck.conformance.plugin.outcomes import FAILING, CheckTimeout, Verdict
 from gatecheck.conformance.plugin.resultsfile import meta_of
 from gatecheck.conformance.app.started import read_log
 
-__all__ = ["DEVIATION", "LOG", "report_interrupted", "deviation", "brief_if_known", "shape", "attach_log",
+__all__ = ["DEVIATION", "LOG", "report_interrupted", "record_cut", "deviation", "brief_if_known", "shape", "attach_log",
            "attach_details"]
 
 DEVIATION = pytest.StashKey[object]()   # an item's candidate expectation entries
@@ -27,6 +27,25 @@ def report_interrupted(item, gs) -> None:
     report = TestReport(item.nodeid, item.location, {}, "failed", message, "call", user_properties=item.user_properties)
     gs.results.fold(item, Verdict("interrupted", message), 0.0)
     item.ihook.pytest_runtest_logreport(report=report)
+
+
+def record_cut(session, gs, ours) -> None:
+    """Every selected check (``ours(item)``) the session deadline left without a record: a record *interrupted*
+    with an ``incomplete`` marker, in JSON and JUnit alike, and one line of why in the results' ``incomplete``."""
+    why = f"the session deadline of {gs.deadlines.session_timeout:g} s passed before this check ran (--session-timeout)"
+    cut = 0
+    for item in session.items:
+        meta = meta_of(item)
+        if not ours(item) or (meta["check"], meta["target"]) in gs.results.records:
+            continue
+        report = TestReport(item.nodeid, item.location, {}, "failed", why, "call", user_properties=item.user_properties)
+        gs.results.fold(item, Verdict("interrupted", why), 0.0)["incomplete"] = why
+        item.ihook.pytest_runtest_logreport(report=report)
+        gs.results.decided(item)
+        cut += 1
+    if cut:
+        gs.results.incomplete.append(f"the session deadline of {gs.deadlines.session_timeout:g} s passed: {cut} "
+                                     f"check{'s' if cut != 1 else ''} did not run (records marked incomplete)")
 
 
 def deviation(item, gs) -> Applied | None:

@@ -22,12 +22,20 @@ Schema history (``schema_version``):
       "versions", "why"}]}.
 
 An optional ``incomplete`` string (no schema change: absent when empty) says what the session could not run,
-e.g. "h2spec not installed — Go is missing ...": such a run exits non-zero.
+e.g. "h2spec not installed — Go is missing ...": such a run exits non-zero. A check the session deadline cut
+before it ran is a record too, outcome ``interrupted``, with ``"incomplete"`` (why) in the record. An optional
+``restarts`` list has one entry per server found dead and started again: {"target", "after" (the check decided
+last on it), "exit_code", "log" (its end)}.
 
-Partial lines: {"record": "target", ...target fields} and {"record": "check", ...check fields}.
+Partial lines: {"record": "session", "schema_version", "created", "pid"} first, then {"record": "target", ...target
+fields} and {"record": "check", ...check fields}. The session holds an exclusive lock (``flock``) on the partial
+file while it runs: a second run on the same ``--results-json`` is refused in one line. An append that fails (a
+full disk) is said at once, the run fails, and the summary says how many records the partial file kept.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
@@ -38,8 +46,8 @@ import pytest
 from gatecheck.conformance.spec.results import NO_TARGET, check_id_of
 from gatecheck.conformance.plugin.outcomes import FINDINGS, OUTCOMES, Verdict, level_group, worse
 
-__all__ = ["Results", "check_id_of", "partial_path", "partial_record", "SCHEMA_VERSION", "set_meta", "meta_of",
-           "document", "document_text", "write_document", "NO_TARGET"]
+__all__ = ["Results", "ResultsBusy", "check_id_of", "partial_path", "partial_record", "SCHEMA_VERSION", "set_meta",
+           "meta_of", "document", "document_text", "write_document", "NO_TARGET"]
 
 SCHEMA_VERSION = 2
 _META_KEY = pytest.StashKey[dict]()
@@ -57,6 +65,10 @@ def partial_path(path: Path) -> Path:
     return path.with_name(path.name + ".partial.jsonl")
 
 
+class ResultsBusy(Exception):
+    """Another run holds the lock of this results file (``str()``: one line for the user)."""
+
+
 class Results:
     """Records by (check, target), the targets, and the partial file they are appended to."""
 
@@ -68,12 +80,29 @@ class Results:
         self._written: set = set()
         self.extra: dict = {}        # further top-level sections of the document ("expectations")
         self.incomplete: list = []  # why the session did not run all it selected, e.g. "h2spec not installed — ..."
+        self.restarts: list = []     # servers found dead between or during checks and started again
+        self.last_check: dict = {}   # target -> the check decided last on it
+        self.kept = 0                # check records appended to the partial file
+        self.lost = ""               # the first failed append (the partial file then lacks records)
+        self.on_loss = None          # called once with that message, as it happens
+        self._lock = None
 
     def open(self) -> None:
-        """Create the partial file now (so a bad path fails before any work)."""
+        """Create the partial file now (so a bad path fails before any work), holding its lock for the whole
+        run: a second run on the same ``--results-json`` gets :class:`ResultsBusy` instead of overwriting it."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        header = {"record": "session", "schema_version": SCHEMA_VERSION, "created": _now()}
-        self.partial.write_text(json.dumps(header) + "\n", encoding="utf-8")
+        fd = os.open(self.partial, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise ResultsBusy(f"--results-json {self.path}: another gatecheck run{holder} is writing it; wait "
+                              "for it to end or give this run another --results-json") from None
+        self._lock = fd
+        os.ftruncate(fd, 0)
+        header = {"record": "session", "schema_version": SCHEMA_VERSION, "created": _now(), "pid": os.getpid()}
+        os.write(fd, (json.dumps(header) + "\n").encode())
 
     def add_target(self, st, versions: dict | None = None) -> None:
         record = self.targets.setdefault(st.target.name, {
@@ -107,8 +136,24 @@ class Results:
             return
         if rec["outcome"] is None:  # e.g. a phase that produced no report at all
             rec["outcome"], rec["message"] = "error", "the check produced no result"
+        self.last_check[key[1]] = key[0]
         self._written.add(key)
-        self._append({"record": "check", **rec})
+        self._append({"record": "check", **rec}, checks=1)
+
+    def restarted(self, target: str, exit_code, after: str, log: str) -> None:
+        """``target``'s server was found dead and is started again: a restart record (``after`` the check that
+        used it last, its exit code, the end of its log), in the partial file now and in the document's
+        ``restarts``."""
+        record = {"target": target, "after": after or self.last_check.get(target, ""), "exit_code": exit_code,
+                  "log": log[-2000:]}
+        self._take_restart(record)
+
+    def _take_restart(self, record: dict) -> bool:
+        if record in self.restarts:
+            return False
+        self.restarts.append(dict(record))
+        self._append({"record": "restart", **record})
+        return True
 
     def take_target(self, record: dict) -> None:
         """A target record written by another session (a ``--jobs`` child): kept, and appended when new. One
@@ -119,25 +164,29 @@ class Results:
     def take_check(self, record: dict) -> None:
         """A check record decided by another session (a ``--jobs`` child): kept and appended, once."""
         if self._keep_check(record):
-            self._append({"record": "check", **record})
+            self._append({"record": "check", **record}, checks=1)
 
     def take_lines(self, lines: list) -> int:
         """Another session's new partial-file lines (``partial_record``): its target and check records taken
         as ``take_target`` and ``take_check`` take them, the new ones appended as that session wrote them, in
         one write; how many records the lines held."""
-        new, taken = [], 0
+        new, taken, checks = [], 0, 0
         for line in lines:
             kind, record = partial_record(line)
             if kind == "target":
                 kept = self._keep_target(record)
             elif kind == "check":
                 kept = self._keep_check(record)
+            elif kind == "restart":
+                self._take_restart(record)
+                continue
             else:
                 continue
             taken += 1
             if kept:
                 new.append(line)
-        self._write_lines(new)
+                checks += kind == "check"
+        self._write_lines(new, checks)
         return taken
 
     def _keep_target(self, record: dict) -> bool:
@@ -164,7 +213,8 @@ class Results:
             return False
         incomplete = "; ".join(self.incomplete) or None
         data = document(self.targets.values(), self.records.values(), incomplete)
-        write_document(self.path, {**data, "by_level": self.findings_by_level(), **self.extra})
+        restarts = {"restarts": self.restarts} if self.restarts else {}
+        write_document(self.path, {**data, "by_level": self.findings_by_level(), **restarts, **self.extra})
         self._drop_partial()
         return True
 
@@ -196,17 +246,47 @@ class Results:
                 outcomes[rec["outcome"]] = outcomes.get(rec["outcome"], 0) + 1
         return groups
 
-    def _append(self, record: dict) -> None:
-        self._write_lines([json.dumps(record, sort_keys=True)])
+    def kept_line(self) -> str:
+        """Where the records are when the document could not be written: how many of them the partial file
+        kept, and how many were lost."""
+        total = len(self.records)
+        lost = f"; {total - self.kept} lost ({self.lost})" if self.kept < total else ""
+        return f"{self.kept} of {total} records decided are kept in {self.partial}{lost}"
 
-    def _write_lines(self, lines: list) -> None:
+    def _append(self, record: dict, checks: int = 0) -> None:
+        self._write_lines([json.dumps(record, sort_keys=True)], checks)
+
+    def _write_lines(self, lines: list, checks: int = 0) -> None:
+        """Append ``lines`` (``checks`` of them check records); a failure is said once, at once (``on_loss``),
+        and counted: the run then fails."""
         if not lines:
             return
+        data = "".join(text + "\n" for text in lines).encode()
+        size = None
         try:
-            with open(self.partial, "a", encoding="utf-8") as fh:
-                fh.write("".join(text + "\n" for text in lines))
-        except OSError:
-            pass
+            with open(self.partial, "ab") as fh:
+                size = fh.tell()
+                fh.write(data)
+        except OSError as exc:
+            if size is not None:  # what part of the lines went in is taken back: no torn line, a true count
+                with contextlib.suppress(OSError):
+                    os.truncate(self.partial, size)
+            if not self.lost:
+                self.lost = f"could not append to {self.partial}: {exc.strerror or exc}"
+                if self.on_loss is not None:
+                    self.on_loss(f"gatecheck: {self.lost}; records decided from now on are kept in memory only, "
+                                 "until the results document is written")
+            return
+        self.kept += checks
+
+
+def _holder(fd: int) -> str:
+    """" (pid N)" of the run whose header the locked partial file holds, or ""."""
+    try:
+        first = os.pread(fd, 4096, 0).split(b"\n", 1)[0]
+        return f" (pid {int(json.loads(first)['pid'])})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def partial_record(line: str) -> tuple:
@@ -235,8 +315,12 @@ def write_document(path: Path, data: dict) -> None:
     """Write ``data`` to ``path`` atomically (a reader never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(document_text(data), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(document_text(data), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk: no torn file left beside the results
+        raise
 
 
 def document_text(data: dict) -> str:

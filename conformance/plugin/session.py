@@ -26,6 +26,7 @@ class GatecheckSession:
     interrupts: Interrupts
     written: bool = False         # the results document was written
     write_error: str = ""
+    junit_error: str = ""         # the JUnit XML could not be written (a full disk)
     collected: Collected = field(default_factory=Collected)   # before deselection, for the stale report
     expectation_report: dict = field(default_factory=dict)    # stale.judge's, at the end
     claims: Claims | None = None  # a --jobs child of one cleartext target: the modules it runs (shards.py)

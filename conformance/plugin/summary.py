@@ -10,8 +10,9 @@ from gatecheck.conformance.plugin.stale import write_summary
 __all__ = ["write_gatecheck_summary", "LineWriter"]
 
 
-def write_gatecheck_summary(tr, results, report: dict, written: bool, write_error: str) -> None:
-    """``tr``: pytest's terminal reporter or a :class:`LineWriter`; ``results``: a ``resultsfile.Results``."""
+def write_gatecheck_summary(tr, results, report: dict, written: bool, write_error: str, junit_error: str = "") -> None:
+    """``tr``: pytest's terminal reporter or a :class:`LineWriter`; ``results``: a ``resultsfile.Results``; the
+    errors: the results document's and the JUnit XML's, when they could not be written."""
     tr.write_sep("=", "gatecheck")
     counts = results.counts()
     tr.write_line("checks × targets: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n))
@@ -26,10 +27,17 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
     write_summary(tr, report)
     for reason in results.incomplete:
         tr.write_line(f"incomplete: {reason}", red=True)
+    for restart in results.restarts:
+        after = f" after {restart['after']}" if restart.get("after") else " before its first check"
+        tr.write_line(f"restarted: the server of {restart['target']} was found dead{after} (exit code "
+                      f"{restart['exit_code']}) and started again", yellow=True)
     if write_error:
-        tr.write_line(f"results: {write_error}; the records decided are in {results.partial}", red=True)
+        tr.write_line(f"results: {write_error}; {results.kept_line()}", red=True)
     elif written:
-        tr.write_line(f"results: {results.path} ({LISTS_HINT})")
+        lost = f" (every record; while the run ran, {results.lost})" if results.lost else ""
+        tr.write_line(f"results: {results.path} ({LISTS_HINT}){lost}", red=bool(results.lost))
+    if junit_error:
+        tr.write_line(f"junit: {junit_error}", red=True)
 
 
 def _count(outcomes: dict) -> str:

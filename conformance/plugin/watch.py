@@ -9,6 +9,7 @@ import pytest
 from gatecheck.conformance.plugin import inflight
 from gatecheck.conformance.plugin.pool import StartFailed
 from gatecheck.conformance.plugin.reports import LOG
+from gatecheck.conformance.plugin.resultsfile import meta_of
 from gatecheck.conformance.plugin.session import SESSION as _SESSION
 from gatecheck.conformance.spec.results import ServerCrashed
 
@@ -46,6 +47,7 @@ def _server_watch(request):
     request.node.stash[LOG] = (started, started.handle, started.log_size())
     inflight.begin(request.node, started)
     yield
+    started.last_check = (meta_of(request.node) or {}).get("check", request.node.name)
     if pool.stopping:
         return
     crashed = inflight.crash_in_teardown(request.node, pool)

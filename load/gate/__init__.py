@@ -20,9 +20,10 @@ Rules of this package:
 4. **Only clean runs are numbers.** A run with errors or non-2xx answers is kept in the raw pairs
    but its pair is left out of the statistics and the route's verdict says so; errors on HEAD alone
    fail the gate (a server that errors under load is worse than a slow one).
-5. Exit status: 0 unless a gated metric (``--fail-on``, default server CPU per request, mean latency at
-   one connection and instructions per request) is a regression or HEAD
-   produced errors (1); 2 for usage, install or harness failures, with the reason on stderr.
+5. Exit status: 1 when a gated metric (``--fail-on``, default server CPU per request, mean latency at one
+   connection and instructions per request) is a regression or HEAD produced errors; else 3 when a gated metric
+   is inconclusive (its interval cannot exclude the threshold: neither verdict can be said, and the headline
+   says so); else 0; 2 for usage, install or harness failures, with the reason on stderr.
 6. **Last in line.** The gate uses the other packages of ``load`` (the plan's routes and argument types,
    the run's pipeline, environments and latency client, the records' format); nothing but the command
    lines imports the gate.
@@ -45,7 +46,8 @@ from .counted import CountLane, counted_records, run_lane
 from .injection import (BURST_US, NEVER, burn_probe, cost_burst, count_probe, delay_probe, idle_env, injected_env,
                         measure_cpu, spin_cost, tree_cpu_ns)
 from .model import (COST_ENV, COST_EVERY_ENV, COUNTED, DEFAULT_ALPHA_WEIGHTS, DELAY_ENV, DELAY_EVERY_ENV,
-                    LATENCY_METRICS, LOOPS_ENV, METRICS, STATISTIC_LABELS, CaseResult, GateCase, GateError, GateOptions,
+                    INCONCLUSIVE_STATUS, LATENCY_METRICS, LOOPS_ENV, METRICS, STATISTIC_LABELS, CaseResult, GateCase,
+                    GateError, GateOptions,
                     GateResult)
 from .running import run_gate
 from .stats import (STATISTICS, Estimate, estimate_ratio, family_confidence, percentile, t_interval_ratio,
@@ -54,6 +56,7 @@ from .verdict import SIZE_RULES, Decision, Verdict, decide
 
 __all__ = [
     "GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "STATISTIC_LABELS",
+    "INCONCLUSIVE_STATUS",
     "DEFAULT_ALPHA_WEIGHTS", "LATENCY_METRICS", "COUNTED", "COST_ENV", "COST_EVERY_ENV", "LOOPS_ENV", "DELAY_ENV",
     "DELAY_EVERY_ENV", "run_gate", "analyse", "CountLane", "counted_records", "run_lane",
     "injected_env", "idle_env", "NEVER", "cost_burst", "BURST_US", "measure_cpu", "burn_probe", "delay_probe",

@@ -18,7 +18,8 @@ from .stats import family_confidence, weighted_levels
 from .verdict import Decision, Verdict
 
 __all__ = ["DEFAULT_ALPHA_WEIGHTS", "GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "LATENCY_METRICS",
-           "COUNTED", "STATISTIC_LABELS", "COST_ENV", "COST_EVERY_ENV", "LOOPS_ENV", "DELAY_ENV", "DELAY_EVERY_ENV"]
+           "COUNTED", "STATISTIC_LABELS", "COST_ENV", "COST_EVERY_ENV", "LOOPS_ENV", "DELAY_ENV", "DELAY_EVERY_ENV",
+           "INCONCLUSIVE_STATUS"]
 
 # COST_ENV: the fixture apps burn this many µs of CPU on every COST_EVERY_ENV-th payload/json/echo request
 # (the gate injects an average cost per request as such bursts, running.cost_burst); DELAY_ENV: ... and wait
@@ -195,6 +196,10 @@ class GateOptions:
         return weighted_levels(self.confidence, self.weights, len(self.cases))[metric]
 
 
+#: the gate's exit status when it is inconclusive: neither a regression nor "no regression" can be said
+INCONCLUSIVE_STATUS = 3
+
+
 @dataclass(frozen=True)
 class CaseResult:
     case: GateCase
@@ -210,6 +215,11 @@ class CaseResult:
         if self.head_errors:
             return True
         return any(d is not None and d.verdict is Verdict.REGRESSION for m, d in self.decisions.items() if m in fail_on)
+
+    def inconclusive(self, fail_on: Sequence[str]) -> list:
+        """The gated metrics whose intervals cannot exclude a change of the threshold's size."""
+        return [m for m, d in self.decisions.items() if m in fail_on and d is not None
+                and d.verdict is Verdict.INCONCLUSIVE]
 
 
 @dataclass
@@ -229,8 +239,17 @@ class GateResult:
     count_note: str = ""  # why instructions per request were not measured (valgrind missing, counting failed)
 
     @property
+    def inconclusive(self) -> bool:
+        """No gated regression, no errors on HEAD, but a gated comparison that cannot exclude the threshold."""
+        fail_on = self.options.fail_on
+        return not any(r.failed(fail_on) for r in self.results) and any(r.inconclusive(fail_on) for r in self.results)
+
+    @property
     def exit_status(self) -> int:
-        return 1 if any(r.failed(self.options.fail_on) for r in self.results) else 0
+        """1: a gated regression or errors on HEAD; 3: inconclusive (see :attr:`inconclusive`); else 0."""
+        if any(r.failed(self.options.fail_on) for r in self.results):
+            return 1
+        return INCONCLUSIVE_STATUS if self.inconclusive else 0
 
     def to_dict(self) -> Dict[str, Any]:
         """pairs.json (a ``gate`` record; :func:`load.records.results.write_document` stamps its version): everything

@@ -48,6 +48,10 @@ def render_markdown(result: GateResult) -> str:
     failed = [r for r in result.results if r.failed(opts.fail_on)]
     regressions = [r for r in result.results if r.head_errors == 0 and r in failed]
     head = "❌ **regression**" if regressions else ("❌ **HEAD has errors**" if failed else "✅ **no regression**")
+    if result.inconclusive:
+        names = sorted({METRICS[m][2] for r in result.results for m in r.inconclusive(opts.fail_on)})
+        head = (f"❔ **inconclusive**: no regression shown, and none of {opts.threshold:.0%} ruled out "
+                f"({', '.join(names)}: the interval is wider than the threshold; more pairs narrow it)")
     if result.interrupted:
         head = (f"⏹ **interrupted** after {result.pairs} complete pair(s): not a verdict; what was measured so far "
                 f"reads {head.split('**')[1]}")

@@ -49,7 +49,8 @@ def test_noisy_runs_go_on_to_max_pairs_and_say_inconclusive(tmp_path):
     assert result.pairs == 9 and "--max-pairs" in result.stopped_because
     d = result.results[0].decisions["rps"]
     assert d.verdict is Verdict.INCONCLUSIVE and d.more_pairs > 0
-    assert result.exit_status == 0
+    assert result.exit_status == gate.INCONCLUSIVE_STATUS == 3
+    assert "❔ **inconclusive**" in gate_report.render_markdown(result)
 
 
 def test_pairs_are_interleaved_in_random_order_with_fresh_servers_every_pair(tmp_path):
