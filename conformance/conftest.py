@@ -5,6 +5,7 @@ Where gatecheck is installed, its ``pytest11`` entry point has registered the pl
 registered a second time (pluggy refuses one module under two names, and its options would be added twice).
 Under ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` or in a checkout that is not installed, this registers it.
 """
+
 import pytest
 
 from gatecheck.conformance.plugin import hooks as _hooks

@@ -18,15 +18,43 @@ Rules of this package:
 - Importing ``load`` is cheap and starts nothing; the names below are the public API. ``python -m
   gatecheck.load`` is the command line.
 """
+
 from __future__ import annotations
 
 from .plan import ROUTES, RouteSpec, route
-from .run import (GENERATOR_BOUND_UTIL, OHA_VERSION, LoadRun, OhaError, OhaNotFound, OhaResult, Pinning,
-                  RouteCheckError, check_route, find_oha, is_generator_bound, measure, parse_json, split_cpus)
+from .run import (
+    GENERATOR_BOUND_UTIL,
+    OHA_VERSION,
+    LoadRun,
+    OhaError,
+    OhaNotFound,
+    OhaResult,
+    Pinning,
+    RouteCheckError,
+    check_route,
+    find_oha,
+    is_generator_bound,
+    measure,
+    parse_json,
+    split_cpus,
+)
 
 __all__ = [
-    "measure", "check_route", "LoadRun", "RouteCheckError", "is_generator_bound", "GENERATOR_BOUND_UTIL",
-    "OHA_VERSION", "OhaError", "OhaNotFound", "OhaResult", "find_oha", "parse_json",
-    "Pinning", "split_cpus",
-    "ROUTES", "RouteSpec", "route",
+    "measure",
+    "check_route",
+    "LoadRun",
+    "RouteCheckError",
+    "is_generator_bound",
+    "GENERATOR_BOUND_UTIL",
+    "OHA_VERSION",
+    "OhaError",
+    "OhaNotFound",
+    "OhaResult",
+    "find_oha",
+    "parse_json",
+    "Pinning",
+    "split_cpus",
+    "ROUTES",
+    "RouteSpec",
+    "route",
 ]

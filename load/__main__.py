@@ -7,6 +7,7 @@ Rules of this module:
 - ``gate``'s options and its run belong to ``load/gate/cli.py`` (the regression gate's command line),
   imported only when ``gate`` is the command, so the other commands do not pay for it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,6 +25,7 @@ FIDELITY_OUT = Path("benchmarks/load/fidelity.md")
 
 
 # ---- parse-time validators (argparse ``type=`` callables; the shared ones are in load/plan/argtypes.py) ---
+
 
 def quick_factor(text: str) -> float:
     value = positive_float(text)
@@ -52,6 +54,7 @@ def profile_arg(text: str):
 
 
 # ---- commands ---------------------------------------------------------------------------------------
+
 
 def _run_pinning(args: argparse.Namespace):
     """The run's CPU split; ValueError (one line) for a half-given or unavailable CPU list."""
@@ -101,9 +104,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.duration:
         method = Method(duration=args.duration, request_timeout=args.request_timeout)
     opts = run.RunOptions(
-        profile=profile, target=args.target, out_dir=args.out / profile.name,
-        quick=args.quick, full=args.full, repeat=args.repeat, pinning=pinning, oha=args.oha,
-        python=args.python, select=args.select, concurrency=args.concurrency, method=method,
+        profile=profile,
+        target=args.target,
+        out_dir=args.out / profile.name,
+        quick=args.quick,
+        full=args.full,
+        repeat=args.repeat,
+        pinning=pinning,
+        oha=args.oha,
+        python=args.python,
+        select=args.select,
+        concurrency=args.concurrency,
+        method=method,
     )
     if args.dry_run:
         for item in opts.planned(run.environment()["cpus_available"]):
@@ -164,7 +176,9 @@ def cmd_list_profiles(args: argparse.Namespace) -> int:
         print(f"{name:<14} {profile.title} ({len(profile.cases)} cases; routes {', '.join(routes)})")
         if args.verbose:
             for case in profile.cases:
-                print(f"    {case.label:<40} {case.target:<45} {case.route:<12} c{','.join(map(str, case.concurrency))}")
+                print(
+                    f"    {case.label:<40} {case.target:<45} {case.route:<12} c{','.join(map(str, case.concurrency))}"
+                )
     return 0
 
 
@@ -185,9 +199,12 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 # ---- parser -----------------------------------------------------------------------------------------
 
+
 def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
     """The CLI. ``with_gate_options`` (only when ``gate`` is the command) adds the gate's own options."""
-    parser = argparse.ArgumentParser(prog="python -m gatecheck.load", description="gatecheck load: profiles, reports, regression gate")
+    parser = argparse.ArgumentParser(
+        prog="python -m gatecheck.load", description="gatecheck load: profiles, reports, regression gate"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = sub.add_parser("run", help="run a load profile against a server and record the results")
     _add_run_arguments(run)
@@ -203,22 +220,56 @@ def build_parser(with_gate_options: bool = False) -> argparse.ArgumentParser:
 
 def _add_run_arguments(run: argparse.ArgumentParser) -> None:
     """``run``: which profile against which server, and how long and how hard it measures."""
-    run.add_argument("target", nargs="?", type=server_or_target, metavar="SERVER_OR_TARGET",
-                     help="server name (granian) or target (granian:asgi?loop=uvloop); default: the profile's own targets")
-    run.add_argument("--profile", "-p", required=True, type=profile_arg, metavar="NAME",
-                     help="profile name (see list-profiles) or path to a profile .toml")
-    run.add_argument("--quick", nargs="?", const=0.2, default=None, type=quick_factor, metavar="FACTOR",
-                     help="scale every duration by FACTOR (default 0.2 when given) for CI")
-    run.add_argument("--out", type=Path, default=Path("results"),
-                     help="results directory; runs are appended to OUT/PROFILE/results.jsonl (default: results)")
-    run.add_argument("--full", action="store_true", help="also run configurations that need more cores than this host has")
+    run.add_argument(
+        "target",
+        nargs="?",
+        type=server_or_target,
+        metavar="SERVER_OR_TARGET",
+        help="server name (granian) or target (granian:asgi?loop=uvloop); default: the profile's own targets",
+    )
+    run.add_argument(
+        "--profile",
+        "-p",
+        required=True,
+        type=profile_arg,
+        metavar="NAME",
+        help="profile name (see list-profiles) or path to a profile .toml",
+    )
+    run.add_argument(
+        "--quick",
+        nargs="?",
+        const=0.2,
+        default=None,
+        type=quick_factor,
+        metavar="FACTOR",
+        help="scale every duration by FACTOR (default 0.2 when given) for CI",
+    )
+    run.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results"),
+        help="results directory; runs are appended to OUT/PROFILE/results.jsonl (default: results)",
+    )
+    run.add_argument(
+        "--full", action="store_true", help="also run configurations that need more cores than this host has"
+    )
     run.add_argument("--repeat", type=positive_int, default=1, help="run the whole profile N times (for spread)")
     run.add_argument("--select", metavar="TEXT", help="only cases whose label contains TEXT (case-insensitive)")
-    run.add_argument("--concurrency", "-c", type=concurrency_list, metavar="LIST",
-                     help="override every case's concurrencies, e.g. 64,128")
+    run.add_argument(
+        "--concurrency",
+        "-c",
+        type=concurrency_list,
+        metavar="LIST",
+        help="override every case's concurrencies, e.g. 64,128",
+    )
     run.add_argument("--duration", type=positive_float, metavar="SECONDS", help="seconds per measured run (default 10)")
-    run.add_argument("--request-timeout", type=positive_float, default=10.0, metavar="SECONDS",
-                     help="oha's per-request timeout (default 10)")
+    run.add_argument(
+        "--request-timeout",
+        type=positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="oha's per-request timeout (default 10)",
+    )
 
 
 def _add_run_host_arguments(run: argparse.ArgumentParser) -> None:
@@ -242,12 +293,19 @@ def _add_report_parsers(sub) -> None:
     report.add_argument("--force", action="store_true", help="render results from different machines together")
     report.add_argument("--print", action="store_true", help="print the Markdown instead of its path")
 
-    fid = sub.add_parser("fidelity",
-                         help="compare results with the seed tables: ranks, Spearman, CV (benchmarks/load/fidelity.md)")
-    fid.add_argument("paths", nargs="+", type=Path, metavar="RESULTS_DIR",
-                     help="results directories (or .jsonl files) of seeded profiles, e.g. results/interfaces")
-    fid.add_argument("--out", type=Path, default=FIDELITY_OUT,
-                     help=f"the Markdown document to write (default: {FIDELITY_OUT})")
+    fid = sub.add_parser(
+        "fidelity", help="compare results with the seed tables: ranks, Spearman, CV (benchmarks/load/fidelity.md)"
+    )
+    fid.add_argument(
+        "paths",
+        nargs="+",
+        type=Path,
+        metavar="RESULTS_DIR",
+        help="results directories (or .jsonl files) of seeded profiles, e.g. results/interfaces",
+    )
+    fid.add_argument(
+        "--out", type=Path, default=FIDELITY_OUT, help=f"the Markdown document to write (default: {FIDELITY_OUT})"
+    )
 
     lp = sub.add_parser("list-profiles", help="list the load profiles")
     lp.add_argument("--verbose", "-v", action="store_true", help="also list every case")

@@ -2,6 +2,7 @@
 
 This package knows nothing of tests: ``conformance`` and ``load`` build on it.
 """
+
 from __future__ import annotations
 
 from .adapters import Adapter, Launch, Option, flag, switch
@@ -23,12 +24,36 @@ from .registry import ENTRY_POINT_GROUP, adapters, get_adapter
 from .target import HTTP_MODES, INTERFACES, Target
 
 __all__ = [
-    "Adapter", "Launch", "Option", "flag", "switch",
-    "FEATURES", "Capabilities",
-    "ServerError", "TargetError", "UnknownServer", "ServerNotInstalled", "PortInUse",
-    "ServerStartError", "ServerExited", "ServerNotReady", "PortTaken",
-    "ServerHandle", "app_for", "python_for", "resolve", "start_server",
-    "ResourceSample", "ServerProcess", "available_cpus", "live_pids", "stop_all",
-    "ENTRY_POINT_GROUP", "adapters", "get_adapter",
-    "HTTP_MODES", "INTERFACES", "Target",
+    "Adapter",
+    "Launch",
+    "Option",
+    "flag",
+    "switch",
+    "FEATURES",
+    "Capabilities",
+    "ServerError",
+    "TargetError",
+    "UnknownServer",
+    "ServerNotInstalled",
+    "PortInUse",
+    "ServerStartError",
+    "ServerExited",
+    "ServerNotReady",
+    "PortTaken",
+    "ServerHandle",
+    "app_for",
+    "python_for",
+    "resolve",
+    "start_server",
+    "ResourceSample",
+    "ServerProcess",
+    "available_cpus",
+    "live_pids",
+    "stop_all",
+    "ENTRY_POINT_GROUP",
+    "adapters",
+    "get_adapter",
+    "HTTP_MODES",
+    "INTERFACES",
+    "Target",
 ]

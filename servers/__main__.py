@@ -1,10 +1,11 @@
 """python -m gatecheck.servers: list adapters, or serve a fixture app in the foreground for manual poking.
 
-    python -m gatecheck.servers                  # adapters, capabilities, installed versions, options
-    python -m gatecheck.servers list
-    python -m gatecheck.servers run granian:asgi [--port 8000]
-    python -m gatecheck.servers run "granian:asgi?tls=on" [--cert CERT --key KEY]   # default: the suite's test certificate
+python -m gatecheck.servers                  # adapters, capabilities, installed versions, options
+python -m gatecheck.servers list
+python -m gatecheck.servers run granian:asgi [--port 8000]
+python -m gatecheck.servers run "granian:asgi?tls=on" [--cert CERT --key KEY]   # default: the suite's test certificate
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,6 +19,7 @@ from .errors import ServerError
 from .registry import adapters
 from .target import Target
 
+
 def cmd_list(args: argparse.Namespace) -> int:
     for name, adapter in adapters().items():
         version = adapter.version() if adapter.package else None
@@ -26,9 +28,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{name:<10} {installed:<18} {adapter.description}")
         own = getattr(adapter, "own_app", "")
         serves = f"its own app {own}" if own and not caps.interfaces else ", ".join(sorted(caps.interfaces))
-        print(f"{'':<10} interfaces: {serves}; "
-              f"http: {', '.join(caps.http_modes)} (default {adapter.default_http}); "
-              f"features: {', '.join(caps.features()) or '-'}")
+        print(
+            f"{'':<10} interfaces: {serves}; "
+            f"http: {', '.join(caps.http_modes)} (default {adapter.default_http}); "
+            f"features: {', '.join(caps.features()) or '-'}"
+        )
         if args.verbose:
             for opt, spec in adapter.OPTIONS.items():
                 choices = f" ({'|'.join(spec.choices)})" if spec.choices else (" (N)" if spec.integer else "")
@@ -49,12 +53,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     adapter, target = resolve(args.target)
     app = app_for(adapter, target, args.app)
     if bool(args.cert) != bool(args.key):
-        print("error: give both --cert and --key, or neither (a tls=on target then uses the suite's test certificate)",
-              file=sys.stderr)
+        print(
+            "error: give both --cert and --key, or neither (a tls=on target then uses the suite's test certificate)",
+            file=sys.stderr,
+        )
         return 2
     tls = (args.cert, args.key) if args.cert else None
     if tls is None and adapter.target_capabilities(target).tls:
-        from gatecheck import fixtures  # the same test certificate the conformance suite serves (fixtures/tls/README.md)
+        from gatecheck import (
+            fixtures,
+        )  # the same test certificate the conformance suite serves (fixtures/tls/README.md)
 
         tls = (fixtures.TLS_CERT, fixtures.TLS_KEY)
     # The handlers go in before the server starts and before the "press Ctrl-C" line: a signal that
@@ -64,8 +72,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     srv = None
     try:
-        srv = start_server(target, app=app, port=args.port, log_dir=args.log_dir, ready_timeout=args.ready_timeout,
-                           tls=tls)
+        srv = start_server(
+            target, app=app, port=args.port, log_dir=args.log_dir, ready_timeout=args.ready_timeout, tls=tls
+        )
         print(f"serving {target} ({app}) at {srv.url}  pid {srv.pid}  log {srv.log_path}", flush=True)
         print("press Ctrl-C to stop", flush=True)
         while srv.alive():
@@ -95,13 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--app", default=None, help="module:attribute to serve instead of the fixture app")
     p_run.add_argument("--log-dir", default=None, help="directory for the server log (default: a temp dir)")
     p_run.add_argument("--ready-timeout", type=_seconds, default=30.0, help="seconds to wait for the first answer")
-    p_run.add_argument("--cert", metavar="PEM", help="certificate for a tls=on target (default: the suite's test certificate)")
+    p_run.add_argument(
+        "--cert", metavar="PEM", help="certificate for a tls=on target (default: the suite's test certificate)"
+    )
     p_run.add_argument("--key", metavar="PEM", help="private key (PKCS#8 PEM) for --cert")
     return parser
 
 
 def _number(convert, ok, what: str):
     """An argparse type: ``convert(text)`` when ``ok`` of it holds, else one line saying what is wanted."""
+
     def parse(text: str):
         try:
             value = convert(text)
@@ -110,6 +122,7 @@ def _number(convert, ok, what: str):
         if value is None or not ok(value):
             raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
         return value
+
     return parse
 
 

@@ -5,6 +5,7 @@ narrows them to one started configuration (``granian:asgi:h2?ws=off`` has no HTT
 Checks ask for features by name (``needs("h2c", "websockets")``); a missing one is reported as
 *not supported*, never as a pass.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields

@@ -1,4 +1,5 @@
 """The CPUs a server may be pinned to: this process's affinity mask, and a requested set checked against it."""
+
 from __future__ import annotations
 
 import os
@@ -25,6 +26,8 @@ def checked_cpus(cpus: Sequence[int] | None) -> list | None:
     available = available_cpus()
     missing = [c for c in chosen if c not in available]
     if missing:
-        raise TargetError(f"cannot pin the server to CPU {', '.join(map(str, missing))}: this process may use "
-                          f"CPU {', '.join(map(str, available))} only")
+        raise TargetError(
+            f"cannot pin the server to CPU {', '.join(map(str, missing))}: this process may use "
+            f"CPU {', '.join(map(str, available))} only"
+        )
     return chosen

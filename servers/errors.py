@@ -7,6 +7,7 @@ Rules of this module:
   the *server's behaviour while starting* (exited, never ready), so a broken set-up never reads as a
   non-conforming server.
 """
+
 from __future__ import annotations
 
 __all__ = [

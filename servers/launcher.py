@@ -9,6 +9,7 @@ ourselves is retried when another process grabs it between our check and the ser
 exits on its bind error, or a process not of the server's answered there: PortTaken); every failure is a
 ServerError with the log tail.
 """
+
 from __future__ import annotations
 
 import os
@@ -56,8 +57,10 @@ def app_for(adapter, target: Target, app: str | None = None) -> str:
     try:
         return fixtures.APPS[target.interface or ""]
     except KeyError:
-        raise TargetError(f"target {target} names no interface, so there is no fixture app to serve; "
-                          f"give one, e.g. {target.server}:asgi") from None
+        raise TargetError(
+            f"target {target} names no interface, so there is no fixture app to serve; "
+            f"give one, e.g. {target.server}:asgi"
+        ) from None
 
 
 def python_for(target: Target, python: str | os.PathLike | None = None) -> str:
@@ -70,8 +73,10 @@ def python_for(target: Target, python: str | os.PathLike | None = None) -> str:
     if not path.exists():
         raise TargetError(f"interpreter {str(path)!r} does not exist (from python={chosen!r})")
     if not path.is_file() or not os.access(path, os.X_OK):
-        raise TargetError(f"interpreter {str(path)!r} is not an executable file (from python={chosen!r}); "
-                          f"give a Python interpreter or a virtualenv directory")
+        raise TargetError(
+            f"interpreter {str(path)!r} is not an executable file (from python={chosen!r}); "
+            f"give a Python interpreter or a virtualenv directory"
+        )
     if str(path) != sys.executable:
         _check_is_python(str(path), chosen)
     return str(path)
@@ -84,15 +89,18 @@ def _check_is_python(interpreter: str, chosen: str) -> None:
 
     code = "import sys; print('gatecheck-python', sys.version_info[0])"
     try:
-        out = subprocess.run([interpreter, "-c", code], capture_output=True, text=True, timeout=30,
-                             stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            [interpreter, "-c", code], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+        )
         ok = out.stdout.startswith("gatecheck-python 3")
         why = f"it printed {(out.stdout + out.stderr).strip()[:120]!r}, exit code {out.returncode}"
     except (OSError, subprocess.TimeoutExpired) as exc:
         ok, why = False, str(exc)
     if not ok:
-        raise TargetError(f"{interpreter!r} is not a Python 3 interpreter (from python={chosen!r}; running it "
-                          f"with -c failed: {why}); give a Python interpreter or a virtualenv directory")
+        raise TargetError(
+            f"{interpreter!r} is not a Python 3 interpreter (from python={chosen!r}; running it "
+            f"with -c failed: {why}); give a Python interpreter or a virtualenv directory"
+        )
 
 
 @dataclass
@@ -107,7 +115,7 @@ class ServerHandle:
     python: str
     versions: dict = field(default_factory=dict)
     ready_seconds: float = 0.0
-    tls: tuple | None = None        # (certificate path, key path) when the listener speaks TLS
+    tls: tuple | None = None  # (certificate path, key path) when the listener speaks TLS
 
     @property
     def url(self) -> str:
@@ -192,27 +200,54 @@ def start_server(
         launch = adapter.launch(target, app=app, host=host, port=chosen, python=interpreter, tls=tls)
         if launch.run_as:
             _hand_over_event_log(child_env, launch.run_as)
-        proc = ServerProcess([*wrap, *launch.argv], log_path=log_dir / f"{_log_stem(target)}-{chosen}.log",
-                             env={**child_env, **launch.env}, cwd=cwd, cpus=cpus, port=chosen, memory=bound)
-        took = _wait_ready(proc, launch, host, chosen, ready_timeout, allow_remote,
-                           retry=port is None and attempt + 1 < attempts)
+        proc = ServerProcess(
+            [*wrap, *launch.argv],
+            log_path=log_dir / f"{_log_stem(target)}-{chosen}.log",
+            env={**child_env, **launch.env},
+            cwd=cwd,
+            cpus=cpus,
+            port=chosen,
+            memory=bound,
+        )
+        took = _wait_ready(
+            proc, launch, host, chosen, ready_timeout, allow_remote, retry=port is None and attempt + 1 < attempts
+        )
         if took is None:
             continue
         return _handle(adapter, target, launch, proc, host, chosen, interpreter, version, took, tls)
     raise AssertionError("unreachable: the last attempt raises")  # pragma: no cover
 
 
-def _handle(adapter, target: Target, launch, proc: ServerProcess, host: str, port: int, interpreter: str,
-            version: str, took: float, tls: tuple | None) -> ServerHandle:
+def _handle(
+    adapter,
+    target: Target,
+    launch,
+    proc: ServerProcess,
+    host: str,
+    port: int,
+    interpreter: str,
+    version: str,
+    took: float,
+    tls: tuple | None,
+) -> ServerHandle:
     """The handle of a server that answered: what it is, where it listens, and the versions that run it."""
     versions = {adapter.package or adapter.name: version, "python": _python_version(interpreter)}
-    return ServerHandle(target=target, capabilities=adapter.target_capabilities(target), host=host,
-                        port=port, process=proc, python=interpreter, versions=versions, ready_seconds=took,
-                        tls=tuple(tls) if launch.tls else None)
+    return ServerHandle(
+        target=target,
+        capabilities=adapter.target_capabilities(target),
+        host=host,
+        port=port,
+        process=proc,
+        python=interpreter,
+        versions=versions,
+        ready_seconds=took,
+        tls=tuple(tls) if launch.tls else None,
+    )
 
 
-def _wait_ready(proc: ServerProcess, launch, host: str, port: int, ready_timeout: float, allow_remote: bool, *,
-                retry: bool) -> float | None:
+def _wait_ready(
+    proc: ServerProcess, launch, host: str, port: int, ready_timeout: float, allow_remote: bool, *, retry: bool
+) -> float | None:
     """Seconds until ``proc`` answered; None when it lost its port to a clash and another attempt may follow
     (``retry``). Any other failure stops it and is raised."""
     try:
@@ -296,7 +331,10 @@ def _python_version(interpreter: str) -> str:
     try:
         out = subprocess.run(
             [interpreter, "-c", "import sys; print('.'.join(map(str, sys.version_info[:3])))"],
-            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
         )
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.TimeoutExpired):

@@ -16,6 +16,7 @@ The bound: ``DEFAULT_BOUND`` (4 GiB), a target's ``memory=SIZE`` option, or whoe
 (``start_server(memory=...)``; the conformance plugin's ``--server-memory``). SIZE is bytes with an optional
 K, M, G or T (binary: 1G = 1024 MiB) suffix, or ``off``.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,7 +25,7 @@ import threading
 __all__ = ["DEFAULT_BOUND", "INTERVAL", "parse_size", "describe", "MemoryWatch"]
 
 DEFAULT_BOUND = 4 << 30
-INTERVAL = 0.25   # seconds between two sums of the tree's RSS
+INTERVAL = 0.25  # seconds between two sums of the tree's RSS
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _FLOOR = 16 << 20  # below this no interpreter starts: a typo, not a bound
@@ -42,8 +43,10 @@ def parse_size(text: str | int | None) -> int | None:
             raise ValueError(f"memory bound {text!r}: give a size such as 4G, 512M or 2147483648 bytes, or off")
         value = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
     if value < _FLOOR:
-        raise ValueError(f"memory bound {text!r} is below {describe(_FLOOR)}: no server starts in that; "
-                         f"give a size such as 4G, or off")
+        raise ValueError(
+            f"memory bound {text!r} is below {describe(_FLOOR)}: no server starts in that; "
+            f"give a size such as 4G, or off"
+        )
     return value
 
 
@@ -72,9 +75,11 @@ class MemoryWatch:
             total, largest = self._measure()
             if total > self.bound:
                 pid, rss = largest
-                self.exceeded = (f"memory bound: the server's processes held {describe(total)} resident, over its "
-                                 f"bound of {describe(self.bound)} (largest: pid {pid}, {describe(rss)}); "
-                                 f"killed (SIGKILL). Raise it with the target's memory= option or --server-memory")
+                self.exceeded = (
+                    f"memory bound: the server's processes held {describe(total)} resident, over its "
+                    f"bound of {describe(self.bound)} (largest: pid {pid}, {describe(rss)}); "
+                    f"killed (SIGKILL). Raise it with the target's memory= option or --server-memory"
+                )
                 self._on_exceeded(self.exceeded)
                 return
 

@@ -1,9 +1,10 @@
 """Peak resident memory and CPU time of a server's process tree while something runs (a load run, a check).
 
-    with proc.track_peak() as peak:       # ServerProcess.track_peak
-        ...
-    peak.peak_rss_bytes, peak.cpu_seconds
+with proc.track_peak() as peak:       # ServerProcess.track_peak
+    ...
+peak.peak_rss_bytes, peak.cpu_seconds
 """
+
 from __future__ import annotations
 
 import threading

@@ -3,6 +3,7 @@
 A port the kernel gives may be taken by another process before the server binds it; the launcher retries
 on a bind failure (``launcher.start_server``), so nothing here holds a port.
 """
+
 from __future__ import annotations
 
 import socket

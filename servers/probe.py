@@ -7,6 +7,7 @@ With ``tls=True`` the probe speaks TLS, offering ALPN ``http/1.1`` (HTTP/1 probe
 It does not verify the server's certificate: readiness is about the server answering, and the checks
 that care about the certificate verify it themselves.
 """
+
 from __future__ import annotations
 
 import socket
@@ -42,9 +43,7 @@ def _connect(host: str, port: int, timeout: float, tls: bool, alpn: str):
 
 def http1_probe(host: str, port: int, timeout: float, tls: bool = False) -> bool:
     with _connect(host, port, timeout, tls, "http/1.1") as sock:
-        sock.sendall(
-            f"GET {PROBE_PATH} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode()
-        )
+        sock.sendall(f"GET {PROBE_PATH} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
         data = b""
         while b"\r\n" not in data and len(data) < 4096:
             chunk = sock.recv(4096)
@@ -68,7 +67,12 @@ def h2_probe(host: str, port: int, timeout: float, tls: bool = False) -> bool:
         conn.initiate_connection()
         conn.send_headers(
             1,
-            [(":method", "GET"), (":path", PROBE_PATH), (":scheme", "https" if tls else "http"), (":authority", f"{host}:{port}")],
+            [
+                (":method", "GET"),
+                (":path", PROBE_PATH),
+                (":scheme", "https" if tls else "http"),
+                (":authority", f"{host}:{port}"),
+            ],
             end_stream=True,
         )
         sock.sendall(conn.data_to_send())
@@ -83,8 +87,8 @@ def h2_probe(host: str, port: int, timeout: float, tls: bool = False) -> bool:
                 frame_type, stream_id = buffer[3], int.from_bytes(buffer[5:9], "big") & 0x7FFFFFFF
                 if len(buffer) < 9 + length:
                     break
-                buffer = buffer[9 + length:]
-                if frame_type == 0x1 and stream_id == 1:   # HEADERS: the response started
+                buffer = buffer[9 + length :]
+                if frame_type == 0x1 and stream_id == 1:  # HEADERS: the response started
                     return True
                 if frame_type == 0x7 or (frame_type == 0x3 and stream_id == 1):  # GOAWAY, RST_STREAM
                     return False

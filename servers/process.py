@@ -21,6 +21,7 @@ Rules of this module:
 - Every live process is in ``_LIVE`` until stopped, so ``stop_all()`` (atexit, signal handlers, pytest
   hooks) is a backstop for every exit path.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -39,16 +40,26 @@ from typing import Callable, Sequence
 import psutil
 
 from . import reaper, staging  # noqa: F401  (both register atexit first: they run after stop_all)
+from .cpus import available_cpus
+from .cpus import checked_cpus as _checked_cpus
+from .errors import ServerExited, ServerNotReady, TargetError
+from .listeners import ListenerChecks
+from .memory import DEFAULT_BOUND, MemoryWatch
 from .peak import PeakTracker
 from .ports import free_port, port_is_free
-from .errors import PortTaken, ServerExited, ServerNotReady, ServerStartError, TargetError
-from .cpus import available_cpus, checked_cpus as _checked_cpus
-from .memory import DEFAULT_BOUND, MemoryWatch
-from .tree import TOKEN_ENV, ProcessTree, is_loopback, new_token
+from .tree import TOKEN_ENV, ProcessTree, new_token
 from .tree import _alive as _running
 
-__all__ = ["ServerProcess", "ResourceSample", "PeakTracker", "stop_all", "live_pids", "available_cpus",
-           "free_port", "port_is_free"]
+__all__ = [
+    "ServerProcess",
+    "ResourceSample",
+    "PeakTracker",
+    "stop_all",
+    "live_pids",
+    "available_cpus",
+    "free_port",
+    "port_is_free",
+]
 
 _LIVE: "set[ServerProcess]" = set()
 _LIVE_LOCK = threading.Lock()
@@ -73,7 +84,7 @@ def _pdeathsig() -> None:
         pass
 
 
-class ServerProcess:
+class ServerProcess(ListenerChecks):
     """A started server process; use ``wait_ready`` then ``stop`` (or the context manager)."""
 
     def __init__(
@@ -123,8 +134,9 @@ class ServerProcess:
         except OSError as exc:  # a missing or non-executable program: no retry can help
             reaper.forget(self.token)
             self._log.close()
-            raise TargetError(f"cannot run {self.argv[0]!r}: {exc.strerror or exc} "
-                              f"(command: {' '.join(self.argv)})") from None
+            raise TargetError(
+                f"cannot run {self.argv[0]!r}: {exc.strerror or exc} (command: {' '.join(self.argv)})"
+            ) from None
         self.pid = self.popen.pid
         self.tree = ProcessTree(self.pid, self.token, port)
         self._stopped = False
@@ -219,41 +231,6 @@ class ServerProcess:
             return ""
         return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
-    def check_listeners(self, host: str, port: int, *, ready: bool, loopback_only: bool = True) -> None:
-        """Refuse a server whose tree listens anywhere but loopback (an option such as ``args=--host
-        0.0.0.0`` overrides the host gatecheck passed), or, once it had time to bind, only on
-        ``port`` at another address than ``host`` (then the probe can never reach it)."""
-        listening = self.tree.listeners()
-        remote = sorted({f"{ip}:{p}" for _pid, ip, p in listening if loopback_only and not is_loopback(ip)})
-        if remote:
-            raise ServerStartError(
-                f"refusing a server that listens on {', '.join(remote)}: gatecheck serves on loopback only; "
-                f"an option (args=, or the command template) overrides the host {host} it was given "
-                f"(command: {' '.join(self.argv)})", self.log_tail())
-        on_port = sorted({ip for _pid, ip, p in listening if p == port})
-        if on_port and not ready and not any(_covers(ip, host) for ip in on_port):
-            raise ServerStartError(
-                f"the server listens on {', '.join(on_port)} port {port}, not on {host} where gatecheck "
-                f"asked it to and probes it; an option (args=, or the command template) overrides the host "
-                f"(command: {' '.join(self.argv)})", self.log_tail())
-
-    def check_port_is_ours(self, port: int) -> None:
-        """Refuse a port that a process not of this server's also listens on: the answer that made the
-        server look ready, and every later one, may come from that process (two harness runs that picked
-        the same free port, or a server with SO_REUSEPORT sharing it with a stranger)."""
-        strangers = [proc for proc in self.tree.port_owners() if not self.tree.owns(proc)]
-        if not strangers:
-            return
-        described = []
-        for proc in strangers:
-            try:
-                described.append(f"pid {proc.pid} ({' '.join(proc.cmdline())[:120]})")
-            except psutil.Error:
-                described.append(f"pid {proc.pid}")
-        raise PortTaken(f"port {port} is also listened on by {', '.join(described)}, which gatecheck did not "
-                        f"start as part of this server: an answer there may not be the server's; omit the "
-                        f"port to get another free one (command: {' '.join(self.argv)})", self.log_tail())
-
     def _tree(self) -> list:
         return self.tree.live()
 
@@ -267,8 +244,11 @@ class ServerProcess:
             except psutil.Error:
                 continue
             rss += mem
-            cpu += times.user + times.system + getattr(times, "children_user", 0.0) + getattr(
-                times, "children_system", 0.0
+            cpu += (
+                times.user
+                + times.system
+                + getattr(times, "children_user", 0.0)
+                + getattr(times, "children_system", 0.0)
             )
             count += 1
         return ResourceSample(rss, cpu, count)
@@ -323,8 +303,10 @@ class ServerProcess:
         self._signal_group(signal.SIGKILL)
         strangers = self.tree.kill_all()
         if strangers:
-            self._log_line(f"left alone: pid {', '.join(map(str, strangers))} listens on the server's "
-                           f"port but is not a process gatecheck started")
+            self._log_line(
+                f"left alone: pid {', '.join(map(str, strangers))} listens on the server's "
+                f"port but is not a process gatecheck started"
+            )
         try:
             self.popen.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
@@ -363,16 +345,6 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _covers(ip: str, host: str) -> bool:
-    """Whether a socket listening on ``ip`` accepts connections made to ``host``."""
-    if ip in ("0.0.0.0", "::"):
-        return True
-    try:
-        return ip in {info[4][0] for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
-    except OSError:
-        return ip == host
 
 
 def live_pids() -> list[int]:

@@ -25,6 +25,7 @@ port); a reaper killed with SIGKILL itself reaps nothing (then only PDEATHSIG of
 a child forked (not exec'd) by the harness inherits the pipe's write end, which delays the end of file
 until it exits too; the parent check covers that case.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -61,9 +62,15 @@ def _writer() -> int | None:
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     try:
-        proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(read_fd), str(me)],
-                                pass_fds=(read_fd,), start_new_session=True, cwd="/", env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _ENTRY, str(read_fd), str(me)],
+            pass_fds=(read_fd,),
+            start_new_session=True,
+            cwd="/",
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
     except OSError:  # pragma: no cover - the harness still stops its servers itself
         os.close(write_fd)
         return None
@@ -134,6 +141,7 @@ atexit.register(_close)  # registered before process.py registers stop_all, so i
 
 # -- the reaper process ----------------------------------------------------------------------------
 
+
 def _read_until_orphaned(read_fd: int, harness: int) -> tuple:
     """Follow the harness's lines until its end of the pipe closes; return the tokens still open, the
     commands still registered (id -> command) and the folders still to remove."""
@@ -179,9 +187,16 @@ def run_jobs(jobs: dict, timeout: float = 60.0) -> None:
     """Run each registered command in turn; a failing or hanging one does not stop the others."""
     for job in jobs.values():
         try:
-            subprocess.run(job["argv"], env={**os.environ, **job.get("env", {})}, cwd=job.get("cwd"),
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=timeout, check=False)
+            subprocess.run(
+                job["argv"],
+                env={**os.environ, **job.get("env", {})},
+                cwd=job.get("cwd"),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=timeout,
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError, KeyError, TypeError):
             continue
 

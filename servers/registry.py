@@ -7,6 +7,7 @@ A third party ships an adapter by declaring, in its own package::
 
 The entry point must load an ``Adapter`` subclass whose ``name`` equals the entry point's name.
 """
+
 from __future__ import annotations
 
 import sys
@@ -54,5 +55,3 @@ def get_adapter(name: str) -> Adapter:
         return adapters()[name]
     except KeyError:
         raise UnknownServer(f"unknown server {name!r}; known servers: {', '.join(adapters())}") from None
-
-

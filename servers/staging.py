@@ -15,6 +15,7 @@ by every user (0755 folders, 0644 files: it holds nothing but the fixture apps),
 privileges (Apache's ``User``, ``gunicorn --user``) still loads the app; ``hand_over`` gives such a server's user
 the event log folder it writes.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -62,8 +63,7 @@ def _stage(source: str) -> str:
     os.mkdir(package)
     with open(os.path.join(package, "__init__.py"), "w", encoding="utf-8"):
         pass
-    shutil.copytree(source, os.path.join(package, "fixtures"),
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(source, os.path.join(package, "fixtures"), ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     os.chmod(root, 0o755)  # mkdtemp makes it 0700
     for folder, _dirs, files in os.walk(root):
         os.chmod(folder, 0o755)

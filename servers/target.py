@@ -15,6 +15,7 @@ HTTP is one of ``h1`` (HTTP/1.1 only), ``h2`` (HTTP/2 only) or ``auto`` (both, a
 omitted means the adapter's default. Which options exist, and their values, is the adapter's business:
 ``Target`` only parses and prints, so a target always round-trips through ``str()``.
 """
+
 from __future__ import annotations
 
 import re

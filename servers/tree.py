@@ -22,6 +22,7 @@ never signalled. No cgroup is used: one would contain every process by construct
 delegated, writable cgroup tree, which unprivileged CI runners and containers often lack; these four
 ways need nothing but ``/proc`` of our own processes.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -33,8 +34,17 @@ import time
 
 import psutil
 
-__all__ = ["TOKEN_ENV", "ProcessTree", "descendants", "new_token", "kill_if_ours", "token_bearers", "wait_gone",
-           "is_loopback", "SAMPLE_INTERVAL"]
+__all__ = [
+    "TOKEN_ENV",
+    "ProcessTree",
+    "descendants",
+    "new_token",
+    "kill_if_ours",
+    "token_bearers",
+    "wait_gone",
+    "is_loopback",
+    "SAMPLE_INTERVAL",
+]
 
 TOKEN_ENV = "GATECHECK_SERVER_TOKEN"
 SAMPLE_INTERVAL = 0.5  # seconds between samples of a running server's tree (descendants(): its own /proc entries)
@@ -297,7 +307,7 @@ def _listen_table() -> dict | None:
             if len(fields) > 9 and fields[3] == "0A":  # TCP_LISTEN
                 address, port = fields[1].rsplit(":", 1)
                 raw = bytes.fromhex(address)
-                raw = b"".join(raw[k:k + 4][::-1] for k in range(0, len(raw), 4))  # host-order words
+                raw = b"".join(raw[k : k + 4][::-1] for k in range(0, len(raw), 4))  # host-order words
                 table[int(fields[9])] = (socket.inet_ntop(family, raw), int(port, 16))
     return table if seen_a_table else None
 

@@ -7,6 +7,7 @@ raises KeyboardInterrupt: pytest's interrupted path runs the fixtures' teardown 
 owners), and ``subprocess.run`` kills a child that has not ended yet. A conformance child handles the SIGTERM
 itself (it stops its servers and finishes its results); what a killed child still owned, its reaper stops.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,10 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _on_sigterm(signum, frame) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)   # once: a second SIGTERM must not cut the teardown short
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second SIGTERM must not cut the teardown short
     for child in psutil.Process().children():
         try:
-            child.send_signal(signal.SIGTERM)   # psutil checks the PID still names that child
+            child.send_signal(signal.SIGTERM)  # psutil checks the PID still names that child
         except psutil.Error:
             pass
     raise KeyboardInterrupt("SIGTERM")

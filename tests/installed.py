@@ -4,6 +4,7 @@ the package (site-packages), rooted there, so ``gatecheck/conformance/checks/tes
 both on its command line and in its output. Not from the package's own folder: a server that finds its app
 module by walking up from the working directory (granian does) would read it as a package.
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,7 +19,14 @@ PKG = Path(gatecheck.__file__).resolve().parent
 CONFORMANCE = PKG / "conformance"
 CHECKS = CONFORMANCE / "checks"
 #: pytest with the checks' own settings, as `gatecheck conformance` runs it
-PYTEST_ARGS = ["-c", str(CONFORMANCE / "data" / "pytest.ini"), "--rootdir", str(PKG.parent), "--confcutdir", str(CONFORMANCE)]
+PYTEST_ARGS = [
+    "-c",
+    str(CONFORMANCE / "data" / "pytest.ini"),
+    "--rootdir",
+    str(PKG.parent),
+    "--confcutdir",
+    str(CONFORMANCE),
+]
 PYTEST = [sys.executable, "-m", "pytest", *PYTEST_ARGS]
 #: the working directory of a conformance session in a child process
 RUN_DIR = PKG.parent

@@ -1,4 +1,5 @@
 """A SIGTERM to the harness's test session (tests/conftest.py) ends the child processes its tests started."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_TEST = textwrap.dedent('''
+_TEST = textwrap.dedent("""
     import subprocess, sys
 
     def test_runs_a_child():
@@ -21,7 +22,7 @@ _TEST = textwrap.dedent('''
         subprocess.run([sys.executable, "-c",
                         "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(120)",
                         {pid_file!r}], timeout=300)
-''')
+""")
 
 
 def _alive(pid: int) -> bool:
@@ -38,8 +39,13 @@ def _terminate_session(tmp_path: Path, with_conftest: bool) -> int:
     test.write_text(_TEST.format(pid_file=str(pid_file)))
     plugins = ["-p", "tests.conftest"] if with_conftest else []
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    session = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugins, str(test)],
-                               cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugins, str(test)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (pid_file.exists() and pid_file.read_text()):
@@ -71,4 +77,4 @@ def test_without_the_handler_the_child_outlives_the_session(tmp_path):
         assert _alive(child)
     finally:
         if _alive(child):
-            os.kill(child, signal.SIGKILL)   # our own child's child, by PID
+            os.kill(child, signal.SIGKILL)  # our own child's child, by PID

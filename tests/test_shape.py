@@ -6,6 +6,7 @@
   never import the plugin; the plugin never imports a check or a helper;
 - every socket of a check is opened by the client layer (``conformance/client``).
 """
+
 from __future__ import annotations
 
 import ast
@@ -49,23 +50,34 @@ def test_the_limits_are_measured_over_every_layer():
 def test_no_module_over_400_lines_and_no_function_over_60(path):
     source = path.read_text(encoding="utf-8")
     assert len(source.splitlines()) <= MAX_MODULE_LINES
-    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(ast.parse(source))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    long = [
+        f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
     assert long == []
 
 
 @pytest.mark.parametrize("folder", BELOW_THE_PLUGIN)
 def test_nothing_below_the_plugin_imports_it(folder):
-    offenders = {str(p.relative_to(ROOT)): m for p in (ROOT / "conformance" / folder).rglob("*.py")
-                 for m in _imports(p) if m == PLUGIN or m.startswith(PLUGIN + ".")}
+    offenders = {
+        str(p.relative_to(ROOT)): m
+        for p in (ROOT / "conformance" / folder).rglob("*.py")
+        for m in _imports(p)
+        if m == PLUGIN or m.startswith(PLUGIN + ".")
+    }
     assert offenders == {}
 
 
 def test_the_plugin_imports_no_check_and_no_helper():
     above = ("gatecheck.conformance.checks", "gatecheck.conformance.helpers")
-    offenders = {str(p.relative_to(ROOT)): m for p in (ROOT / "conformance" / "plugin").rglob("*.py")
-                 for m in _imports(p) if m.startswith(above)}
+    offenders = {
+        str(p.relative_to(ROOT)): m
+        for p in (ROOT / "conformance" / "plugin").rglob("*.py")
+        for m in _imports(p)
+        if m.startswith(above)
+    }
     assert offenders == {}
 
 
@@ -77,7 +89,11 @@ def test_every_socket_of_the_checks_is_opened_by_the_client():
         for path in (ROOT / "conformance" / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 func = node.func if isinstance(node, ast.Call) else None
-                if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "socket"
-                        and func.attr in ("socket", "create_connection", "socketpair", "fromfd")):
+                if (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == "socket"
+                    and func.attr in ("socket", "create_connection", "socketpair", "fromfd")
+                ):
                     opened.setdefault(str(path.relative_to(ROOT)), []).append(node.lineno)
     assert opened == {}

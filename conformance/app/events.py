@@ -5,6 +5,7 @@ Every reader returns what is there at its deadline rather than waiting unbounded
 ``index`` or ``label``, and raises :class:`CheckError` when the log shows the app refused the script (the app
 could not read it: no evidence either way).
 """
+
 from __future__ import annotations
 
 import time
@@ -12,8 +13,18 @@ import time
 from gatecheck import fixtures
 from gatecheck.conformance.spec.results import CheckError
 
-__all__ = ["events_of", "refused", "steps_of", "named", "step", "step_value", "wait_event", "wait_step",
-           "wait_steps", "events_until"]
+__all__ = [
+    "events_of",
+    "refused",
+    "steps_of",
+    "named",
+    "step",
+    "step_value",
+    "wait_event",
+    "wait_step",
+    "wait_steps",
+    "events_until",
+]
 
 #: how long a scripted exchange waits for its replies, and for its steps, by default
 _REPLY_TIMEOUT = 3.0
@@ -32,8 +43,10 @@ def refused(events: list) -> list:
         if event.get("event") == "script.error":
             query = repr(event.get("query"))
             query = query if len(query) <= 160 else query[:150] + "...'"
-            raise CheckError(f"the fixture app could not run this check's script: {event.get('message')}; it was "
-                             f"handed the query string {query}. The check has no evidence either way")
+            raise CheckError(
+                f"the fixture app could not run this check's script: {event.get('message')}; it was "
+                f"handed the query string {query}. The check has no evidence either way"
+            )
     return events
 
 
@@ -92,6 +105,7 @@ def wait_steps(server, token: str, count: int, timeout: float = _STEPS_TIMEOUT) 
 
     This does not raise at the deadline: a script the server stopped (connection killed, app cancelled)
     simply has fewer steps, which the check then reports."""
+
     def enough(events: list) -> bool:
         done = {e.get("index") for e in steps_of(events)}
         ended = any(e.get("event") in ("script.end", "request.end", "script.error") for e in events)
@@ -100,8 +114,9 @@ def wait_steps(server, token: str, count: int, timeout: float = _STEPS_TIMEOUT) 
     return _poll(server, token, enough, timeout)
 
 
-def events_until(server, token: str, names=("wsgi.close",), timeout: float = _REPLY_TIMEOUT,
-                 settle: float = 0.0) -> list:
+def events_until(
+    server, token: str, names=("wsgi.close",), timeout: float = _REPLY_TIMEOUT, settle: float = 0.0
+) -> list:
     """The token's events once an event named in ``names`` was logged (or whatever is there at the
     deadline); with ``settle``, wait that much longer so a duplicate (a second close()) shows up too."""
     events = _poll(server, token, lambda evs: any(e.get("event") in names for e in evs), timeout)

@@ -22,21 +22,21 @@ Rules of this module:
     with private_server(server, env={fixtures.LIFESPAN_ENV: "raise"}) as priv:
         resp = exchange(priv.address, build_request("GET", "/ping", host=priv.authority)).first
 """
+
 from __future__ import annotations
 
 import contextlib
 import tempfile
 from pathlib import Path
 
+from gatecheck.conformance.app.started import StartedServer
+from gatecheck.conformance.spec.results import not_supported
 from gatecheck.servers import ServerError, get_adapter
 from gatecheck.servers.memory import DEFAULT_BOUND
 
-from gatecheck.conformance.app.started import StartedServer
-from gatecheck.conformance.spec.results import not_supported
-
 __all__ = ["private_server", "with_workers", "with_role", "take_started", "PrivateRun"]
 
-_EXIT_GRACE = 0.5     # seconds a private server under a failing check gets to finish exiting
+_EXIT_GRACE = 0.5  # seconds a private server under a failing check gets to finish exiting
 
 
 class PrivateRun:
@@ -44,9 +44,9 @@ class PrivateRun:
 
     def __init__(self, started: StartedServer, may_exit: bool) -> None:
         self.started, self.may_exit = started, may_exit
-        self.crash: str | None = None      # set when it is stopped: it had exited unasked (rule 4)
+        self.crash: str | None = None  # set when it is stopped: it had exited unasked (rule 4)
         self.log_tail = ""
-        self.address: tuple = ()           # where it listened (for the plugin: did the check connect to it)
+        self.address: tuple = ()  # where it listened (for the plugin: did the check connect to it)
 
 
 _STARTED: list = []
@@ -60,18 +60,30 @@ def take_started() -> list:
 
 
 @contextlib.contextmanager
-def private_server(server, *, app: str | None = None, env: dict | None = None, target=None,
-                   port: int | None = None, ready_timeout: float = 20.0, expect_failure: bool = False):
+def private_server(
+    server,
+    *,
+    app: str | None = None,
+    env: dict | None = None,
+    target=None,
+    port: int | None = None,
+    ready_timeout: float = 20.0,
+    expect_failure: bool = False,
+):
     """Start ``target`` (default: the session server's own target) serving ``app`` (default: the
     fixture app for its interface) with extra ``env`` (on ``port``, default a free one); yield a
     :class:`StartedServer` (``handle`` None when it failed to start and ``expect_failure`` is set);
     always stop it. Its log goes under the session's log directory (``--server-log-dir`` when given)."""
     target = target if target is not None else server.target
     log_root, work_root = getattr(server, "log_dir", None), getattr(server, "work_dir", None)
-    priv = StartedServer(target, server.capabilities, log_dir=Path(tempfile.mkdtemp(prefix="private-", dir=log_root)),
-                         event_dir=Path(tempfile.mkdtemp(prefix="private-events-", dir=work_root)),
-                         work_dir=Path(work_root) if work_root else Path(tempfile.gettempdir()),
-                         memory=getattr(server, "memory", DEFAULT_BOUND))
+    priv = StartedServer(
+        target,
+        server.capabilities,
+        log_dir=Path(tempfile.mkdtemp(prefix="private-", dir=log_root)),
+        event_dir=Path(tempfile.mkdtemp(prefix="private-events-", dir=work_root)),
+        work_dir=Path(work_root) if work_root else Path(tempfile.gettempdir()),
+        memory=getattr(server, "memory", DEFAULT_BOUND),
+    )
     run = PrivateRun(priv, may_exit=expect_failure)
     _STARTED.append(run)
     failing = False

@@ -1,5 +1,6 @@
 """Probe documents as the checks read them: what the fixture app was handed, decoded with its exact types
 (``fixtures/ROUTES.md``, *Probe documents*). ``view`` re-exports these."""
+
 from __future__ import annotations
 
 import json

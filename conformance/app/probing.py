@@ -1,5 +1,6 @@
 """One request to the fixture app's probe routes, over HTTP/1.x (byte-exact) or HTTP/2, and its decoded probe
 document (``view`` re-exports these)."""
+
 from __future__ import annotations
 
 from gatecheck.conformance.app.probes import decode_probe
@@ -9,8 +10,16 @@ from gatecheck.conformance.client.http1 import build_request, exchange
 __all__ = ["probe", "h2_get", "h2_probe"]
 
 
-def probe(server, target: str = "/probe", *, method: str = "GET", headers=(), body: bytes = b"",
-          version: str = "HTTP/1.1", timeout: float = 5.0) -> dict:
+def probe(
+    server,
+    target: str = "/probe",
+    *,
+    method: str = "GET",
+    headers=(),
+    body: bytes = b"",
+    version: str = "HTTP/1.1",
+    timeout: float = 5.0,
+) -> dict:
     """Send one raw HTTP/1.x request to a probe route and return the decoded probe document.
 
     The request goes out byte-exact (no client normalises the path), so checks control what the app
@@ -21,8 +30,17 @@ def probe(server, target: str = "/probe", *, method: str = "GET", headers=(), bo
     return decode_probe(resp.body)
 
 
-def h2_get(server, path: str, headers=(), *, method: str = "GET", body: bytes = b"",
-           raw_headers: list | None = None, timeout: float = 5.0, tls: bool = False) -> StreamState:
+def h2_get(
+    server,
+    path: str,
+    headers=(),
+    *,
+    method: str = "GET",
+    body: bytes = b"",
+    raw_headers: list | None = None,
+    timeout: float = 5.0,
+    tls: bool = False,
+) -> StreamState:
     """One HTTP/2 request on a fresh connection (prior knowledge, or ALPN h2 with ``tls``); the stream's
     final state."""
     with H2Client(server.address, authority=server.authority, timeout=timeout, tls=tls) as client:
@@ -30,8 +48,9 @@ def h2_get(server, path: str, headers=(), *, method: str = "GET", body: bytes = 
         return client.response(sid)
 
 
-def h2_probe(server, path: str = "/probe", headers=(), *, method: str = "GET", body: bytes = b"",
-             raw_headers: list | None = None) -> dict:
+def h2_probe(
+    server, path: str = "/probe", headers=(), *, method: str = "GET", body: bytes = b"", raw_headers: list | None = None
+) -> dict:
     """The probe document for one HTTP/2 request (the request must be answered 200)."""
     resp = h2_get(server, path, headers, method=method, body=body, raw_headers=raw_headers)
     assert resp.status == 200, f"h2 probe {method} {path}: {resp.describe()} {resp.body[:300]!r}"

@@ -6,6 +6,7 @@ returns. It replaces the three wrappers of earlier versions (``ServerHandle`` in
 ``Private``): checks read ``server.address``, ``server.authority``, ``server.events(token)`` ... and
 ``server.handle`` (the ``servers`` handle, for resource samples) from this one object.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,7 @@ from pathlib import Path
 import psutil
 
 from gatecheck import fixtures
-from gatecheck.servers import (ServerError, ServerHandle, ServerStartError, Target, app_for, get_adapter,
-                               start_server)
+from gatecheck.servers import ServerError, ServerHandle, ServerStartError, Target, app_for, get_adapter, start_server
 from gatecheck.servers.memory import DEFAULT_BOUND
 
 __all__ = ["StartedServer", "TLS", "read_log"]
@@ -30,29 +30,39 @@ TLS = (fixtures.TLS_CERT, fixtures.TLS_KEY)
 class StartedServer:
     """A target's server process (``handle`` None until started, or when its start failed)."""
 
-    def __init__(self, target: Target, capabilities, *, event_dir: Path, log_dir: Path, work_dir: Path,
-                 session_target=None, memory: int | None = DEFAULT_BOUND) -> None:
+    def __init__(
+        self,
+        target: Target,
+        capabilities,
+        *,
+        event_dir: Path,
+        log_dir: Path,
+        work_dir: Path,
+        session_target=None,
+        memory: int | None = DEFAULT_BOUND,
+    ) -> None:
         self._target = target
         self._capabilities = capabilities
         self.session_target = session_target
-        self.event_dir = event_dir     # the fixture app's event log (a fresh one per StartedServer)
-        self.log_dir = log_dir         # where its log goes (and the logs of private servers it spawns)
-        self.work_dir = work_dir       # scratch space removed at the end of the session
-        self.memory = memory           # the bound on its tree's resident memory (bytes; None: none)
+        self.event_dir = event_dir  # the fixture app's event log (a fresh one per StartedServer)
+        self.log_dir = log_dir  # where its log goes (and the logs of private servers it spawns)
+        self.work_dir = work_dir  # scratch space removed at the end of the session
+        self.memory = memory  # the bound on its tree's resident memory (bytes; None: none)
         self.handle: ServerHandle | None = None
-        self.error: ServerError | None = None   # the last start failure
-        self.started_at = 0.0          # time.time() just before the last launch
-        self.ready_at = 0.0            # time.time() when its first HTTP round trip succeeded
+        self.error: ServerError | None = None  # the last start failure
+        self.started_at = 0.0  # time.time() just before the last launch
+        self.ready_at = 0.0  # time.time() when its first HTTP round trip succeeded
         self.exit_code: int | None = None
         self.starts = 0
-        self.last_check = ""           # the check that used it last (set by the plugin; a restart names it)
-        self.stopped_by_us = False     # stop() was called: an exit after it is not a crash
+        self.last_check = ""  # the check that used it last (set by the plugin; a restart names it)
+        self.stopped_by_us = False  # stop() was called: an exit after it is not a crash
         self._launch: dict = {}
 
     # -- starting and stopping -----------------------------------------------------------------------
 
-    def start(self, *, app: str | None = None, env: dict | None = None, ready_timeout: float = 30.0,
-              port: int | None = None) -> None:
+    def start(
+        self, *, app: str | None = None, env: dict | None = None, ready_timeout: float = 30.0, port: int | None = None
+    ) -> None:
         """Start the server and wait until ready; a failure is raised (a ServerError) and kept in ``error``."""
         app = app_for(None, self._target, app)  # the fixture app: checks judge what it reports
         self._launch = dict(app=app, env=dict(env or {}), ready_timeout=ready_timeout, port=port)
@@ -70,9 +80,15 @@ class StartedServer:
         self.handle, self.exit_code, self.stopped_by_us = None, None, False
         try:
             self.handle = start_server(
-                self._target, app=launch["app"], log_dir=self.log_dir, port=launch["port"],
+                self._target,
+                app=launch["app"],
+                log_dir=self.log_dir,
+                port=launch["port"],
                 env={fixtures.EVENT_DIR_ENV: str(self.event_dir), **launch["env"]},
-                ready_timeout=launch["ready_timeout"], tls=TLS, memory=self.memory)
+                ready_timeout=launch["ready_timeout"],
+                tls=TLS,
+                memory=self.memory,
+            )
         except ServerError as exc:
             self.error = exc
             raise
@@ -120,8 +136,10 @@ class StartedServer:
         if before:
             gone = self._faulted(sorted(pid for pid, created in before.items() if not _alive(pid, created)))
             if gone:
-                return (f"server process{'es' if len(gone) > 1 else ''} {', '.join(map(str, gone))} of "
-                        f"{self.target} vanished (a worker died; the server itself lives on)")
+                return (
+                    f"server process{'es' if len(gone) > 1 else ''} {', '.join(map(str, gone))} of "
+                    f"{self.target} vanished (a worker died; the server itself lives on)"
+                )
         return None
 
     def _faulted(self, gone: list) -> list:
@@ -131,7 +149,7 @@ class StartedServer:
             return gone
         try:
             pattern = getattr(get_adapter(self.target.server), "WORKER_FAULT", "")
-        except Exception:   # a server with no adapter of its own (--server-cmd): every vanished worker died
+        except Exception:  # a server with no adapter of its own (--server-cmd): every vanished worker died
             pattern = ""
         if not pattern:
             return gone

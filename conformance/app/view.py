@@ -26,6 +26,7 @@ Rules of this module:
    every reader of a token's events raises :class:`CheckError` (the check's outcome is "error") naming the
    query string the app was handed.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,20 +36,68 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 from gatecheck import fixtures
-
+from gatecheck.conformance.app.events import (
+    events_of,
+    events_until,
+    named,
+    step,
+    step_value,
+    steps_of,
+    wait_event,
+    wait_step,
+    wait_steps,
+)
+from gatecheck.conformance.app.probes import (
+    app_view,
+    asgi_scope,
+    decode_probe,
+    rsgi_attrs,
+    rsgi_headers,
+    value_of,
+    wsgi_environ,
+)
+from gatecheck.conformance.app.probing import h2_get, h2_probe, probe
 from gatecheck.conformance.client.http1 import Connection, Exchange, build_request
 from gatecheck.conformance.client.ws import connect as ws_connect
-from gatecheck.conformance.app.events import (events_of, events_until, named, step, step_value, steps_of, wait_event,
-                                              wait_step, wait_steps)
-from gatecheck.conformance.app.probing import h2_get, h2_probe, probe
-from gatecheck.conformance.app.probes import (app_view, asgi_scope, decode_probe, rsgi_attrs, rsgi_headers, value_of,
-                                              wsgi_environ)
 
-__all__ = ["TOKEN_HEADER", "new_token", "script_target", "script_request", "chunked", "ping", "run_script",
-           "ScriptRun", "ws_open", "ws_script", "ws_accepted", "ws_steps", "response_script", "events_of",
-           "steps_of", "step", "named", "step_value", "wait_event", "wait_step", "wait_steps", "events_until",
-           "probe", "h2_get", "h2_probe", "decode_probe", "value_of", "asgi_scope", "wsgi_environ", "rsgi_attrs",
-           "rsgi_headers", "app_view", "random_bytes", "NEVER_GRACE", "BARRIER_LOG_TIMEOUT", "h2_never_logged"]
+__all__ = [
+    "TOKEN_HEADER",
+    "new_token",
+    "script_target",
+    "script_request",
+    "chunked",
+    "ping",
+    "run_script",
+    "ScriptRun",
+    "ws_open",
+    "ws_script",
+    "ws_accepted",
+    "ws_steps",
+    "response_script",
+    "events_of",
+    "steps_of",
+    "step",
+    "named",
+    "step_value",
+    "wait_event",
+    "wait_step",
+    "wait_steps",
+    "events_until",
+    "probe",
+    "h2_get",
+    "h2_probe",
+    "decode_probe",
+    "value_of",
+    "asgi_scope",
+    "wsgi_environ",
+    "rsgi_attrs",
+    "rsgi_headers",
+    "app_view",
+    "random_bytes",
+    "NEVER_GRACE",
+    "BARRIER_LOG_TIMEOUT",
+    "h2_never_logged",
+]
 
 #: the header that carries a request's event-log token (lower-case: HTTP/2 needs it so)
 TOKEN_HEADER = fixtures.TOKEN_HEADER
@@ -69,20 +118,37 @@ def new_token() -> str:
 
 # -- scripts ----------------------------------------------------------------------------------------
 
+
 def script_target(steps: list, path: str = "/script") -> str:
     """The request target that makes the fixture app run ``steps`` (JSON, percent-encoded)."""
     text = json.dumps(steps, separators=(",", ":"))
     return f"{path}?s={quote(text, safe='')}"
 
 
-def script_request(server, steps: list, *, token: str | None, method: str = "GET", headers=(),
-                   body: bytes = b"", version: str = "HTTP/1.1", content_length: bool = True) -> bytes:
+def script_request(
+    server,
+    steps: list,
+    *,
+    token: str | None,
+    method: str = "GET",
+    headers=(),
+    body: bytes = b"",
+    version: str = "HTTP/1.1",
+    content_length: bool = True,
+) -> bytes:
     """A complete HTTP/1.x request for a scripted route, carrying ``token`` (None: no event log)."""
     all_headers = list(headers)
     if token is not None:
         all_headers.append((TOKEN_HEADER, token))
-    return build_request(method, script_target(steps), all_headers, body, version=version,
-                         host=server.authority, content_length=content_length)
+    return build_request(
+        method,
+        script_target(steps),
+        all_headers,
+        body,
+        version=version,
+        host=server.authority,
+        content_length=content_length,
+    )
 
 
 def chunked(chunks) -> bytes:
@@ -111,10 +177,25 @@ class ScriptRun(NamedTuple):
         return step(self.events, index)
 
 
-def run_script(server, steps: list, *, over: str = "http1", then=(), count: int | None = None,
-               method: str = "GET", headers=(), body: bytes = b"", chunks=None, version: str = "HTTP/1.1",
-               token: str | None = "new", timeout: float = 5.0, wait: bool = True,
-               steps_timeout: float | None = None, tls: bool = False, pipeline: bool = False) -> ScriptRun:
+def run_script(
+    server,
+    steps: list,
+    *,
+    over: str = "http1",
+    then=(),
+    count: int | None = None,
+    method: str = "GET",
+    headers=(),
+    body: bytes = b"",
+    chunks=None,
+    version: str = "HTTP/1.1",
+    token: str | None = "new",
+    timeout: float = 5.0,
+    wait: bool = True,
+    steps_timeout: float | None = None,
+    tls: bool = False,
+    pipeline: bool = False,
+) -> ScriptRun:
     """Send one scripted request on a new connection and return a :class:`ScriptRun`.
 
     ``over``: "http1" (the request exactly as asked: Content-Length, or chunked when ``chunks`` is given;
@@ -129,8 +210,21 @@ def run_script(server, steps: list, *, over: str = "http1", then=(), count: int 
         h2_headers = list(headers) + ([(TOKEN_HEADER, token)] if token is not None else [])
         result = h2_get(server, script_target(steps), h2_headers, method=method, body=body, timeout=timeout, tls=tls)
     else:
-        result = _run_http1(server, steps, token, then=then, count=count, method=method, headers=headers,
-                            body=body, chunks=chunks, version=version, timeout=timeout, tls=tls, pipeline=pipeline)
+        result = _run_http1(
+            server,
+            steps,
+            token,
+            then=then,
+            count=count,
+            method=method,
+            headers=headers,
+            body=body,
+            chunks=chunks,
+            version=version,
+            timeout=timeout,
+            tls=tls,
+            pipeline=pipeline,
+        )
     events = []
     if wait and token is not None:
         events = wait_steps(server, token, len(steps), timeout=timeout if steps_timeout is None else steps_timeout)
@@ -147,18 +241,28 @@ def _assert_not_canned(result, events: list) -> None:
     first = statuses[0] if statuses else None
     assert first is None or first >= 400, (
         f"the script was answered {first}, and the app's log shows no run of it: the answer is not the app's "
-        f"(no evidence)")
+        f"(no evidence)"
+    )
 
 
-def _run_http1(server, steps, token, *, then, count, method, headers, body, chunks, version, timeout, tls,
-               pipeline) -> Exchange:
+def _run_http1(
+    server, steps, token, *, then, count, method, headers, body, chunks, version, timeout, tls, pipeline
+) -> Exchange:
     count = count if count is not None else 1 + len(then)
     headers, content_length = list(headers), True
     if chunks is not None:
         body, content_length = chunked(chunks), False
         headers.append(("Transfer-Encoding", "chunked"))
-    data = script_request(server, steps, token=token, method=method, headers=headers, body=body,
-                          version=version, content_length=content_length)
+    data = script_request(
+        server,
+        steps,
+        token=token,
+        method=method,
+        headers=headers,
+        body=body,
+        version=version,
+        content_length=content_length,
+    )
     with Connection(server.address, timeout, tls=tls) as conn:
         if pipeline or not then:
             conn.send(data + b"".join(then))
@@ -168,7 +272,7 @@ def _run_http1(server, steps, token, *, then, count, method, headers, body, chun
         for follow in then:
             if not ex.final or not conn.may_send():
                 why = conn.ending or ("the server closed the connection" if conn.closed else "no response came")
-                if conn.ending and not conn.closed:   # whatever comes after the response, until the close
+                if conn.ending and not conn.closed:  # whatever comes after the response, until the close
                     before = len(conn.buffer)
                     conn.wait_closed(_CLOSE_WAIT)
                     ex = Exchange(ex.responses, conn.closed, conn.buffer, ex.timed_out, ex.raw + conn.buffer[before:])
@@ -176,18 +280,25 @@ def _run_http1(server, steps, token, *, then, count, method, headers, body, chun
                 break
             conn.send(follow)
             more = conn.read_responses(1, methods=["GET"])
-            ex = Exchange(ex.responses + more.responses, more.closed, more.leftover, more.timed_out,
-                          ex.raw + more.raw)
+            ex = Exchange(ex.responses + more.responses, more.closed, more.leftover, more.timed_out, ex.raw + more.raw)
         return ex
 
 
-def ws_open(server, target: str, *, token: str | None = None, protocols=(), headers=(), timeout: float = 5.0,
-            tls: bool = False):
+def ws_open(
+    server, target: str, *, token: str | None = None, protocols=(), headers=(), timeout: float = 5.0, tls: bool = False
+):
     """A WebSocket connection to ``target`` (``tls``: wss), its handshake sent with ``token`` (when given)
     in the event-log header; ``conn.handshake`` says what came back."""
     extra = [(TOKEN_HEADER, token)] if token else []
-    return ws_connect(server.address, target, server.authority, protocols=protocols, headers=extra + list(headers),
-                      timeout=timeout, tls=tls)
+    return ws_connect(
+        server.address,
+        target,
+        server.authority,
+        protocols=protocols,
+        headers=extra + list(headers),
+        timeout=timeout,
+        tls=tls,
+    )
 
 
 def ws_script(server, steps: list, **kw) -> tuple:
@@ -211,8 +322,9 @@ def ws_steps(server, token: str, timeout: float = 5.0) -> dict:
     return {e["index"]: e for e in named(events_of(server, token), "step")}
 
 
-def response_script(interface: str, status: int, headers=(), chunks=(), pause: float = 0.0, *,
-                    read_body: bool = False) -> list:
+def response_script(
+    interface: str, status: int, headers=(), chunks=(), pause: float = 0.0, *, read_body: bool = False
+) -> list:
     """Steps that answer ``status`` with ``headers`` and the body ``chunks`` (str, or ``{"size": n}`` for n
     payload bytes), sent one by one with ``pause`` seconds between them, in the interface's own vocabulary
     (ASGI start/body, RSGI stream/send_bytes, WSGI start_response/yield); ``read_body`` reads the whole
@@ -250,9 +362,11 @@ def h2_never_logged(server, token: str) -> list:
     later = new_token()
     resp = h2_get(server, "/ping", [(TOKEN_HEADER, later)])
     assert (resp.status, resp.body) == (200, b"ok"), (
-        f"after the refused request, a plain HTTP/2 GET /ping on a new connection: {resp.describe()}")
+        f"after the refused request, a plain HTTP/2 GET /ping on a new connection: {resp.describe()}"
+    )
     assert server.events(later, timeout=BARRIER_LOG_TIMEOUT), (
-        "the app's event log shows nothing for a served request, so its silence on the refused one is no evidence")
+        "the app's event log shows nothing for a served request, so its silence on the refused one is no evidence"
+    )
     return server.events(token, timeout=NEVER_GRACE)
 
 

@@ -4,6 +4,7 @@ An extension is a promise: when ``scope["extensions"]`` names it, its events wor
 events are unknown events and send() should raise. Extensions a server does not advertise are reported as
 *not supported*. ``http.response.debug`` is for test clients only and ``tls`` only for TLS connections.
 """
+
 from __future__ import annotations
 
 import base64
@@ -12,12 +13,11 @@ import time
 import pytest
 
 from gatecheck import fixtures
-
 from gatecheck.conformance.app import new_token, probe, run_script, script_request, step, value_of, wait_steps
 from gatecheck.conformance.client.http1 import Connection, build_request
+from gatecheck.conformance.helpers.wire import assert_answered_in_order
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.helpers.wire import assert_answered_in_order
 
 pytestmark = [interfaces("asgi"), needs("http1")]
 
@@ -51,6 +51,7 @@ def _file(name: str) -> bytes:
 
 
 # -- advertisement ------------------------------------------------------------------------------------
+
 
 @spec(f"{_EXT} §Debug", "SHOULD NOT")
 def test_debug_extension_is_never_advertised(server):
@@ -89,14 +90,18 @@ def test_unadvertised_extension_event_raises(server, name):
 
 # -- http.response.pathsend ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", [fixtures.STATIC_SMALL, fixtures.STATIC_JPEG])
 @spec(f"{_EXT} §Path Send", "SHOULD")
 def test_pathsend_keeps_the_app_headers(server, name):
     """pathsend sends the file's bytes exactly under the app's own status and headers (as a body would)."""
     _require(server, PATHSEND)
     data = _file(name)
-    headers = [["content-type", "application/x-gatecheck"], ["content-length", str(len(data))],
-               ["x-gatecheck-app", "kept"]]
+    headers = [
+        ["content-type", "application/x-gatecheck"],
+        ["content-length", str(len(data))],
+        ["x-gatecheck-app", "kept"],
+    ]
     run = run_script(server, [["start", 203, headers], ["pathsend", name]], timeout=10, steps_timeout=5.0)
     resp = run.exchange.first
     assert resp.status == 203
@@ -121,14 +126,17 @@ def test_pathsend_of_a_missing_file_never_hangs(server):
     assert not [r for r in result.final if 200 <= r.status < 300], "a missing file was answered as a complete 200"
     sent = step(wait_steps(server, token, len(steps), timeout=3), 1)
     assert sent is not None, (
-        f"no evidence the app's pathsend ran (a close before it proves nothing): {result.raw[:200]!r}")
+        f"no evidence the app's pathsend ran (a close before it proves nothing): {result.raw[:200]!r}"
+    )
 
 
 _PATHSEND_MISUSE = {
     # case: (steps, index of the invalid event)
     "before-start": ([["pathsend", fixtures.STATIC_SMALL], ["start", 200], ["body", "ok"]], 0),
-    "after-partial-body": ([["start", 200], ["body", "x", True], ["pathsend", fixtures.STATIC_SMALL],
-                            ["body", "ok"]], 2),
+    "after-partial-body": (
+        [["start", 200], ["body", "x", True], ["pathsend", fixtures.STATIC_SMALL], ["body", "ok"]],
+        2,
+    ),
 }
 
 
@@ -146,10 +154,7 @@ def test_pathsend_out_of_place_raises(server, case):
     assert found["ok"] is False, f"pathsend {case.replace('-', ' ')} was accepted"
 
 
-_AFTER_PATHSEND = {
-    "second-pathsend": ["pathsend", fixtures.STATIC_SMALL],
-    "body": ["body", "extra"],
-}
+_AFTER_PATHSEND = {"second-pathsend": ["pathsend", fixtures.STATIC_SMALL], "body": ["body", "extra"]}
 
 
 @pytest.mark.parametrize("case", list(_AFTER_PATHSEND))
@@ -159,8 +164,11 @@ def test_pathsend_completes_the_response(server, case):
     request sent after it shows stray bytes; if the server closes instead of answering it, that passes."""
     _require(server, PATHSEND)
     data = _file(fixtures.STATIC_SMALL)
-    steps = [["start", 200, [["content-length", str(len(data))]]], ["pathsend", fixtures.STATIC_SMALL],
-             _AFTER_PATHSEND[case]]
+    steps = [
+        ["start", 200, [["content-length", str(len(data))]]],
+        ["pathsend", fixtures.STATIC_SMALL],
+        _AFTER_PATHSEND[case],
+    ]
     run = run_script(server, steps, then=(_ping(server),))
     assert run.responses and run.responses[0].body == data
     if len(run.responses) > 1:
@@ -170,12 +178,17 @@ def test_pathsend_completes_the_response(server, case):
 
 # -- http.response.zerocopysend ---------------------------------------------------------------------------
 
+
 def _zerocopy_run(server):
     data = _file(fixtures.STATIC_JPEG)
     expected = b"head-" + data[100:1100] + data[:10] + b"-tail"
-    steps = [["start", 200, [["content-length", str(len(expected))]]], ["body", "head-", True],
-             ["zerocopysend", fixtures.STATIC_JPEG, 100, 1000, True],
-             ["zerocopysend", fixtures.STATIC_JPEG, 0, 10, True], ["body", "-tail"]]
+    steps = [
+        ["start", 200, [["content-length", str(len(expected))]]],
+        ["body", "head-", True],
+        ["zerocopysend", fixtures.STATIC_JPEG, 100, 1000, True],
+        ["zerocopysend", fixtures.STATIC_JPEG, 0, 10, True],
+        ["body", "-tail"],
+    ]
     return run_script(server, steps, timeout=10, steps_timeout=5.0), expected
 
 
@@ -197,7 +210,8 @@ def test_zerocopysend_leaves_the_file_open(server):
     for index in (2, 3):
         found = step(run.events, index)
         assert found and found["ok"] and found["result"]["fd_open_after_send"], (
-            f"zerocopysend step {index}: {found} (the server closed the app's file)")
+            f"zerocopysend step {index}: {found} (the server closed the app's file)"
+        )
 
 
 # -- http.response.early_hint -----------------------------------------------------------------------------
@@ -206,8 +220,11 @@ _LINKS = [b"</style.css>; rel=preload; as=style", b"</app.js>; rel=preload; as=s
 
 
 def _early_hint_steps() -> list:
-    return [["start", 200, [["content-length", "2"]]],
-            ["send", {"type": EARLY_HINT, "links": [_b64(link) for link in _LINKS]}], ["body", "ok"]]
+    return [
+        ["start", 200, [["content-length", "2"]]],
+        ["send", {"type": EARLY_HINT, "links": [_b64(link) for link in _LINKS]}],
+        ["body", "ok"],
+    ]
 
 
 @spec(f"{_EXT} §Early Hints / RFC 9110 §15.2", "SHOULD")
@@ -233,6 +250,7 @@ def test_early_hint_is_never_sent_to_http_1_0(server):
 
 
 # -- http.response.trailers -------------------------------------------------------------------------------
+
 
 def _trailer_steps(pause: float = 0.0) -> list:
     steps = [["start", 200, [["trailer", "x-gatecheck-trailer"]], True], ["body", "ok"]]
@@ -278,12 +296,16 @@ def test_response_waits_for_the_trailers(server):
 
 # -- http.response.push -----------------------------------------------------------------------------------
 
+
 @spec(f"{_EXT} §HTTP/2 Server Push / RFC 9113 §8.4", "DEFINED")
 def test_push_on_http_1_1_pushes_nothing_and_keeps_the_response(server):
     """A push event on an HTTP/1.1 connection (push is HTTP/2 only) is accepted and changes nothing on the wire."""
     _require(server, PUSH)
-    steps = [["start", 200, [["content-length", "2"]]],
-             ["send", {"type": PUSH, "path": "/ping", "headers": []}], ["body", "ok"]]
+    steps = [
+        ["start", 200, [["content-length", "2"]]],
+        ["send", {"type": PUSH, "path": "/ping", "headers": []}],
+        ["body", "ok"],
+    ]
     run = run_script(server, steps, then=(_ping(server),))
     assert run.responses, run.exchange.raw[:300]
     assert_answered_in_order(run.exchange, [b"ok", b"ok"])

@@ -5,6 +5,7 @@ The fixture app logs every lifespan event to token ``lifespan`` (``fixtures/ROUT
 misbehaving lifespan start a private server with ``GATECHECK_LIFESPAN=<mode>`` (``conformance/app/private.py``),
 once per target per module, and assert on what that run recorded.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,13 +17,12 @@ import time
 import pytest
 
 from gatecheck import fixtures
-from gatecheck.servers import ServerExited
-from gatecheck.servers.process import free_port
-
+from gatecheck.conformance.app import new_token, run_script, script_request
+from gatecheck.conformance.app.private import private_server, with_workers
 from gatecheck.conformance.client.http1 import Connection, build_request, exchange
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
-from gatecheck.conformance.app.private import private_server, with_workers
-from gatecheck.conformance.app import new_token, run_script, script_request
+from gatecheck.servers import ServerExited
+from gatecheck.servers.process import free_port
 
 pytestmark = [interfaces("asgi"), needs("http1", "lifespan")]
 
@@ -39,6 +39,7 @@ def _ping(address, authority, token: str | None = None, timeout: float = 5.0):
 
 
 # -- the lifespan scope (session server) -------------------------------------------------------------
+
 
 def _session_lifespan(server) -> list:
     events = fixtures.read_events(server.event_dir, "lifespan", timeout=2.0)
@@ -101,10 +102,12 @@ def test_lifespan_runs_in_the_worker_that_serves_requests(server):
     request = [e for e in server.events(token, timeout=2) if e["event"] == "request.start"][0]
     ran = sorted({(e["pid"], e["tid"]) for e in _lifespan(_session_lifespan(server), "lifespan.startup")})
     assert (request["pid"], request["tid"]) in ran, (
-        f"lifespan ran in (pid, thread) {ran}, the request in pid {request['pid']} thread {request['tid']}")
+        f"lifespan ran in (pid, thread) {ran}, the request in pid {request['pid']} thread {request['tid']}"
+    )
 
 
 # -- lifespan state (session server) ----------------------------------------------------------------
+
 
 def _state(server, steps, pid: int | None = None) -> tuple:
     """(the last step's result, the pid that ran it); with ``pid``, from a request served by that process
@@ -146,10 +149,12 @@ def test_state_copy_is_shallow(server):
     _, pid = _state(server, [["state_append", marker]])
     later, _ = _state(server, [["state_get"]], pid=pid)
     assert marker in later["gatecheck"]["shared_list"], (
-        f"a mutation of the shared startup list is not visible in the next request: {later['gatecheck']}")
+        f"a mutation of the shared startup list is not visible in the next request: {later['gatecheck']}"
+    )
 
 
 # -- startup ordering and failure (private servers) ---------------------------------------------------
+
 
 @spec(f"{_LS} §Startup Complete", "MUST")
 def test_no_request_reaches_the_app_before_startup_complete(server):
@@ -189,14 +194,14 @@ def test_no_request_reaches_the_app_before_startup_complete(server):
     assert first is not None, "no request reached the app"
     earliest_complete = starts[0]["t"] + 1.5  # the app sleeps 1.5 s before it sends startup.complete
     assert first >= earliest_complete - 0.05, (
-        f"a request reached the app {earliest_complete - first:.2f} s before startup.complete was sent")
+        f"a request reached the app {earliest_complete - first:.2f} s before startup.complete was sent"
+    )
 
 
 @pytest.fixture(scope="module")
 def failed_startup(server):
     """One start with GATECHECK_LIFESPAN=fail per target: (error or None, whole log, answered a request)."""
-    with private_server(server, env={fixtures.LIFESPAN_ENV: "fail"}, ready_timeout=10,
-                        expect_failure=True) as priv:
+    with private_server(server, env={fixtures.LIFESPAN_ENV: "fail"}, ready_timeout=10, expect_failure=True) as priv:
         answered = priv.handle is not None
         if answered:
             time.sleep(0.5)
@@ -214,8 +219,9 @@ def test_failed_startup_never_serves_requests(server, failed_startup):
 def test_failed_startup_makes_the_server_exit(server, failed_startup):
     """After lifespan.startup.failed the server exits."""
     error, log, answered = failed_startup
-    assert isinstance(error, ServerExited), (
-        "the server kept running after startup failed" + (f": {error}" if error else " and served requests"))
+    assert isinstance(error, ServerExited), "the server kept running after startup failed" + (
+        f": {error}" if error else " and served requests"
+    )
 
 
 @spec(f"{_LS} §Startup Failed", "SHOULD")
@@ -262,6 +268,7 @@ def test_app_raising_in_lifespan_gets_no_more_lifespan_events(server, raising_li
 
 # -- shutdown (private server) ------------------------------------------------------------------------
 
+
 def _terminate(priv, timeout: float = 8.0) -> None:
     """Stop the server the way an operator does (``kill <pid>``: SIGTERM to its main process only) and wait
     for it to exit; the private-server cleanup still kills whatever is left. The check stops it: its exit is
@@ -298,8 +305,13 @@ def shutdown_run(server):
         exited_at = time.time()
         # with several workers, the lifespan of the process that served the in-flight request
         events = [e for e in priv.lifespan_events() if e.get("pid") == pid]
-        return {"result": result, "stopped_at": stopped_at, "closed_at": closed_at, "exited_at": exited_at,
-                "events": events}
+        return {
+            "result": result,
+            "stopped_at": stopped_at,
+            "closed_at": closed_at,
+            "exited_at": exited_at,
+            "events": events,
+        }
 
 
 @spec(f"{_LS} §Shutdown", "DEFINED")
@@ -309,7 +321,8 @@ def test_shutdown_is_sent_after_connections_closed(server, shutdown_run):
     assert shutdowns, "the app never got lifespan.shutdown"
     assert shutdowns[0]["t"] >= shutdown_run["closed_at"] - 0.1, (
         f"lifespan.shutdown came {shutdown_run['closed_at'] - shutdowns[0]['t']:.2f} s before the in-flight "
-        "connection was closed")
+        "connection was closed"
+    )
 
 
 @spec(f"{_LS} §Shutdown Complete", "MUST")
@@ -324,8 +337,7 @@ def test_server_waits_for_shutdown_complete(server, shutdown_run):
 def test_in_flight_response_completes_on_graceful_stop(server, shutdown_run):
     """POLICY (the spec only orders shutdown after connections close): SIGTERM lets an in-flight response finish."""
     result = shutdown_run["result"]
-    assert result.final and result.first.body == b"first-last", (
-        f"the in-flight response was cut: {result.raw[-200:]!r}")
+    assert result.final and result.first.body == b"first-last", f"the in-flight response was cut: {result.raw[-200:]!r}"
 
 
 @spec(f"{_LS} §Shutdown Failed", "SHOULD")

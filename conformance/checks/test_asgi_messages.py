@@ -12,6 +12,7 @@ and the body in every shape of body messages the defaults allow. The letter (dim
 conformance/spec/observables.py): messages after completion are ignored, and every receive() after the response
 returns http.disconnect. Helpers: conformance/helpers/asgi_http.py.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -20,17 +21,37 @@ import time
 
 import pytest
 
-from gatecheck.conformance.app import (new_token, ping, random_bytes, run_script, script_request, step, value_of,
-                                       wait_event, wait_steps)
-from gatecheck.conformance.helpers.asgi_http import (DEFAULT_BODY, DEFAULTS, TE_CASES, assert_ping, b64,
-                                                     bodiless_request_messages, close_as, events_of_kept_alive,
-                                                     first_chunk_arrival, message_records, te_response, upload)
+from gatecheck.conformance.app import (
+    new_token,
+    ping,
+    random_bytes,
+    run_script,
+    script_request,
+    step,
+    value_of,
+    wait_event,
+    wait_steps,
+)
 from gatecheck.conformance.client.http1 import Connection
+from gatecheck.conformance.helpers.asgi_http import (
+    DEFAULT_BODY,
+    DEFAULTS,
+    TE_CASES,
+    assert_ping,
+    b64,
+    bodiless_request_messages,
+    close_as,
+    events_of_kept_alive,
+    first_chunk_arrival,
+    message_records,
+    te_response,
+    upload,
+)
+from gatecheck.conformance.helpers.wire import assert_answered_in_order, describe, held_follow_up
 from gatecheck.conformance.spec.dimensions import ASGI_BODY_SHAPES, ASGI_HEADER_SHAPES
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.observables import LATE_MESSAGES, letter_params
 from gatecheck.conformance.spec.results import not_supported
-from gatecheck.conformance.helpers.wire import assert_answered_in_order, describe, held_follow_up
 
 pytestmark = [interfaces("asgi"), needs("http1")]
 
@@ -38,16 +59,22 @@ _REQ = "ASGI WWW §Request"
 _DISC = "ASGI WWW §Disconnect"
 _START = "ASGI WWW §Response Start"
 _BODY = "ASGI WWW §Response Body"
-_HERE = "test_asgi_messages.py::"   # the check ids' prefix, for the letter's table
+_HERE = "test_asgi_messages.py::"  # the check ids' prefix, for the letter's table
 
 
 # -- http.request ---------------------------------------------------------------------------------
 
 _UPLOADS = ["content-length", "chunked-one-write", "chunked-separate-writes"]
 # the content-length upload is under the body key's definition; the chunked ones under "should be de-chunked"
-_UPLOADS_BY_CLAUSE = [pytest.param(how, marks=spec(_REQ, "DEFINED") if how == "content-length"
-                                   else spec("ASGI WWW §HTTP Connection Scope (chunked)", "SHOULD"))
-                      for how in _UPLOADS]
+_UPLOADS_BY_CLAUSE = [
+    pytest.param(
+        how,
+        marks=spec(_REQ, "DEFINED")
+        if how == "content-length"
+        else spec("ASGI WWW §HTTP Connection Scope (chunked)", "SHOULD"),
+    )
+    for how in _UPLOADS
+]
 _CHUNKS = [random_bytes(700, seed=1), random_bytes(1, seed=2), random_bytes(3000, seed=3)]
 
 
@@ -108,6 +135,7 @@ def test_request_without_body_gives_empty_request_messages(server, how):
 
 # -- http.disconnect ------------------------------------------------------------------------------
 
+
 @spec(_DISC, "DEFINED")
 def test_receive_waits_while_the_request_is_open(server):
     """After the last http.request, receive() returns nothing while the response is unsent and the client connected."""
@@ -115,8 +143,7 @@ def test_receive_waits_while_the_request_is_open(server):
     run = run_script(server, steps, timeout=6, steps_timeout=5.0)
     assert run.exchange.first.status == 200
     names = [e["event"] for e in run.events]
-    assert "watch.timeout" in names, (
-        f"receive() returned while the request was still open (events: {names})")
+    assert "watch.timeout" in names, f"receive() returned while the request was still open (events: {names})"
 
 
 @spec(_DISC, "DEFINED")
@@ -130,7 +157,7 @@ def test_receive_after_the_response_returns_disconnect(server):
     assert found["result"]["type"] == "http.disconnect", found["result"]
 
 
-_AGAIN = 3   # receive() calls after the first http.disconnect
+_AGAIN = 3  # receive() calls after the first http.disconnect
 
 
 @spec(_DISC, "INFO")
@@ -140,13 +167,20 @@ def test_receive_after_disconnect_keeps_returning_disconnect(server):
     receive() raises or waits contradicts that letter, breaking no must/should (apps that stop at the first
     http.disconnect never see it). Evidence: the app's log shows each receive() and what it returned."""
     again = [["receive", {"label": f"again-{n}"}] for n in range(_AGAIN)]
-    steps = [["receive_all"], ["start", 200, [["content-length", "4"]]], ["body", "done"], ["wait_disconnect", 3],
-             *again]
+    steps = [
+        ["receive_all"],
+        ["start", 200, [["content-length", "4"]]],
+        ["body", "done"],
+        ["wait_disconnect", 3],
+        *again,
+    ]
     events = events_of_kept_alive(server, steps, timeout=8, steps_timeout=6)
     first = step(events, 3)
     if not (first is not None and first["ok"] and first["result"]["type"] == "http.disconnect"):
-        not_supported("the first receive() after the response did not return http.disconnect (test_receive_after_"
-                      f"the_response_returns_disconnect judges that): no later call to judge ({first})")
+        not_supported(
+            "the first receive() after the response did not return http.disconnect (test_receive_after_"
+            f"the_response_returns_disconnect judges that): no later call to judge ({first})"
+        )
     for n in range(_AGAIN):
         found = step(events, label=f"again-{n}")
         assert found is not None, f"receive() #{n + 2} after the response never returned (it waits)"
@@ -196,19 +230,26 @@ def test_disconnect_mid_upload_ends_the_request_messages(server):
 
 # -- http.response.start / http.response.body -------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", list(DEFAULTS))
 @spec("ASGI WWW §Response Start / §Response Body", "DEFINED")
 def test_omitted_keys_take_their_defaults(server, case):
     """headers defaults to [], body to b"" and more_body to False: the response completes with that body."""
     run = run_script(server, DEFAULTS[case], then=(ping(server),))
     assert all(step(run.events, i) and step(run.events, i)["ok"] for i in range(len(DEFAULTS[case]))), (
-        f"send() refused a message with an omitted optional key: {[e for e in run.events if e.get('ok') is False]}")
+        f"send() refused a message with an omitted optional key: {[e for e in run.events if e.get('ok') is False]}"
+    )
     assert run.responses and run.responses[0].status == 200, f"no 200 response: {run.exchange.raw[:300]!r}"
     assert_answered_in_order(run.exchange, [DEFAULT_BODY[case], b"ok"])
 
 
-@pytest.mark.parametrize("version", [pytest.param("HTTP/1.1", marks=spec(_START, "DEFINED")),
-                                     pytest.param("HTTP/1.0", marks=spec("RFC 9112 §6.1", "MUST NOT"))])
+@pytest.mark.parametrize(
+    "version",
+    [
+        pytest.param("HTTP/1.1", marks=spec(_START, "DEFINED")),
+        pytest.param("HTTP/1.0", marks=spec("RFC 9112 §6.1", "MUST NOT")),
+    ],
+)
 def test_streamed_body_without_length_is_framed_correctly(server, version):
     """A body streamed without Content-Length is chunked or close-delimited, never chunked for HTTP/1.0."""
     steps = [["start", 200], ["body", "one-", True], ["body", "two-", True], ["body", "three"]]
@@ -250,8 +291,7 @@ def test_content_encoding_is_left_to_the_app(server):
     """An app-supplied Content-Encoding and its encoded body go out unchanged."""
     packed = gzip.compress(b"gatecheck " * 50, mtime=0)
     headers = [["content-encoding", "gzip"], ["content-length", str(len(packed))]]
-    run = run_script(server, [["start", 200, headers], ["body", b64(packed)]],
-                     headers=[("Accept-Encoding", "gzip")])
+    run = run_script(server, [["start", 200, headers], ["body", b64(packed)]], headers=[("Accept-Encoding", "gzip")])
     resp = run.exchange.first
     assert resp.header_all("content-encoding") == ["gzip"]
     assert resp.body == packed
@@ -297,7 +337,8 @@ def test_each_body_message_is_flushed_before_the_next(server, size):
     assert paused is not None, f"the script did not get past its pause: {[e['event'] for e in events]}"
     assert seen_at is not None, f"the first chunk never arrived: {data[:200]!r}"
     assert seen_at < paused["t"], (
-        f"the first chunk arrived {seen_at - paused['t']:.2f} s after the app sent the next one")
+        f"the first chunk arrived {seen_at - paused['t']:.2f} s after the app sent the next one"
+    )
 
 
 @pytest.mark.parametrize("case", list(LATE_MESSAGES))
@@ -348,8 +389,10 @@ def test_send_after_completion_returns_normally(server, case):
 @spec("ASGI Core §Error Handling", "SHOULD NOT")
 def test_unknown_keys_in_events_are_accepted(server):
     """Events with extra, unknown keys are accepted (forward compatibility) and behave as without them."""
-    steps = [["send", {"type": "http.response.start", "status": 200, "headers": [], "x_gatecheck": 1}],
-             ["send", {"type": "http.response.body", "body": b64(b"ok"), "x_gatecheck": [True]}]]
+    steps = [
+        ["send", {"type": "http.response.start", "status": 200, "headers": [], "x_gatecheck": 1}],
+        ["send", {"type": "http.response.body", "body": b64(b"ok"), "x_gatecheck": [True]}],
+    ]
     run = run_script(server, steps)
     for index in range(2):
         found = step(run.events, index)

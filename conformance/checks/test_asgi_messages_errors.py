@@ -5,6 +5,7 @@ Start, §Disconnected Client, §Spec Versions).
 Where the spec is silent the check says POLICY: an app that fails before its headers gets a 5xx, and a
 response the app never finished must never look finished to the client (RFC 9112 §8: incomplete messages).
 """
+
 from __future__ import annotations
 
 import base64
@@ -14,11 +15,10 @@ import time
 import pytest
 
 from gatecheck import fixtures
-
 from gatecheck.conformance.app import new_token, probe, script_request, step, value_of, wait_steps
+from gatecheck.conformance.app.private import private_server
 from gatecheck.conformance.client.http1 import Connection, ParseError, build_request, exchange
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
-from gatecheck.conformance.app.private import private_server
 
 pytestmark = [interfaces("asgi"), needs("http1")]
 
@@ -75,8 +75,7 @@ _INVALID = {
     "missing-type": ([["send", {"status": 200, "headers": []}]] + _VALID_TAIL, 0),
     "body-before-start": ([["send", {"type": "http.response.body", "body": _b64(b"x")}]] + _VALID_TAIL, 0),
     "second-start": ([["start", 200, [["content-length", "2"]]], _start(201, [])] + [["body", "ok"]], 1),
-    "str-body": ([["start", 200, [["content-length", "2"]]], ["body", "ok", False, {"raw": True}], ["body", "ok"]],
-                 1),
+    "str-body": ([["start", 200, [["content-length", "2"]]], ["body", "ok", False, {"raw": True}], ["body", "ok"]], 1),
     "str-header-name": ([_start(200, [["x-a", _b64(b"1")]])] + _VALID_TAIL, 0),
     "str-header-value": ([_start(200, [[_b64(b"x-a"), "1"]])] + _VALID_TAIL, 0),
     "str-status": ([_start("200", [])] + _VALID_TAIL, 0),
@@ -88,8 +87,13 @@ _INVALID = {
 _OUT_OF_ORDER = ("body-before-start", "second-start")
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=spec(_ERR + " (out of order)", "POLICY") if c in _OUT_OF_ORDER
-                                               else spec(_ERR, "SHOULD")) for c in _INVALID])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=spec(_ERR + " (out of order)", "POLICY") if c in _OUT_OF_ORDER else spec(_ERR, "SHOULD"))
+        for c in _INVALID
+    ],
+)
 def test_invalid_event_raises_from_send(server, case):
     """send() raises for an invalid event: unknown or missing type or key, str where bytes are required (SHOULD);
     POLICY for events sent out of order (a body before the start, a second start). The verdict is the app's
@@ -130,16 +134,19 @@ def test_header_with_cr_lf_or_nul_never_reaches_the_wire(server, case):
     raw = result.raw + (result.leftover or b"")
     head = raw.split(b"\r\n\r\n", 1)[0]
     assert b"\nx-injected" not in head.lower() and b"\rx-injected" not in head.lower(), (
-        f"the app's CR/LF reached the wire as a header line: {head[:300]!r}")
+        f"the app's CR/LF reached the wire as a header line: {head[:300]!r}"
+    )
     assert b"\x00" not in head, f"a NUL byte reached the response head: {head[:300]!r}"
     if result.final:
         assert not result.first.header_all("x-injected"), f"an injected field reached the wire: {head[:300]!r}"
         assert step(events, 0) is not None, (
-            f"a response the app's log never shows it made (its start never ran): no evidence: {head[:300]!r}")
+            f"a response the app's log never shows it made (its start never ran): no evidence: {head[:300]!r}"
+        )
         return
     assert step(events, 0) is not None and closed, (
         f"no response, and no evidence the server refused the header (the app's send logged: "
-        f"{step(events, 0) is not None}, closed: {closed}): {raw[:300]!r}")
+        f"{step(events, 0) is not None}, closed: {closed}): {raw[:300]!r}"
+    )
 
 
 @pytest.mark.parametrize("case", list(_INJECT))
@@ -155,6 +162,7 @@ def test_header_with_cr_lf_or_nul_makes_send_raise(server, case):
 
 
 # -- app exceptions and apps that never answer --------------------------------------------------------
+
 
 @spec(_ERR, "POLICY")
 def test_exception_before_start_is_answered_with_5xx(server):
@@ -192,7 +200,8 @@ def _no_complete_success(result) -> None:
     complete_ok = [r for r in result.final if 200 <= r.status < 300]
     assert not complete_ok, (
         f"the client got a complete {complete_ok[0].status} response ({complete_ok[0].framing} framing, "
-        f"body {complete_ok[0].body!r}): the truncation is undetectable")
+        f"body {complete_ok[0].body!r}): the truncation is undetectable"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -257,6 +266,7 @@ def test_app_returning_without_a_response_gets_5xx(server, case):
 
 # -- sends after the client left (spec_version) --------------------------------------------------------
 
+
 def _spec_version(server) -> tuple:
     text = value_of(probe(server)["scope"])["asgi"].get("spec_version", "2.0")
     return tuple(int(p) for p in text.split("."))
@@ -265,8 +275,18 @@ def _spec_version(server) -> tuple:
 _AFTER_LEFT = {
     # case: (steps, steps done before the client leaves, index of the send made after http.disconnect)
     "start-after-disconnect": ([["receive_all"], ["wait_disconnect", 10], ["start", 200]], 1, 2),
-    "body-after-disconnect": ([["receive_all"], ["start", 200], ["body", "a", True], ["wait_disconnect", 10],
-                               ["sleep", 0.2], ["body", "b", True]], 3, 5),
+    "body-after-disconnect": (
+        [
+            ["receive_all"],
+            ["start", 200],
+            ["body", "a", True],
+            ["wait_disconnect", 10],
+            ["sleep", 0.2],
+            ["body", "b", True],
+        ],
+        3,
+        5,
+    ),
 }
 
 
@@ -331,14 +351,16 @@ def test_server_error_escaping_the_app_does_not_break_the_server(server):
 
 # -- legacy applications --------------------------------------------------------------------------------
 
+
 @spec("ASGI Core §Legacy Applications", "SHOULD")
 def test_legacy_double_callable_app_is_served(server):
     """An ASGI 2 app (a class called with the scope, then awaited with receive and send) is served."""
     with private_server(server, app=fixtures.LEGACY_ASGI_APP) as priv:
         ping = exchange(priv.address, build_request("GET", "/ping", host=priv.authority)).first
         assert ping.status == 200 and ping.body == b"ok"
-        echo = exchange(priv.address, build_request("POST", "/echo", body=b"legacy", host=priv.authority),
-                        methods=["POST"]).first
+        echo = exchange(
+            priv.address, build_request("POST", "/echo", body=b"legacy", host=priv.authority), methods=["POST"]
+        ).first
         assert echo.status == 200 and echo.body == b"legacy"
         doc = json.loads(exchange(priv.address, build_request("GET", "/probe", host=priv.authority)).first.body)
         assert value_of(doc["scope"])["type"] == "http"

@@ -1,4 +1,5 @@
 """ASGI HTTP connection scope: every key, its type and its value (ASGI www.rst §HTTP Connection Scope)."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,8 +29,11 @@ def test_scope_keys_are_str(server):
     """Every key the spec mentions is a str: the scope's own keys, scope["asgi"]'s keys and the extension
     names in scope["extensions"]."""
     scope = _scope(server)
-    keyed = {"scope": scope, 'scope["asgi"]': scope.get("asgi") or {},
-             'scope["extensions"]': scope.get("extensions") or {}}
+    keyed = {
+        "scope": scope,
+        'scope["asgi"]': scope.get("asgi") or {},
+        'scope["extensions"]': scope.get("extensions") or {},
+    }
     for where, mapping in keyed.items():
         for key in mapping:
             assert type(key) is str, f"key {key!r} in {where} is {type(key).__name__}, not str"
@@ -82,15 +86,18 @@ def test_scheme_is_http_on_plain_listener(server):
     assert scope.get("scheme", "http") == "http"
 
 
-@pytest.mark.parametrize("raw,decoded", [
-    ("/probe/plain", "/probe/plain"),
-    ("/probe/a%20b", "/probe/a b"),
-    ("/probe/caf%C3%A9", "/probe/café"),
-    ("/probe/%E2%82%AC/%F0%9F%98%80", "/probe/€/😀"),
-    ("/probe/a%2Fb", "/probe/a/b"),
-    ("/probe/100%25", "/probe/100%"),
-    ("/probe/a+b", "/probe/a+b"),
-])
+@pytest.mark.parametrize(
+    "raw,decoded",
+    [
+        ("/probe/plain", "/probe/plain"),
+        ("/probe/a%20b", "/probe/a b"),
+        ("/probe/caf%C3%A9", "/probe/café"),
+        ("/probe/%E2%82%AC/%F0%9F%98%80", "/probe/€/😀"),
+        ("/probe/a%2Fb", "/probe/a/b"),
+        ("/probe/100%25", "/probe/100%"),
+        ("/probe/a+b", "/probe/a+b"),
+    ],
+)
 @spec(_WWW, "DEFINED")
 def test_path_is_percent_and_utf8_decoded(server, raw, decoded):
     """path is the request path with percent-escapes and UTF-8 decoded into a str, query excluded."""

@@ -10,27 +10,45 @@ object's ``get``/``get_all``/``[]``/``items``/``keys``/``values``/``len``/``iter
 is a response (400, or 4xx where the sentence says only "reject"), on HTTP/2 a stream or connection error
 too, with the app's log empty for the refused requests; silence or a close is never a pass.
 """
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from gatecheck.conformance.app import (app_view, decode_probe, h2_never_logged, response_script, script_target,
-                                       wait_steps)
-from gatecheck.conformance.spec.dimensions import (APP_NAME_CLASSES, APP_VALUE_CLASSES, H1_NAME_CLASSES,
-                                              H1_VALUE_CLASSES, H2_NAME_CLASSES, H2_VALUE_CLASSES, KEEP,
-                                              REJECT, REJECT_OR_KEEP, REJECT_OR_SP, byte_params, show)
+from gatecheck.conformance.app import (
+    app_view,
+    decode_probe,
+    h2_never_logged,
+    response_script,
+    script_target,
+    wait_steps,
+)
 from gatecheck.conformance.client.h2 import H2Client
 from gatecheck.conformance.client.h2 import is_refusal as refused
 from gatecheck.conformance.client.http1 import ParseError
 from gatecheck.conformance.client.ws import OP_TEXT, connect
-from gatecheck.conformance.spec.markers import interfaces, needs
 from gatecheck.conformance.helpers.wire import assert_serves, deliver, describe, request
+from gatecheck.conformance.spec.dimensions import (
+    APP_NAME_CLASSES,
+    APP_VALUE_CLASSES,
+    H1_NAME_CLASSES,
+    H1_VALUE_CLASSES,
+    H2_NAME_CLASSES,
+    H2_VALUE_CLASSES,
+    KEEP,
+    REJECT,
+    REJECT_OR_KEEP,
+    REJECT_OR_SP,
+    byte_params,
+    show,
+)
+from gatecheck.conformance.spec.markers import interfaces, needs
 from gatecheck.fixtures import TOKEN_HEADER, typed
 
 _NAME = "x-bc"
-_GIVE_UP = 2   # unanswered requests after which a class stops (each costs a reply timeout)
+_GIVE_UP = 2  # unanswered requests after which a class stops (each costs a reply timeout)
 
 
 def _text(value) -> str:
@@ -75,7 +93,8 @@ def _rsgi_accessors_agree(headers: dict, name: str, values: list) -> None:
     assert per is not None, f"{name} is in items() but not in keys(): {keys!r}"
     seen = {"get": _ok(per["get"]), "[]": _ok(per["getitem"]), "get_all": _ok(per["get_all"])}
     assert seen["get"] == seen["[]"] == values[0] and list(seen["get_all"]) == values, (
-        f"the accessors disagree on {name}: items() {values!r}, {seen!r}")
+        f"the accessors disagree on {name}: items() {values!r}, {seen!r}"
+    )
 
 
 def _judge(verdict: str, status: int, seen: list | None, sent: bytes, reject=(400,)) -> str | None:
@@ -114,6 +133,7 @@ def _each_octet(cls, ask) -> None:
 
 # -- request field values and names, HTTP/1.1 ----------------------------------------------------------
 
+
 def _h1_ask(server, headers, verdict: str, sent: bytes, reject) -> str | None:
     name = _text(headers[-1][0]).lower()
     try:
@@ -147,6 +167,7 @@ def test_request_field_name_octets_over_http1(server, cls):
 
 # -- request field values and names, HTTP/2 ------------------------------------------------------------
 
+
 def _h2_ask(server, headers, verdict: str, sent: bytes, reject) -> str | None:
     name = _text(headers[-1][0]).lower()
     with H2Client(server.address, authority=server.authority) as client:
@@ -175,8 +196,9 @@ def test_request_field_value_octets_over_http2(server, cls):
     LF: a stream or connection error, or a 4xx, and never the app), refused or kept (other CTLs)."""
     token = server.new_token()
     reject = _reject_statuses(cls)
-    _each_octet(cls, lambda o: _h2_ask(server, [(TOKEN_HEADER, token), (_NAME, _value(o))], cls.verdict,
-                                       _value(o), reject))
+    _each_octet(
+        cls, lambda o: _h2_ask(server, [(TOKEN_HEADER, token), (_NAME, _value(o))], cls.verdict, _value(o), reject)
+    )
     _h2_refusals_never_reached_the_app(server, token, cls)
 
 
@@ -186,12 +208,17 @@ def test_request_field_name_octets_over_http2(server, cls):
     """A request field name with a prohibited or non-token octet (each of the class, one request each) is
     malformed: a stream or connection error, or a 4xx, and the app never sees the request."""
     token = server.new_token()
-    _each_octet(cls, lambda o: _h2_ask(server, [(TOKEN_HEADER, token), (b"x-b" + o + b"c", b"v")], REJECT, b"",
-                                       tuple(range(400, 500))))
+    _each_octet(
+        cls,
+        lambda o: _h2_ask(
+            server, [(TOKEN_HEADER, token), (b"x-b" + o + b"c", b"v")], REJECT, b"", tuple(range(400, 500))
+        ),
+    )
     _h2_refusals_never_reached_the_app(server, token, cls)
 
 
 # -- the WebSocket opening handshake -------------------------------------------------------------------
+
 
 def _ws_ask(server, value: bytes, verdict: str, reject) -> str | None:
     conn = connect(server.address, "/ws_probe", server.authority, headers=[(_NAME, value)])
@@ -222,6 +249,7 @@ def test_websocket_handshake_field_value_octets(server, cls):
 
 # -- fields the app hands over for its response --------------------------------------------------------
 
+
 def _app_ask(server, name: bytes, value: bytes, verdict: str) -> str | None:
     """The app answers 200 with the field ``name: value``; what reached the wire, judged."""
     token = server.new_token()
@@ -234,7 +262,7 @@ def _app_ask(server, name: bytes, value: bytes, verdict: str) -> str | None:
     if not ex.final:
         ran = wait_steps(server, token, 1, timeout=2.0)
         if verdict == REJECT and ex.closed and any(e.get("event") == "step" for e in ran):
-            return None   # the app handed the field over and the server closed without sending it
+            return None  # the app handed the field over and the server closed without sending it
         return f"no response: {describe(ex)}"
     if not any(e.get("event") == "step" for e in wait_steps(server, token, 1, timeout=2.0)):
         return f"answered, but the app's log shows no step: no evidence it ran: {describe(ex)}"

@@ -11,6 +11,7 @@ kept-alive request goes 2.2 s after the one before it, so a ``Date`` kept from t
 field of the server's is repeated, and the response is framed by exactly one of Content-Length and
 Transfer-Encoding.
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -30,8 +31,11 @@ from gatecheck.fixtures import TOKEN_HEADER
 pytestmark = needs("http1")
 
 #: what differs between two connections by design, per interface (the client's port; WSGI's stream objects)
-_PER_CONNECTION = {"asgi": {"client", "state"}, "rsgi": {"client"},
-                   "wsgi": {"REMOTE_PORT", "wsgi.input", "wsgi.errors", "wsgi.file_wrapper"}}
+_PER_CONNECTION = {
+    "asgi": {"client", "state"},
+    "rsgi": {"client"},
+    "wsgi": {"REMOTE_PORT", "wsgi.input", "wsgi.errors", "wsgi.file_wrapper"},
+}
 
 
 def _view(doc: dict, interface: str) -> dict:
@@ -49,7 +53,7 @@ def _view(doc: dict, interface: str) -> dict:
 
 def _plain(value) -> bool:
     """A value the probe could reproduce (not an object it could only describe, such as a server's socket)."""
-    if type(value) in (list, tuple):   # exactly: the probe's Opaque (what it could only describe) is a tuple
+    if type(value) in (list, tuple):  # exactly: the probe's Opaque (what it could only describe) is a tuple
         return all(_plain(v) for v in value)
     if type(value) is dict:
         return all(_plain(k) and _plain(v) for k, v in value.items())
@@ -71,8 +75,9 @@ def test_app_is_handed_the_same_request_at_each_position(server, position):
     # timestamp): no position can show it kept
     own = _view(decode_probe(again.body), server.interface) if again.status == 200 else want
     per_request = {k for k in set(want) | set(own) if want.get(k) != own.get(k)}
-    differ = {k: (want.get(k), got.get(k)) for k in set(want) | set(got)
-              if want.get(k) != got.get(k) and k not in per_request}
+    differ = {
+        k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k) and k not in per_request
+    }
     assert not differ, f"at {position.name}, (alone, here): {differ}"
 
 
@@ -114,13 +119,16 @@ def _served(server, position, pause: float = 0.0) -> tuple:
     resp = talk.response(position.index)
     assert server.events(token, timeout=2.0), (
         f"the app's log shows nothing for the request at {position.name}: no evidence the app ran it; "
-        f"got {talk.raw[:300]!r}")
+        f"got {talk.raw[:300]!r}"
+    )
     return talk, resp
 
 
-_IMF_FIXDATE = re.compile(r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
-                          r"\d{4} \d{2}:\d{2}:\d{2} GMT")
-_PAUSE = 2.2   # seconds before a kept-alive request: a Date kept from the first response is then 2 s old
+_IMF_FIXDATE = re.compile(
+    r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+    r"\d{4} \d{2}:\d{2}:\d{2} GMT"
+)
+_PAUSE = 2.2  # seconds before a kept-alive request: a Date kept from the first response is then 2 s old
 
 
 @pytest.mark.parametrize("position", position_params())
@@ -131,13 +139,16 @@ def test_date_is_current_at_each_position(server, position):
     talk, resp = _served(server, position, pause=0.0 if position.pipelined else _PAUSE)
     value = resp.header("date") or ""
     if not value and not alone(server, request(server)).header("date"):
-        pytest.skip(f"{UNSUPPORTED_PREFIX} the server sends no Date on any response (whether it must is "
-                    "test_http1_responses.py's check)")
+        pytest.skip(
+            f"{UNSUPPORTED_PREFIX} the server sends no Date on any response (whether it must is "
+            "test_http1_responses.py's check)"
+        )
     assert _IMF_FIXDATE.fullmatch(value), f"Date: {value!r} at {position.name}"
     stamp = email.utils.parsedate_to_datetime(value).timestamp()
     earliest, latest = math.floor(talk.sent_at) - 1, talk.answered_at + 1
     assert earliest <= stamp <= latest, (
-        f"Date {value!r} at {position.name}: {talk.sent_at - stamp:.1f} s before the request was sent")
+        f"Date {value!r} at {position.name}: {talk.sent_at - stamp:.1f} s before the request was sent"
+    )
 
 
 #: the fields a server adds (or frames with) whose definitions allow no list: once only in a message

@@ -14,6 +14,7 @@ a pipelined one (RFC 9112 §9.3.2 lets a client pipeline; the suite reports that
 as not supported). A close the request under test provoked is no such reason: it fails. The client sends
 no request after a response that ended the connection (RFC 9112 §9.6).
 """
+
 from __future__ import annotations
 
 import socket
@@ -22,12 +23,19 @@ import pytest
 
 from gatecheck.conformance.app import app_view, decode_probe, response_script, script_target
 from gatecheck.conformance.client.http1 import Connection, ending_of, persistent
+from gatecheck.conformance.helpers.support import body_not_read, needs_pipelining
+from gatecheck.conformance.helpers.wire import (
+    CLOSE_WAIT,
+    REPLY_TIMEOUT,
+    assert_never_parsed,
+    describe,
+    ends_connection,
+    request,
+    smuggled_request,
+)
 from gatecheck.conformance.spec.dimensions import PIPELINE, POSITIONS, Position, position_params
 from gatecheck.conformance.spec.markers import needs, spec
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.helpers.support import body_not_read, needs_pipelining
-from gatecheck.conformance.helpers.wire import (CLOSE_WAIT, REPLY_TIMEOUT, assert_never_parsed, describe,
-                                        ends_connection, request, smuggled_request)
 from gatecheck.fixtures import TOKEN_HEADER, payload_bytes
 
 pytestmark = needs("http1")
@@ -70,20 +78,20 @@ def _converse(server, position, datas: list, methods: list, wait_close: bool = F
             finals = ex.final
         else:
             for i, data in enumerate(datas):
-                if i and not conn.may_send():   # closed, or the last response ended the connection (§9.6)
+                if i and not conn.may_send():  # closed, or the last response ended the connection (§9.6)
                     break
                 try:
                     conn.send(data)
                 except (BrokenPipeError, ConnectionResetError):
                     if not i:
                         raise
-                    conn.closed = True   # the server had closed after the previous response
+                    conn.closed = True  # the server had closed after the previous response
                     break
                 ex = conn.read_responses(1, methods=[methods[i]])
                 finals += ex.final
                 if not ex.final:
                     break
-        if (wait_close or conn.ending) and not conn.closed:   # a response ended it: its close is judged too
+        if (wait_close or conn.ending) and not conn.closed:  # a response ended it: its close is judged too
             conn.wait_closed(CLOSE_WAIT)
     except BaseException:
         conn.close()
@@ -91,11 +99,10 @@ def _converse(server, position, datas: list, methods: list, wait_close: bool = F
     return finals, conn, ex
 
 
-def _exchange(server, position, target: bytes, method: str = "GET", *, tokens: bool = False,
-              wait_close: bool = False):
+def _exchange(server, position, target: bytes, method: str = "GET", *, tokens: bool = False, wait_close: bool = False):
     """Send the connection's requests as the position says; return (final responses, connection, requests).
     Skips as not supported when the position cannot be reached (see the module docstring)."""
-    if position.pipelined and position.index:   # the first of a pipeline is reached by any server
+    if position.pipelined and position.index:  # the first of a pipeline is reached by any server
         needs_pipelining(server)
     requests = _place(server, position, target, tokens)
     methods = ["GET"] * len(requests)
@@ -124,17 +131,24 @@ def _reachable(server, finals, conn, position, ex, total: int) -> None:
     if len(finals) > position.index:
         return
     conn.close()
-    if finals and ends_connection(finals[-1]):   # the client sends nothing more (RFC 9112 §9.6), closed or not
-        _unsupported(f"the server ended the connection in response {len(finals)} of {total} "
-                     f"({ending_of(finals[-1])}): no request reaches position {position.name}")
+    if finals and ends_connection(finals[-1]):  # the client sends nothing more (RFC 9112 §9.6), closed or not
+        _unsupported(
+            f"the server ended the connection in response {len(finals)} of {total} "
+            f"({ending_of(finals[-1])}): no request reaches position {position.name}"
+        )
     if finals and conn.closed and _stops_unprovoked(server, position, len(finals)):
-        _unsupported(f"the server closes the connection after {len(finals)} of {total} responses (without saying "
-                     f"close, as on a connection of GET /ping only): no request reaches position {position.name}")
+        _unsupported(
+            f"the server closes the connection after {len(finals)} of {total} responses (without saying "
+            f"close, as on a connection of GET /ping only): no request reaches position {position.name}"
+        )
     if position.pipelined and finals and not conn.closed and ex.timed_out:
-        _unsupported(f"the server answered {len(finals)} of {total} pipelined requests and then neither the "
-                     "rest nor closed: it does not serve pipelined requests")
-    raise AssertionError(f"no answer to the request at position {position.name} ({len(finals)} responses): "
-                         f"{describe(ex)}")
+        _unsupported(
+            f"the server answered {len(finals)} of {total} pipelined requests and then neither the "
+            "rest nor closed: it does not serve pipelined requests"
+        )
+    raise AssertionError(
+        f"no answer to the request at position {position.name} ({len(finals)} responses): {describe(ex)}"
+    )
 
 
 def _others_answered(finals, position, *, upto: int | None = None) -> None:
@@ -142,7 +156,8 @@ def _others_answered(finals, position, *, upto: int | None = None) -> None:
     for i, resp in enumerate(finals[:upto]):
         if i != position.index:
             assert (resp.status, resp.body) == (200, b"ok"), (
-                f"response {i + 1} (GET /ping) was {resp.status} {resp.body[:100]!r}, want 200 'ok'")
+                f"response {i + 1} (GET /ping) was {resp.status} {resp.body[:100]!r}, want 200 'ok'"
+            )
 
 
 def _all_answered(server, finals, conn, position, ex) -> None:
@@ -153,11 +168,13 @@ def _all_answered(server, finals, conn, position, ex) -> None:
     if len(finals) < total and not ends_connection(finals[-1]):
         assert conn.closed and _stops_unprovoked(server, position, len(finals)), (
             f"{len(finals)} of {total} requests answered, without ending the connection in a response (RFC 9112 "
-            f"§9.3) and a close the server makes whatever the requests: {describe(ex)}")
+            f"§9.3) and a close the server makes whatever the requests: {describe(ex)}"
+        )
     _others_answered(finals, position)
 
 
 # -- request-scoped rules at each position -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("position", position_params())
 @spec("RFC 9112 §9.3", "DEFINED")
@@ -168,7 +185,8 @@ def test_app_sees_the_request_at_each_position(server, position):
     conn.close()
     resp = finals[position.index]
     assert resp.status == 200 and resp.header("content-type") == "application/json", (
-        f"the probe's answer is not its JSON document: {describe(ex)}")
+        f"the probe's answer is not its JSON document: {describe(ex)}"
+    )
     view = app_view(decode_probe(resp.body))
     got = (view["path"], view["query"], [v for n, v in view["headers"] if n == "x-position"])
     assert got == ("/probe/state", f"q={position.name}", [position.name]), f"the app saw {got!r}"
@@ -193,9 +211,10 @@ def test_request_body_is_read_at_each_position(server, position, framing):
     conn.close()
     resp = finals[position.index]
     if _FRAMINGS[framing]:
-        body_not_read(server, resp, _BODY)   # a 411, or a WSGI app with no way to read it: not supported
+        body_not_read(server, resp, _BODY)  # a 411, or a WSGI app with no way to read it: not supported
     assert resp.status == 200 and resp.body == _BODY, (
-        f"/echo answered {resp.status} with {len(resp.body)} bytes, want the {len(_BODY)} sent: {describe(ex)}")
+        f"/echo answered {resp.status} with {len(resp.body)} bytes, want the {len(_BODY)} sent: {describe(ex)}"
+    )
     _all_answered(server, finals, conn, position, ex)
 
 
@@ -207,18 +226,21 @@ def test_streamed_response_is_delimited_at_each_position(server, position):
     target = request(server, "POST", "/echo_iter", body=_BODY)
     finals, conn, _, ex = _exchange(server, position, target, "POST")
     if finals and ends_connection(finals[-1]) and not conn.closed:
-        conn.wait_closed(CLOSE_WAIT)   # only a response that ended the connection is waited for (18 × 1.5 s otherwise)
+        conn.wait_closed(CLOSE_WAIT)  # only a response that ended the connection is waited for (18 × 1.5 s otherwise)
     conn.close()
     resp = finals[position.index]
     assert resp.status == 200 and resp.body == _BODY, (
-        f"/echo_iter answered {resp.status} with {len(resp.body)} bytes ({resp.framing}): {describe(ex)}")
+        f"/echo_iter answered {resp.status} with {len(resp.body)} bytes ({resp.framing}): {describe(ex)}"
+    )
     if resp.framing == "close":
         assert not persistent(resp, framing=False) and ex.closed, (
-            f"a close-delimited response that does not announce the end of the connection: {describe(ex)}")
+            f"a close-delimited response that does not announce the end of the connection: {describe(ex)}"
+        )
     _all_answered(server, finals, conn, position, ex)
 
 
 # -- Connection: close in the request and in the response, at each position ----------------------------
+
 
 def _close_target(server, who: str, token: str) -> bytes:
     if who == "request":
@@ -243,7 +265,8 @@ def test_connection_close_request_is_answered_then_closed_at_each_position(serve
         assert server.events(token, timeout=2.0), "a 2xx the app's log never shows it made: no evidence"
     if not (position.pipelined and position.index < PIPELINE - 1):
         assert (resp.status, resp.body) == (200, b"ok"), (
-            f"the Connection: close request got {resp.status}: {describe(ex)}")
+            f"the Connection: close request got {resp.status}: {describe(ex)}"
+        )
     assert conn.closed, f"the connection stayed open after the response to Connection: close: {describe(ex)}"
 
 
@@ -276,16 +299,18 @@ def test_requests_pipelined_after_a_close_are_not_processed(server, position, wh
     """Requests pipelined behind one whose request or response carried Connection: close are never
     processed: the app's log shows the close request and none of those after it (each carries a token)."""
     token = server.new_token()
-    finals, conn, requests, ex = _exchange(server, position, _close_target(server, who, token), tokens=True,
-                                           wait_close=True)
+    finals, conn, requests, ex = _exchange(
+        server, position, _close_target(server, who, token), tokens=True, wait_close=True
+    )
     conn.close()
     assert server.events(token, timeout=2.0), "the app's log never showed the close request: no evidence"
     resp = finals[position.index]
     if who == "response" and not ends_connection(resp):
         _unsupported("the server did not send the app's Connection: close; nothing after it is to be refused")
     assert len(finals) == position.index + 1, (
-        f"{len(finals)} responses, the requests after the close answered: {describe(ex)}")
-    for _, later in requests[position.index + 1:]:
+        f"{len(finals)} responses, the requests after the close answered: {describe(ex)}"
+    )
+    for _, later in requests[position.index + 1 :]:
         assert_never_parsed(server, later)
 
 
@@ -311,13 +336,17 @@ def test_half_closed_client_gets_its_responses(server, case):
         conn.sock.shutdown(socket.SHUT_WR)
         ex = conn.read_responses(len(bodies), methods=methods)
     got = [(r.status, r.body) for r in ex.final]
-    if 0 < len(got) < len(bodies) and got == [(200, b) for b in bodies[:len(got)]]:
+    if 0 < len(got) < len(bodies) and got == [(200, b) for b in bodies[: len(got)]]:
         said = ends_connection(ex.final[-1])
-        stops = ex.closed and (said or _stops_unprovoked(server, Position("pipelined", 0, True), len(got),
-                                                         len(bodies)))
+        stops = ex.closed and (said or _stops_unprovoked(server, Position("pipelined", 0, True), len(got), len(bodies)))
         if stops or (not ex.closed and ex.timed_out):
-            how = ("closed saying close" if said else "closed, as it does without a half-close") if ex.closed \
+            how = (
+                ("closed saying close" if said else "closed, as it does without a half-close")
+                if ex.closed
                 else "stopped"
-            _unsupported(f"the server answered {len(got)} of {len(bodies)} pipelined requests and then {how}: "
-                         "it does not serve pipelined requests")
+            )
+            _unsupported(
+                f"the server answered {len(got)} of {len(bodies)} pipelined requests and then {how}: "
+                "it does not serve pipelined requests"
+            )
     assert got == [(200, b) for b in bodies], f"want {len(bodies)} response(s) 200 with the bodies: {describe(ex)}"

@@ -7,6 +7,7 @@ through its adapter (``Adapter.ROLES``: uvicorn's ``--timeout-keep-alive``, hype
 *not supported*), so the rule costs seconds. A request with ``Connection: close`` and bytes behind it, sent in
 the same write or while its app still runs, gets its own complete response, and nothing behind it is processed.
 """
+
 from __future__ import annotations
 
 import socket
@@ -31,8 +32,8 @@ from gatecheck.fixtures import TOKEN_HEADER
 
 pytestmark = needs("http1")
 
-KEEP_ALIVE = 1     # seconds: the keep-alive timeout the private server gets
-SLOW = 2.0         # seconds the first app takes: past the keep-alive timeout
+KEEP_ALIVE = 1  # seconds: the keep-alive timeout the private server gets
+SLOW = 2.0  # seconds the first app takes: past the keep-alive timeout
 
 
 def _slow(server, token: str, seconds: float, body: str = "slow", headers=()) -> bytes:
@@ -64,7 +65,8 @@ def test_pipelined_request_outliving_the_keep_alive_timeout_is_answered(server):
         got = [(r.status, r.body) for r in ex.final]
         assert got[:1] == [(200, b"slow")], f"the slow request: {describe(ex)}"
         assert got == [(200, b"slow"), (200, b"ok")], (
-            f"the request pipelined behind a {SLOW:.0f} s app, {KEEP_ALIVE} s keep-alive timeout: {describe(ex)}")
+            f"the request pipelined behind a {SLOW:.0f} s app, {KEEP_ALIVE} s keep-alive timeout: {describe(ex)}"
+        )
         assert priv.events(second, timeout=2.0), "the app's log shows nothing for the pipelined request"
 
 
@@ -102,7 +104,8 @@ def test_connection_close_request_with_bytes_behind_it_gets_its_own_response(ser
     request's own, complete (200 "own", the app's log shows it ran), whatever came behind it."""
     ex, token, _ = _close_with_bytes_behind(server, delay)
     assert ex.final and (ex.final[0].status, ex.final[0].body) == (200, b"own"), (
-        f"the Connection: close request's response: {describe(ex)}")
+        f"the Connection: close request's response: {describe(ex)}"
+    )
     assert server.events(token, timeout=2.0), "the app's log shows nothing for the Connection: close request"
 
 

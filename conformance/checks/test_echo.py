@@ -4,6 +4,7 @@ Every interface must hand the app the exact request body: RFC 9112 §6.3 (Conten
 §7.1 (chunked decoding), ASGI www §Request (http.request chunks concatenate to the body), RSGI §HTTP protocol
 interface (``await protocol()`` and ``async for``), PEP 3333 §Input and Error Streams.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,12 +32,17 @@ _BODY_CLAUSE = {
 def _post(server, route: str, body: bytes, *, chunks=None, timeout: float = 20.0):
     headers = [("Content-Type", "application/octet-stream")]
     if chunks is None:
-        data = build_request("POST", route, headers + [("Content-Length", str(len(body)))], body,
-                             host=server.authority)
+        data = build_request("POST", route, headers + [("Content-Length", str(len(body)))], body, host=server.authority)
     else:
         framed = b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n" for c in chunks if c) + b"0\r\n\r\n"
-        data = build_request("POST", route, headers + [("Transfer-Encoding", "chunked")], framed,
-                             host=server.authority, content_length=False)
+        data = build_request(
+            "POST",
+            route,
+            headers + [("Transfer-Encoding", "chunked")],
+            framed,
+            host=server.authority,
+            content_length=False,
+        )
     return exchange(server.address, data, methods=["POST"], timeout=timeout).first
 
 
@@ -45,7 +51,8 @@ def _assert_same(got: bytes, sent: bytes):
         first = next((i for i, (a, b) in enumerate(zip(got, sent)) if a != b), min(len(got), len(sent)))
         raise AssertionError(
             f"echo differs: sent {len(sent)} B (sha256 {hashlib.sha256(sent).hexdigest()[:12]}), "
-            f"got {len(got)} B (sha256 {hashlib.sha256(got).hexdigest()[:12]}); first difference at byte {first}")
+            f"got {len(got)} B (sha256 {hashlib.sha256(got).hexdigest()[:12]}); first difference at byte {first}"
+        )
 
 
 def _random_chunks(body: bytes, seed: int) -> list:
@@ -53,7 +60,7 @@ def _random_chunks(body: bytes, seed: int) -> list:
     chunks, pos = [], 0
     while pos < len(body):
         size = rng.choice([1, 7, 100, 4096, 16384, 65536, 100_000])
-        chunks.append(body[pos:pos + size])
+        chunks.append(body[pos : pos + size])
         pos += size
     return chunks
 
@@ -84,7 +91,7 @@ def test_chunked_request_body_is_decoded_for_echo(server, size):
     """A chunked request body (random chunk sizes) is de-chunked before the app reads it."""
     body = random_bytes(size, seed=size + 2)
     resp = _post(server, "/echo", body, chunks=_random_chunks(body, seed=size))
-    body_not_read(server, resp, body)   # a 411, or a WSGI app with no way to read it: not supported
+    body_not_read(server, resp, body)  # a 411, or a WSGI app with no way to read it: not supported
     assert resp.status == 200, resp.body[:200]
     _assert_same(resp.body, body)
 
@@ -95,7 +102,7 @@ def test_chunked_request_body_is_decoded_for_iterated_echo(server, size):
     """A chunked request body read chunk by chunk by the app is the decoded body, in order."""
     body = random_bytes(size, seed=size + 3)
     resp = _post(server, "/echo_iter", body, chunks=_random_chunks(body, seed=size + 1))
-    body_not_read(server, resp, body)   # a 411, or a WSGI app with no way to read it: not supported
+    body_not_read(server, resp, body)  # a 411, or a WSGI app with no way to read it: not supported
     assert resp.status == 200, resp.body[:200]
     _assert_same(resp.body, body)
 
@@ -119,7 +126,8 @@ def test_streamed_response_to_http11_is_self_delimited(server):
     if resp.framing == "close":
         assert not persistent(resp, framing=False), (
             "close-delimited response to an HTTP/1.1 request without Connection: close: the client had "
-            "to take the connection as persistent and cannot tell a complete response from a cut one")
+            "to take the connection as persistent and cannot tell a complete response from a cut one"
+        )
         _assert_same(resp.body, body)
         return
     assert resp.framing in ("chunked", "length"), resp.framing

@@ -4,6 +4,7 @@ The bytes on the wire must be the file's bytes exactly, with the app's headers (
 interface: file responses leave headers to the app; ASGI extensions §Path Send; PEP 3333 §Optional
 Platform-Specific File Handling).
 """
+
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -11,7 +12,6 @@ from urllib.parse import quote
 import pytest
 
 from gatecheck import fixtures
-
 from gatecheck.conformance.app import probe, value_of
 from gatecheck.conformance.client.http1 import Connection, build_request, exchange
 from gatecheck.conformance.spec.markers import interfaces, needs, spec

@@ -8,6 +8,7 @@ or ``https``. With the server's trust option on (``Adapter.ROLES["trusted-proxie
 gunicorn's ``--forwarded-allow-ips``; other targets are *not supported*) the fields from a trusted peer are
 mapped; from a peer it does not trust they change nothing.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -137,7 +138,8 @@ def test_trusted_proxy_fields_are_mapped(server, over):
     with private_server(server, target=with_role(server, "trusted-proxies", "127.0.0.1")) as priv:
         scheme, host, _ = seen(priv, over, _BOTH)
     assert scheme == _OVER[over][0] and host in (_FOR, "127.0.0.1"), (
-        f"trusting 127.0.0.1, {_BOTH} gave {(scheme, host)}")
+        f"trusting 127.0.0.1, {_BOTH} gave {(scheme, host)}"
+    )
 
 
 @pytest.mark.parametrize("over", _over_params())
@@ -150,4 +152,3 @@ def test_untrusted_proxy_fields_change_nothing(server, over):
     with private_server(server, target=with_role(server, "trusted-proxies", "192.0.2.1")) as priv:
         scheme, host, _ = seen(priv, over, _BOTH)
     assert (scheme, host) == (_OVER[over][1], "127.0.0.1"), f"trusting 192.0.2.1 only, {_BOTH} gave {(scheme, host)}"
-

@@ -6,27 +6,27 @@ RFC 7540 §3.2 for the deprecated `h2c` Upgrade.
 Every read is bounded (conformance/client/bounded.py: a deadline and a size cap); the `Upgrade: h2c` checks
 read the HTTP/1.1 answer strictly (a malformed response is a failure that shows its bytes).
 """
+
 from __future__ import annotations
 
 import json
 import threading
 import time
 
-import pytest
-
 import h2.config
 import h2.connection
 import h2.events
+import pytest
 
 from gatecheck import fixtures
-from gatecheck.fixtures import TOKEN_HEADER
-from gatecheck.conformance.client import bounded
 from gatecheck.conformance.app import script_target, value_of
+from gatecheck.conformance.app.private import private_server
+from gatecheck.conformance.client import bounded
+from gatecheck.conformance.client.connect import connect
 from gatecheck.conformance.client.h2 import CONNECTION_CAP, GOAWAY, SETTINGS, H2Client, H2Timeout, SettingCodes
 from gatecheck.conformance.client.http1 import ParseError, parse_responses
 from gatecheck.conformance.spec.markers import needs, spec
-from gatecheck.conformance.app.private import private_server
-from gatecheck.conformance.client.connect import connect
+from gatecheck.fixtures import TOKEN_HEADER
 
 pytestmark = needs("h2c")
 
@@ -46,7 +46,9 @@ def test_server_never_enables_push_in_its_settings(server):
     """The server's SETTINGS never carry SETTINGS_ENABLE_PUSH = 1 (only a client may enable push)."""
     with H2Client(server.address, authority=server.authority) as client:
         client.wait_settings()
-    values = [f.settings().get(SettingCodes.ENABLE_PUSH) for f in client.frames if f.type == SETTINGS and not f.flags & 1]
+    values = [
+        f.settings().get(SettingCodes.ENABLE_PUSH) for f in client.frames if f.type == SETTINGS and not f.flags & 1
+    ]
     assert values, "no SETTINGS frame from the server"
     assert 1 not in values, f"server SETTINGS: {[f.settings() for f in client.frames if f.type == SETTINGS]}"
 
@@ -61,8 +63,12 @@ def _upgrade(server, settings_fields: int = 1, token: str = "h2c", path: str = "
     h2 connection, socket). No complete head within 5 s and 64 KiB, or a malformed one, fails."""
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
     settings = conn.initiate_upgrade_connection()
-    lines = [f"GET {path} HTTP/1.1".encode(), f"Host: {server.authority}".encode(),
-             b"Connection: Upgrade, HTTP2-Settings", b"Upgrade: " + token.encode()]
+    lines = [
+        f"GET {path} HTTP/1.1".encode(),
+        f"Host: {server.authority}".encode(),
+        b"Connection: Upgrade, HTTP2-Settings",
+        b"Upgrade: " + token.encode(),
+    ]
     lines += [b"HTTP2-Settings: " + settings] * settings_fields
     sock = connect(server, timeout=5)
     sock.sendall(b"\r\n".join(lines) + b"\r\n\r\n")
@@ -114,17 +120,25 @@ def test_h2c_upgrade_answers_the_request_on_stream_1(server):
         sock.sendall(conn.data_to_send())
         body = _read_stream_1(conn, sock, rest)
     doc = json.loads(body)
-    version = (value_of(doc["scope"])["http_version"] if doc["interface"] == "asgi"
-               else value_of(doc["environ"])["SERVER_PROTOCOL"] if doc["interface"] == "wsgi"
-               else value_of(doc["scope"]["http_version"]["value"]))
+    version = (
+        value_of(doc["scope"])["http_version"]
+        if doc["interface"] == "asgi"
+        else value_of(doc["environ"])["SERVER_PROTOCOL"]
+        if doc["interface"] == "wsgi"
+        else value_of(doc["scope"]["http_version"]["value"])
+    )
     assert version in ("2", "HTTP/2", "HTTP/2.0"), f"the upgraded request reached the app as {version!r}"
 
 
 @needs("http1")
-@pytest.mark.parametrize("fields,token", [
-    pytest.param(0, "h2c", id="no-http2-settings", marks=spec("RFC 7540 §3.2.1", "MUST NOT")),
-    pytest.param(2, "h2c", id="two-http2-settings", marks=spec("RFC 7540 §3.2.1", "MUST NOT")),
-    pytest.param(1, "h2", id="token-h2", marks=spec("RFC 7540 §3.2", "MUST"))])
+@pytest.mark.parametrize(
+    "fields,token",
+    [
+        pytest.param(0, "h2c", id="no-http2-settings", marks=spec("RFC 7540 §3.2.1", "MUST NOT")),
+        pytest.param(2, "h2c", id="two-http2-settings", marks=spec("RFC 7540 §3.2.1", "MUST NOT")),
+        pytest.param(1, "h2", id="token-h2", marks=spec("RFC 7540 §3.2", "MUST")),
+    ],
+)
 def test_h2c_upgrade_is_refused_when_malformed(server, fields, token):
     """No 101 when HTTP2-Settings is missing or repeated, or when Upgrade names `h2` (TLS-only): the request is answered
     over HTTP/1.1 (evidence: a well-formed HTTP/1.1 response head that is not 101)."""
@@ -136,9 +150,11 @@ def test_h2c_upgrade_is_refused_when_malformed(server, fields, token):
 
 # -- graceful shutdown (RFC 9113 §6.8, §9.1) ----------------------------------------------------------
 
-_SLOW = {"asgi": [["receive"], ["sleep", 1.0], ["start", 200], ["body", "done"]],
-         "rsgi": [["sleep", 1.0], ["response_bytes", 200, [], "done"]],
-         "wsgi": [["sleep", 1.0], ["start_response", "200 OK"], ["yield", "done"]]}
+_SLOW = {
+    "asgi": [["receive"], ["sleep", 1.0], ["start", 200], ["body", "done"]],
+    "rsgi": [["sleep", 1.0], ["response_bytes", 200, [], "done"]],
+    "wsgi": [["sleep", 1.0], ["start_response", "200 OK"], ["yield", "done"]],
+}
 _SHUTDOWNS: dict = {}
 
 
@@ -169,8 +185,12 @@ def _shutdown(server) -> dict:
                     pass  # recorded below: the stream did not end
                 client.idle(0.5)
                 stopper.join(10)
-            _SHUTDOWNS[key] = {"goaways": [f.goaway() for f in client.frames if f.type == GOAWAY],
-                               "slow": client.streams[slow], "closed": client.closed, "slow_id": slow}
+            _SHUTDOWNS[key] = {
+                "goaways": [f.goaway() for f in client.frames if f.type == GOAWAY],
+                "slow": client.streams[slow],
+                "closed": client.closed,
+                "slow_id": slow,
+            }
     return _SHUTDOWNS[key]
 
 
@@ -191,12 +211,14 @@ def test_in_flight_stream_completes_during_graceful_shutdown(server):
     """A request in flight when shutdown begins (its stream ≤ the GOAWAY's last-stream-ID) is answered completely."""
     seen = _shutdown(server)
     slow = seen["slow"]
-    assert slow.ended and slow.status == 200 and slow.body == b"done", \
+    assert slow.ended and slow.status == 200 and slow.body == b"done", (
         f"in-flight request: {slow.describe()}; GOAWAYs {seen['goaways']}; closed={seen['closed']}"
+    )
     assert all(seen["slow_id"] <= last for last, _, _ in seen["goaways"]), seen["goaways"]
 
 
 # -- denial of service (RFC 9113 §10.5) -------------------------------------------------------------
+
 
 @spec("RFC 9113 §10.5", "SHOULD")
 def test_rapid_reset_burst_leaves_the_server_serving(server):

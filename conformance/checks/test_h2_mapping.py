@@ -4,6 +4,7 @@ Gateway mapping (http.md §8): `:authority` → ASGI first `host` header / WSGI 
 `authority`; `:path` → path and query; pseudo-headers never reach the app; repeated `cookie` fields are
 kept apart for ASGI and joined with "; " for WSGI.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,11 +12,21 @@ import re
 import pytest
 
 from gatecheck import fixtures
-
+from gatecheck.conformance.app import (
+    TOKEN_HEADER,
+    asgi_scope,
+    h2_get,
+    h2_never_logged,
+    h2_probe,
+    response_script,
+    rsgi_attrs,
+    rsgi_headers,
+    run_script,
+    script_target,
+    wsgi_environ,
+)
 from gatecheck.conformance.client.h2 import H2Client
 from gatecheck.conformance.client.h2 import is_refusal as refused
-from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, h2_get, h2_never_logged, h2_probe, response_script,
-                                       rsgi_attrs, rsgi_headers, run_script, script_target, wsgi_environ)
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.observables import observable_row
 
@@ -29,6 +40,7 @@ _QUERY = "x=1&y=%20"
 
 
 # -- version, authority, path -------------------------------------------------------------------
+
 
 @interfaces("asgi")
 @spec(_ASGI, "DEFINED")
@@ -186,11 +198,14 @@ def test_wsgi_body_without_content_length_is_readable(server):
     wsgi.input_terminated is set."""
     doc = h2_probe(server, method="POST", body=b"hello, world")
     env = wsgi_environ(doc)
-    assert doc["body_len"] == 12, (f"the app read {doc['body_len']} of 12 bytes; CONTENT_LENGTH="
-                                   f"{env.get('CONTENT_LENGTH')!r}, wsgi.input_terminated={env.get('wsgi.input_terminated')!r}")
+    assert doc["body_len"] == 12, (
+        f"the app read {doc['body_len']} of 12 bytes; CONTENT_LENGTH="
+        f"{env.get('CONTENT_LENGTH')!r}, wsgi.input_terminated={env.get('wsgi.input_terminated')!r}"
+    )
 
 
 # -- malformed requests never reach the app (RFC 9113 §8.1.1, §8.2) ---------------------------------
+
 
 def _refused_before_the_app(server, extra: list) -> str:
     token = fixtures.new_token()
@@ -203,10 +218,18 @@ def _refused_before_the_app(server, extra: list) -> str:
     return result
 
 
-@pytest.mark.parametrize("name,value", [
-    ("connection", "keep-alive"), ("keep-alive", "timeout=5"), ("proxy-connection", "keep-alive"),
-    ("transfer-encoding", "chunked"), ("upgrade", "websocket"), ("te", "gzip"),
-], ids=lambda v: v)
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("connection", "keep-alive"),
+        ("keep-alive", "timeout=5"),
+        ("proxy-connection", "keep-alive"),
+        ("transfer-encoding", "chunked"),
+        ("upgrade", "websocket"),
+        ("te", "gzip"),
+    ],
+    ids=lambda v: v,
+)
 @spec("RFC 9113 §8.2.2", "MUST")
 def test_connection_specific_field_is_malformed(server, name, value):
     """A request with a connection-specific field (or `te` other than "trailers") is malformed: refused, never passed to
@@ -229,6 +252,7 @@ def test_te_trailers_is_served(server):
 
 # -- responses: what the server puts on the wire for the app's headers ------------------------------
 
+
 @interfaces("rsgi", "wsgi")
 @spec("RFC 9113 §8.2", "MUST")
 def test_app_response_field_names_go_out_lower_case(server):
@@ -241,14 +265,18 @@ def test_app_response_field_names_go_out_lower_case(server):
     assert resp.header(b"x-mixed-case") == [b"1"], resp.headers
 
 
-@pytest.mark.parametrize("name,value", [("connection", "close"), ("keep-alive", "timeout=5"),
-                                        ("transfer-encoding", "chunked")], ids=lambda v: v)
+@pytest.mark.parametrize(
+    "name,value",
+    [("connection", "close"), ("keep-alive", "timeout=5"), ("transfer-encoding", "chunked")],
+    ids=lambda v: v,
+)
 @spec("RFC 9113 §8.2.2", "MUST NOT")
 def test_app_connection_specific_response_field_is_not_sent(server, name, value):
     """A connection-specific field the app puts in its response never goes out on HTTP/2 (dropped, or the response
     fails). Evidence: a response, or a RST_STREAM, on the stream."""
-    resp = h2_get(server, script_target(response_script(server.interface, 200, [[name, value]], ["ok"],
-                                                        read_body=True)))
+    resp = h2_get(
+        server, script_target(response_script(server.interface, 200, [[name, value]], ["ok"], read_body=True))
+    )
     assert resp.status is not None or resp.reset_code is not None, f"no answer on the stream: {resp.describe()}"
     assert resp.header(name.encode()) == [], f"{name} sent on HTTP/2: {resp.headers}"
     if resp.status == 200:

@@ -3,6 +3,7 @@
 RFC 9113 §5 (streams), §6.9 (flow control), §6.4/§5.4.2 (RST_STREAM), §8.1 (trailers), §8.4 (push);
 the disconnect each interface must see: ASGI `http.disconnect`, RSGI `client_disconnect()`, WSGI `close()`.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,12 +12,20 @@ import time
 import pytest
 
 from gatecheck import fixtures
-
-from gatecheck.conformance.app import (TOKEN_HEADER, asgi_scope, h2_probe, random_bytes, response_script, rsgi_attrs,
-                                       rsgi_headers, script_target, wsgi_environ)
+from gatecheck.conformance.app import (
+    TOKEN_HEADER,
+    asgi_scope,
+    h2_probe,
+    random_bytes,
+    response_script,
+    rsgi_attrs,
+    rsgi_headers,
+    script_target,
+    wsgi_environ,
+)
+from gatecheck.conformance.app.private import private_server
 from gatecheck.conformance.client.h2 import DATA, H2Client, SettingCodes
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
-from gatecheck.conformance.app.private import private_server
 
 pytestmark = needs("h2c")
 
@@ -28,6 +37,7 @@ def _client(server, **kw) -> H2Client:
 
 
 # -- multiplexing ----------------------------------------------------------------------------------
+
 
 @spec("RFC 9113 §5", "DEFINED")
 def test_concurrent_streams_with_interleaved_bodies_are_byte_exact(server):
@@ -69,6 +79,7 @@ def test_each_stream_is_its_own_request(server):
 
 
 # -- flow control ----------------------------------------------------------------------------------
+
 
 @spec("RFC 9113 §6.9.1", "MUST NOT")
 def test_no_data_while_the_client_window_is_zero(server):
@@ -135,12 +146,18 @@ def test_upload_larger_than_the_initial_window_completes(server):
 
 #: steps that wait for the client to go away, mid-request and mid-response, per interface
 _WAIT = {
-    "asgi": {"request": [["wait_disconnect", 10]],
-             "response": [["start", 200], ["body", "x", True], ["wait_disconnect", 10]]},
-    "rsgi": {"request": [["wait_disconnect", 10]],
-             "response": [["stream", 200], ["send_bytes", "x"], ["wait_disconnect", 10]]},
-    "wsgi": {"request": [["read", 65536], ["start_response", "200 OK"], ["yield", "x"]],
-             "response": [["start_response", "200 OK"], ["repeat", 120, [["yield", "x"], ["sleep", 0.05]]]]},
+    "asgi": {
+        "request": [["wait_disconnect", 10]],
+        "response": [["start", 200], ["body", "x", True], ["wait_disconnect", 10]],
+    },
+    "rsgi": {
+        "request": [["wait_disconnect", 10]],
+        "response": [["stream", 200], ["send_bytes", "x"], ["wait_disconnect", 10]],
+    },
+    "wsgi": {
+        "request": [["read", 65536], ["start_response", "200 OK"], ["yield", "x"]],
+        "response": [["start_response", "200 OK"], ["repeat", 120, [["yield", "x"], ["sleep", 0.05]]]],
+    },
 }
 
 
@@ -161,8 +178,11 @@ def _saw_disconnect(spare, token: str) -> dict:
     to the app alike. When it never comes, the spare is restarted before the check fails: the app it left
     waiting must not run on beside the next checks (granian's WSGI read() after a reset spins a CPU until the
     server stops)."""
-    name, match = {"asgi": ("disconnect", {}), "rsgi": ("step", {"op": "wait_disconnect", "ok": True}),
-                   "wsgi": ("wsgi.close", {})}[spare.interface]
+    name, match = {
+        "asgi": ("disconnect", {}),
+        "rsgi": ("step", {"op": "wait_disconnect", "ok": True}),
+        "wsgi": ("wsgi.close", {}),
+    }[spare.interface]
     try:
         event = fixtures.wait_for_event(spare.event_dir, token, name, _APP_EVENT, **match)
     except TimeoutError:
@@ -181,8 +201,10 @@ def _start(client, interface: str, event_dir, token, phase: str) -> int:
             fixtures.wait_for_event(event_dir, token, "script.start", _APP_EVENT)
         except TimeoutError:
             client.reset(sid)
-            pytest.skip("the server buffers the request body before it calls the app: "
-                        "a reset mid-request never meets a running app")
+            pytest.skip(
+                "the server buffers the request body before it calls the app: "
+                "a reset mid-request never meets a running app"
+            )
     else:
         sid = client.request("GET", script_target(steps), [(TOKEN_HEADER, token)])
         client.wait_data(sid, 1)
@@ -239,6 +261,7 @@ def test_reset_stream_leaves_other_streams_intact(server, spare):
 
 # -- trailers and push, where the server advertises them (ASGI extensions) ----------------------------
 
+
 def _extensions(server) -> dict:
     return asgi_scope(h2_probe(server)).get("extensions") or {}
 
@@ -248,8 +271,9 @@ def _need_extension(server, name: str) -> None:
         pytest.skip(f"not supported: {server.target} does not advertise {name} on HTTP/2")
 
 
-_TRAILER_SCRIPT = script_target([["start", 200, [["trailer", "x-checksum"]], True], ["body", "abc"],
-                                 ["trailers", [["x-checksum", "c0ffee"]]]])
+_TRAILER_SCRIPT = script_target(
+    [["start", 200, [["trailer", "x-checksum"]], True], ["body", "abc"], ["trailers", [["x-checksum", "c0ffee"]]]]
+)
 
 
 @interfaces("asgi")
@@ -277,8 +301,9 @@ def test_asgi_trailers_are_not_sent_without_te_trailers(server):
     assert state.trailers is None, state.trailers
 
 
-_PUSH_SCRIPT = script_target([["start", 200], ["send", {"type": "http.response.push", "path": "/b10", "headers": []}],
-                              ["body", "abc"]])
+_PUSH_SCRIPT = script_target(
+    [["start", 200], ["send", {"type": "http.response.push", "path": "/b10", "headers": []}], ["body", "abc"]]
+)
 
 
 @interfaces("asgi")

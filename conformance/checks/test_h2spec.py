@@ -8,13 +8,14 @@ contract's 404, ``/probe`` answers every method 200 with a JSON body. Its exit s
 verdicts come from its JUnit report, and ``test_h2spec_ran_every_case`` checks that all cases ran. It runs
 against a private server of the same target, so its abuse cannot weaken the session's server.
 """
+
 from __future__ import annotations
 
 import pytest
 
+from gatecheck.conformance.app.private import private_server
 from gatecheck.conformance.h2spec import tool as h2spec
 from gatecheck.conformance.spec.markers import needs, spec
-from gatecheck.conformance.app.private import private_server
 
 pytestmark = needs("h2c")
 
@@ -41,12 +42,26 @@ def _report(server) -> h2spec.Report:
         with private_server(server) as priv:
             problem = _preflight(priv)
             # -o 5: a generous per-case wait (h2spec default 2 s) for a loaded 2-core machine
-            _REPORTS[key] = h2spec.Report([], None, "", "", problem=problem) if problem else h2spec.run(binary, priv.host, priv.port, CASES, path=PATH, case_timeout=5,
-                                       deadline=240.0, strict=True, last=LAST)
+            _REPORTS[key] = (
+                h2spec.Report([], None, "", "", problem=problem)
+                if problem
+                else h2spec.run(
+                    binary,
+                    priv.host,
+                    priv.port,
+                    CASES,
+                    path=PATH,
+                    case_timeout=5,
+                    deadline=240.0,
+                    strict=True,
+                    last=LAST,
+                )
+            )
     report = _REPORTS[key]
     if report.problem:
-        pytest.fail(f"{report.problem}; commands: {[' '.join(argv) for argv in report.command]}\n{report.tail()}",
-                    pytrace=False)
+        pytest.fail(
+            f"{report.problem}; commands: {[' '.join(argv) for argv in report.command]}\n{report.tail()}", pytrace=False
+        )
     return report
 
 
@@ -122,5 +137,6 @@ def test_h2spec_ran_every_case(server):
     assert not missing, f"h2spec did not run {len(missing)} case(s): {missing[:20]}"
     assert not unknown, f"h2spec ran case(s) the committed list lacks (regenerate it): {unknown[:20]}"
     assert report.tests_attr == len(CASES), f"JUnit counts {report.tests_attr} tests, the list {len(CASES)}"
-    assert report.summary is not None and report.summary[0] == len(CASES), \
+    assert report.summary is not None and report.summary[0] == len(CASES), (
         f"h2spec summary {report.summary} (total, passed, skipped, failed); expected {len(CASES)} tests"
+    )

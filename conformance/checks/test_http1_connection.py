@@ -5,18 +5,28 @@ Every request carries an event-log token and a pass needs the app's log showing 
 answer says nothing of how the server handles the app's responses on the connection. Whether a response lets
 the connection persist is read as RFC 9112 §9.3 says (``client.http1.persistent``): the "close" option, or an
 HTTP/1.0 response without "keep-alive"; the client sends nothing after a response that ends it (§9.6)."""
+
 from __future__ import annotations
 
 import pytest
 
-from gatecheck.fixtures import JSON_BODY, TOKEN_HEADER, payload_bytes
-
 from gatecheck.conformance.app import new_token
-from gatecheck.conformance.spec.markers import needs, spec
 from gatecheck.conformance.client.http1 import persistent
-from gatecheck.conformance.helpers.wire import (REPLY_TIMEOUT, assert_answered_in_order, assert_app_ran, assert_closed,
-                                        assert_never_parsed, deliver, describe, request, says_close, smuggled_request,
-                                        tracked)
+from gatecheck.conformance.helpers.wire import (
+    REPLY_TIMEOUT,
+    assert_answered_in_order,
+    assert_app_ran,
+    assert_closed,
+    assert_never_parsed,
+    deliver,
+    describe,
+    request,
+    says_close,
+    smuggled_request,
+    tracked,
+)
+from gatecheck.conformance.spec.markers import needs, spec
+from gatecheck.fixtures import JSON_BODY, TOKEN_HEADER, payload_bytes
 
 pytestmark = needs("http1")
 
@@ -28,7 +38,9 @@ def test_two_sequential_requests_share_one_connection(server):
     """HTTP/1.1 connections persist by default: a second request on the same connection is answered."""
     (first, one), (second, two) = tracked(server), tracked(server, target="/b1k")
     ex = deliver(server, first, then=second)
-    assert [r.status for r in ex.final] == [200, 200], f"{ex.held or 'the second request was not answered'}: {describe(ex)}"
+    assert [r.status for r in ex.final] == [200, 200], (
+        f"{ex.held or 'the second request was not answered'}: {describe(ex)}"
+    )
     assert ex.final[0].body == b"ok" and ex.final[1].body == _B1K, describe(ex)
     assert_app_ran(server, one, two, what="the two requests")
 
@@ -74,14 +86,19 @@ def test_server_that_closes_after_its_response_says_close(server):
     assert ex.final and ex.first.status == 200 and ex.first.body == b"ok", describe(ex)
     assert_app_ran(server, token)
     if len(ex.final) > 1:
-        pytest.skip(f"not applicable: a second request on the connection was answered {ex.final[1].status} (the "
-                    "server keeps it persistent)")
+        pytest.skip(
+            f"not applicable: a second request on the connection was answered {ex.final[1].status} (the "
+            "server keeps it persistent)"
+        )
     if not ex.closed:
-        pytest.skip(f"not applicable: the connection stayed open {REPLY_TIMEOUT:.0f} s after the response, with a "
-                    "second request unanswered (it was not closed: nothing to say close about)")
+        pytest.skip(
+            f"not applicable: the connection stayed open {REPLY_TIMEOUT:.0f} s after the response, with a "
+            "second request unanswered (it was not closed: nothing to say close about)"
+        )
     assert not persistent(ex.first, framing=False), (
         "the server closed the connection after its first response, with a second request pending and unanswered, "
-        f"without the \"close\" connection option: {describe(ex)}")
+        f'without the "close" connection option: {describe(ex)}'
+    )
 
 
 @spec("RFC 9112 §9.6", "MUST NOT")

@@ -4,6 +4,7 @@ Where the RFC allows "reject with 400 or repair" (obs-fold, bare CR, NUL), a rep
 the app was handed (the probe route); a rejection must be a 400. After every malformed input the server
 must still serve a new connection. Where the text asks for a 400 *and* a close, each is its own check.
 """
+
 from __future__ import annotations
 
 import re
@@ -11,9 +12,17 @@ import re
 import pytest
 
 from gatecheck.conformance.app import app_view, decode_probe
+from gatecheck.conformance.helpers.wire import (
+    assert_app_ran,
+    assert_closed_after_answer,
+    assert_refused,
+    assert_serves,
+    deliver,
+    describe,
+    request,
+    tracked,
+)
 from gatecheck.conformance.spec.markers import needs, spec
-from gatecheck.conformance.helpers.wire import (assert_app_ran, assert_closed_after_answer, assert_refused,
-                                        assert_serves, deliver, describe, request, tracked)
 
 pytestmark = needs("http1")
 
@@ -54,6 +63,7 @@ def _values(view: dict, name: str) -> list:
 
 
 # -- Host -------------------------------------------------------------------------------------
+
 
 @spec("RFC 9112 §3.2", "MUST")
 def test_http11_request_without_host_is_rejected(server):
@@ -103,6 +113,7 @@ def test_absolute_form_target_is_accepted_as_its_origin_form(server):
 
 # -- field syntax -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("ws", [" ", "\t"], ids=["space", "tab"])
 @spec("RFC 9112 §5.1", "MUST")
 def test_whitespace_between_field_name_and_colon_is_rejected(server, ws):
@@ -119,8 +130,7 @@ def test_obs_fold_is_rejected_or_replaced_with_space(server):
         assert len(values) == 1 and re.fullmatch(r"a +b", values[0]), f"the app saw x-folded = {values!r}"
 
 
-_BARE_CR = {"inside-value": ([("X-Cr", "a\rb")], "a b"),
-            "as-line-end": ([("X-Cr", "a\rX-Hidden: h")], "a X-Hidden: h")}
+_BARE_CR = {"inside-value": ([("X-Cr", "a\rb")], "a b"), "as-line-end": ([("X-Cr", "a\rX-Hidden: h")], "a X-Hidden: h")}
 
 
 @pytest.mark.parametrize("headers,repaired", list(_BARE_CR.values()), ids=list(_BARE_CR))
@@ -178,6 +188,7 @@ def test_whitespace_line_after_request_line_is_rejected_or_ignored(server):
 
 
 # -- request-line -----------------------------------------------------------------------------
+
 
 @spec("RFC 9112 §2.2", "SHOULD")
 def test_empty_line_before_request_line_is_ignored(server):

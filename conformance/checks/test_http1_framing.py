@@ -12,17 +12,28 @@ refused with a 400 for its chunk framing) are *not supported*, as where a WSGI s
 read one (``helpers/support.py``). A check judges only its rule: a refusal of a valid chunked request with a
 trailer section is no trailer merged into the headers.
 """
+
 from __future__ import annotations
 
 import pytest
 
 from gatecheck.conformance.app import app_view, decode_probe, new_token
+from gatecheck.conformance.helpers.support import body_not_read, needs_pipelining, refused_for_length
+from gatecheck.conformance.helpers.wire import (
+    MODES,
+    assert_answered_in_order,
+    assert_closed_after_answer,
+    assert_never_parsed,
+    assert_refused,
+    assert_rejected,
+    assert_serves,
+    deliver,
+    describe,
+    request,
+    smuggled_request,
+)
 from gatecheck.conformance.spec.markers import needs, spec
 from gatecheck.conformance.spec.results import not_supported
-from gatecheck.conformance.helpers.support import body_not_read, needs_pipelining, refused_for_length
-from gatecheck.conformance.helpers.wire import (MODES, assert_answered_in_order, assert_closed_after_answer,
-                                        assert_never_parsed, assert_refused, assert_rejected, assert_serves, deliver,
-                                        describe, request, smuggled_request)
 
 pytestmark = needs("http1")
 
@@ -62,7 +73,7 @@ def _echoed(server, data: bytes, expected: bytes, mode: str = "whole") -> None:
     ex = deliver(server, data, mode=mode, methods=["POST"])
     first = ex.first
     if b"transfer-encoding" in data.lower():
-        body_not_read(server, first, expected)   # a 411, or a WSGI app with no way to read it: not supported
+        body_not_read(server, first, expected)  # a 411, or a WSGI app with no way to read it: not supported
     assert first.status == 200 and first.body == expected, f"expected 200 echoing {expected!r}; {describe(ex)}"
     if mode == "pipelined":
         assert_answered_in_order(ex, [expected, b"ok"])
@@ -90,17 +101,15 @@ def test_invalid_content_length_closes_the_connection(server, value):
 @spec("RFC 9110 §8.6", "MUST")
 def test_content_length_overflow_does_not_wrap(server):
     """A Content-Length of 2**64 + 5 is never read as 5: no integer overflow or precision loss."""
-    data = _post(server, [("Content-Length", str(2 ** 64 + 5))], b"hello")
+    data = _post(server, [("Content-Length", str(2**64 + 5))], b"hello")
     ex = deliver(server, data, methods=["POST"], timeout=2.0)
     for resp in ex.final:
         assert resp.body != b"hello", f"a 2**64+5 length was read as 5: {describe(ex)}"
     assert_serves(server)
 
 
-_DIFFERING = {"two-lines": [("Content-Length", "5"), ("Content-Length", "6")],
-              "list": [("Content-Length", "5, 6")]}
-_IDENTICAL = {"two-lines": [("Content-Length", "5"), ("Content-Length", "5")],
-              "list": [("Content-Length", "5, 5")]}
+_DIFFERING = {"two-lines": [("Content-Length", "5"), ("Content-Length", "6")], "list": [("Content-Length", "5, 6")]}
+_IDENTICAL = {"two-lines": [("Content-Length", "5"), ("Content-Length", "5")], "list": [("Content-Length", "5, 5")]}
 
 
 @pytest.mark.parametrize("headers", list(_DIFFERING.values()), ids=list(_DIFFERING))
@@ -121,23 +130,26 @@ def test_differing_content_lengths_close_the_connection(server, headers):
 @spec("RFC 9110 §8.6", "MAY")
 def test_identical_content_lengths_are_one_value_or_rejected(server, headers):
     """Identical Content-Length values may be taken as that one value, or rejected with 400 and a close."""
-    ex = deliver(server, _post(server, headers, b"hello"), methods=["POST"], wait_close="if-refused",
-                 then=request(server))
+    ex = deliver(
+        server, _post(server, headers, b"hello"), methods=["POST"], wait_close="if-refused", then=request(server)
+    )
     if ex.final and ex.final[0].status == 400:
         assert_rejected(ex, {400})
     else:
         assert ex.final and ex.final[0].status == 200, f"expected 400 or the 5-byte echo; {describe(ex)}"
-        assert_answered_in_order(ex, [b"hello", b"ok"])   # the GET sent after it parses: framed as 5 octets
+        assert_answered_in_order(ex, [b"hello", b"ok"])  # the GET sent after it parses: framed as 5 octets
     assert_serves(server)
 
 
 # -- Transfer-Encoding ------------------------------------------------------------------------
 
-_NOT_FINAL = {"chunked-gzip": [("Transfer-Encoding", "chunked, gzip")],
-              "chunked-then-gzip-line": [("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "gzip")],
-              "gzip": [("Transfer-Encoding", "gzip")],
-              "xchunked": [("Transfer-Encoding", "xchunked")],
-              "identity": [("Transfer-Encoding", "identity")]}
+_NOT_FINAL = {
+    "chunked-gzip": [("Transfer-Encoding", "chunked, gzip")],
+    "chunked-then-gzip-line": [("Transfer-Encoding", "chunked"), ("Transfer-Encoding", "gzip")],
+    "gzip": [("Transfer-Encoding", "gzip")],
+    "xchunked": [("Transfer-Encoding", "xchunked")],
+    "identity": [("Transfer-Encoding", "identity")],
+}
 
 
 @pytest.mark.parametrize("headers", list(_NOT_FINAL.values()), ids=list(_NOT_FINAL))
@@ -156,13 +168,16 @@ def test_transfer_coding_not_ending_in_chunked_closes_the_connection(server, hea
 
 # value, (clause, level): coding names are case-insensitive by definition (RFC 9112 §7, no keyword); empty
 # list elements MUST be ignored (RFC 9110 §5.6.1.2)
-_CHUNKED_SPELLINGS = {"mixed-case": ("cHuNkEd", ("RFC 9112 §7", "DEFINED")),
-                      "leading-empty-element": (", chunked", ("RFC 9110 §5.6.1.2", "MUST")),
-                      "trailing-empty-element": ("chunked,", ("RFC 9110 §5.6.1.2", "MUST"))}
+_CHUNKED_SPELLINGS = {
+    "mixed-case": ("cHuNkEd", ("RFC 9112 §7", "DEFINED")),
+    "leading-empty-element": (", chunked", ("RFC 9110 §5.6.1.2", "MUST")),
+    "trailing-empty-element": ("chunked,", ("RFC 9110 §5.6.1.2", "MUST")),
+}
 
 
-@pytest.mark.parametrize("value", [pytest.param(v, id=name, marks=spec(*clause))
-                                   for name, (v, clause) in _CHUNKED_SPELLINGS.items()])
+@pytest.mark.parametrize(
+    "value", [pytest.param(v, id=name, marks=spec(*clause)) for name, (v, clause) in _CHUNKED_SPELLINGS.items()]
+)
 def test_chunked_is_recognised_case_insensitively_and_with_empty_list_elements(server, value):
     """Coding names are case-insensitive (RFC 9112 §7) and empty list elements are ignored."""
     _echoed(server, _post(server, [("Transfer-Encoding", value)], _chunked(b"hel", b"lo")), b"hello")
@@ -173,8 +188,10 @@ def test_chunked_is_recognised_case_insensitively_and_with_empty_list_elements(s
 _GOOD_CHUNKED = {
     "several-chunks": (_chunked(b"abc", b"defghij", b"kl"), b"abcdefghijkl"),
     "one-byte-chunks": (_chunked(*[bytes([c]) for c in b"hello world"]), b"hello world"),
-    "upper-hex-leading-zeros": (b"000A\r\n0123456789\r\n1F\r\n" + b"x" * 31 + b"\r\n000\r\n\r\n",
-                                b"0123456789" + b"x" * 31),
+    "upper-hex-leading-zeros": (
+        b"000A\r\n0123456789\r\n1F\r\n" + b"x" * 31 + b"\r\n000\r\n\r\n",
+        b"0123456789" + b"x" * 31,
+    ),
 }
 
 
@@ -207,8 +224,14 @@ def test_oversized_chunk_extension_is_answered_with_4xx(server):
     _refused(server, _post(server, [("Transfer-Encoding", "chunked")], body))
 
 
-_BAD_SIZES = {"hex-prefix": b"0x5", "plus": b"+5", "empty": b"", "non-hex": b"5g",
-              "trailing-space": b"5 ", "leading-space": b" 5"}
+_BAD_SIZES = {
+    "hex-prefix": b"0x5",
+    "plus": b"+5",
+    "empty": b"",
+    "non-hex": b"5g",
+    "trailing-space": b"5 ",
+    "leading-space": b" 5",
+}
 
 
 @pytest.mark.parametrize("size", list(_BAD_SIZES.values()), ids=list(_BAD_SIZES))
@@ -231,7 +254,7 @@ def test_invalid_chunk_size_closes_the_connection(server, size):
 @spec("RFC 9112 §7.1", "MUST")
 def test_chunk_size_overflow_does_not_wrap(server):
     """A chunk-size of 2**64 + 5 is never read as 5: no integer overflow when parsing hex numerals."""
-    body = f"{2 ** 64 + 5:x}".encode() + b"\r\nhello\r\n0\r\n\r\n"
+    body = f"{2**64 + 5:x}".encode() + b"\r\nhello\r\n0\r\n\r\n"
     ex = deliver(server, _post(server, [("Transfer-Encoding", "chunked")], body), methods=["POST"], timeout=2.0)
     for resp in ex.final:
         assert resp.body != b"hello", f"a 2**64+5 chunk-size was read as 5: {describe(ex)}"
@@ -255,8 +278,11 @@ def test_chunk_data_not_followed_by_crlf_closes_the_connection(server, body):
     _closed(server, _post(server, [("Transfer-Encoding", "chunked")], body))
 
 
-_BARE_LF = {"after-size": b"5\nhello\r\n0\r\n\r\n", "after-data": b"5\r\nhello\n0\r\n\r\n",
-            "last-chunk": b"5\r\nhello\r\n0\n\n"}
+_BARE_LF = {
+    "after-size": b"5\nhello\r\n0\r\n\r\n",
+    "after-data": b"5\r\nhello\n0\r\n\r\n",
+    "last-chunk": b"5\r\nhello\r\n0\n\n",
+}
 
 
 @pytest.mark.parametrize("body", list(_BARE_LF.values()), ids=list(_BARE_LF))
@@ -283,8 +309,10 @@ def test_request_trailers_are_not_merged_into_headers(server):
     ex = deliver(server, _post(server, [("Transfer-Encoding", "chunked")], body, "/probe"), methods=["POST"])
     resp = ex.first
     if 400 <= resp.status < 500:
-        not_supported(f"the server refused the chunked request with a trailer section ({resp.status}): no trailer "
-                      f"reached the app to be merged or not")
+        not_supported(
+            f"the server refused the chunked request with a trailer section ({resp.status}): no trailer "
+            f"reached the app to be merged or not"
+        )
     assert resp.status == 200, describe(ex)
     view = app_view(decode_probe(resp.body))
     names = [name for name, _ in view["headers"]]
@@ -292,6 +320,7 @@ def test_request_trailers_are_not_merged_into_headers(server):
 
 
 # -- bodies and the connection ----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mode", MODES)
 @spec("RFC 9112 §6.3", "DEFINED")
@@ -339,7 +368,8 @@ def test_unread_body_does_not_desynchronise_the_connection(server):
     ex = deliver(server, data, count=2, methods=["POST", "GET"])
     assert ex.final and ex.final[0].status == 405, describe(ex)
     assert len(ex.final) == 2 or ex.closed, (
-        f"the next request was neither answered nor the connection closed: {describe(ex)}")
+        f"the next request was neither answered nor the connection closed: {describe(ex)}"
+    )
     if len(ex.final) == 2:
         assert ex.final[1].status == 200 and ex.final[1].body == b"ok", describe(ex)
     assert_never_parsed(server, token)

@@ -10,6 +10,7 @@ reads invalid or incomplete was never read as complete nor answered 2xx, the con
 deadline: never a second request made of body octets, never a body longer or shorter than framed, never a
 hang. Where the grammar reads the octets as invalid, RFC 9112 §2.2 asks for a 400 and a close: two checks.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -42,8 +43,13 @@ def _observed(server, mutation):
     obs = observe(server, mutation)
     reading, first = obs.reading, obs.finals[0] if obs.finals else None
     head_read = bool(reading.messages) or reading.partial is not None
-    if (mutation.framing == "chunked" and head_read and first is not None and first.status == 411
-            and not obs.seen[obs.tokens[0]].called):
+    if (
+        mutation.framing == "chunked"
+        and head_read
+        and first is not None
+        and first.status == 411
+        and not obs.seen[obs.tokens[0]].called
+    ):
         not_supported(refused_for_length(first))
     return obs
 
@@ -109,8 +115,10 @@ def _answered(server, mutation):
     obs = _observed(server, mutation)
     count = len(obs.reading.messages)
     if len(obs.finals) == count and count and says_close(obs.finals[-1]) and obs.closed:
-        pytest.skip(f"{UNSUPPORTED_PREFIX} the server closed after the {count} complete request(s) before the "
-                    "invalid octets, saying close")
+        pytest.skip(
+            f"{UNSUPPORTED_PREFIX} the server closed after the {count} complete request(s) before the "
+            "invalid octets, saying close"
+        )
     return obs, obs.finals[count] if len(obs.finals) > count else None
 
 

@@ -5,6 +5,7 @@ A limit is the server's to choose, so a check accepts either the right refusal (
 for the header section) or the request served intact; what it never accepts is a crash, a silent
 truncation, or the wrong refusal. After every such input the server must still serve a new connection.
 """
+
 from __future__ import annotations
 
 import time
@@ -13,9 +14,16 @@ import pytest
 
 from gatecheck.conformance.app import app_view, decode_probe
 from gatecheck.conformance.client.http1 import Connection
+from gatecheck.conformance.helpers.wire import (
+    REPLY_TIMEOUT,
+    assert_app_ran,
+    assert_serves,
+    deliver,
+    describe,
+    request,
+    tracked,
+)
 from gatecheck.conformance.spec.markers import needs, spec
-from gatecheck.conformance.helpers.wire import (REPLY_TIMEOUT, assert_app_ran, assert_serves, deliver, describe,
-                                                request, tracked)
 
 pytestmark = needs("http1")
 
@@ -79,8 +87,11 @@ def _full(server, which: str) -> tuple:
 
 # RFC 9110 §5.3: a server MUST NOT apply a request before its whole header section arrived; RFC 9112 §6.3:
 # Content-Length defines the body length (no keyword: the server waits for that many octets)
-_INCOMPLETE = {"after-request-line": ("RFC 9110 §5.3", "MUST NOT"), "inside-a-field": ("RFC 9110 §5.3", "MUST NOT"),
-               "partial-body": ("RFC 9112 §6.3", "DEFINED")}
+_INCOMPLETE = {
+    "after-request-line": ("RFC 9110 §5.3", "MUST NOT"),
+    "inside-a-field": ("RFC 9110 §5.3", "MUST NOT"),
+    "partial-body": ("RFC 9112 §6.3", "DEFINED"),
+}
 
 
 @pytest.mark.parametrize("which", [pytest.param(w, id=w, marks=spec(*c)) for w, c in _INCOMPLETE.items()])
@@ -125,5 +136,6 @@ def test_slow_header_trickle_does_not_delay_other_clients(server):
             ex = deliver(server, data, timeout=2.0)
             took = time.monotonic() - started
             assert ex.final and ex.final[0].body == b"ok" and took < 2.0, (
-                f"another client waited {took:.1f}s while one trickled headers: {describe(ex)}")
+                f"another client waited {took:.1f}s while one trickled headers: {describe(ex)}"
+            )
             assert_app_ran(server, token, what="the other client's request")

@@ -8,6 +8,7 @@ needs the app's log showing it ran (its steps, for a script): an answer the app 
 A check judges only its rule: where the server answers the app's unusual response with a status of its own
 (a 500 for a 204 with a body), there is no such response to judge, and the check is *not supported*.
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -16,19 +17,28 @@ import time
 
 import pytest
 
-from gatecheck.fixtures import TOKEN_HEADER, payload_bytes
-
+from gatecheck.conformance.app import new_token, response_script, script_target, step, wait_steps
 from gatecheck.conformance.client.http1 import HEAD_CAP, Connection, parse_head, read_raw
+from gatecheck.conformance.helpers.wire import (
+    REPLY_TIMEOUT,
+    assert_app_ran,
+    assert_serves,
+    deliver,
+    describe,
+    held_follow_up,
+    request,
+    tracked,
+)
 from gatecheck.conformance.spec.markers import needs, spec
 from gatecheck.conformance.spec.results import not_supported
-from gatecheck.conformance.app import new_token, response_script, script_target, step, wait_steps
-from gatecheck.conformance.helpers.wire import (REPLY_TIMEOUT, assert_app_ran, assert_serves, deliver, describe,
-                                        held_follow_up, request, tracked)
+from gatecheck.fixtures import TOKEN_HEADER, payload_bytes
 
 pytestmark = needs("http1")
 
-_IMF_FIXDATE = re.compile(r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
-                          r"\d{4} \d{2}:\d{2}:\d{2} GMT")
+_IMF_FIXDATE = re.compile(
+    r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+    r"\d{4} \d{2}:\d{2}:\d{2} GMT"
+)
 
 
 def _scripted(server, status: int, headers=(), chunks=(), method: str = "GET", pause: float = 0.0) -> tuple:
@@ -48,8 +58,10 @@ def _the_apps_status(resp, status: int, ex) -> None:
     """Where the server answered with a status of its own instead of the app's ``status`` (a 500 for a 204 with
     content), the check's rule has no response to judge: *not supported*."""
     if resp.status != status:
-        not_supported(f"the server answered {resp.status} to the app's {status} response, so no {status} went out "
-                      f"to judge (that answer is another rule's): {describe(ex)[:300]}")
+        not_supported(
+            f"the server answered {resp.status} to the app's {status} response, so no {status} went out "
+            f"to judge (that answer is another rule's): {describe(ex)[:300]}"
+        )
 
 
 def _then_a_get(server, data: bytes, methods=()):
@@ -106,8 +118,9 @@ def test_head_content_length_equals_the_get_length(server):
 _NO_CONTENT = {204: "RFC 9110 §15.3.5", 304: "RFC 9110 §15.4.5"}
 
 
-@pytest.mark.parametrize("status", [pytest.param(s, id=str(s), marks=spec(c, "DEFINED"))
-                                    for s, c in _NO_CONTENT.items()])
+@pytest.mark.parametrize(
+    "status", [pytest.param(s, id=str(s), marks=spec(c, "DEFINED")) for s, c in _NO_CONTENT.items()]
+)
 def test_no_content_status_has_no_body_even_if_the_app_sends_one(server, status):
     """A 204 or 304 response has no content: a body the app supplies is dropped, and the next response on
     the connection parses cleanly (another status in its place, a server's 500, has no rule here to judge)."""
@@ -126,7 +139,7 @@ def _first_head(server, data: bytes) -> tuple:
         conn.send(data)
         raw, end = read_raw(conn.sock, lambda buf: b"\r\n\r\n" in buf, timeout=REPLY_TIMEOUT, cap=HEAD_CAP)
     assert b"\r\n\r\n" in raw, f"no complete response head ({end}): {raw[:400]!r}"
-    return parse_head(raw[:raw.index(b"\r\n\r\n")]), raw
+    return parse_head(raw[: raw.index(b"\r\n\r\n")]), raw
 
 
 def _framing_of_a_204(server, name: bytes) -> None:
@@ -134,8 +147,10 @@ def _framing_of_a_204(server, name: bytes) -> None:
     resp, raw = _first_head(server, data)
     _app_answered(server, token)
     if resp.status != 204:
-        not_supported(f"the server answered {resp.status} to the app's 204 response with content: no 204 went out "
-                      f"to judge: {raw[:300]!r}")
+        not_supported(
+            f"the server answered {resp.status} to the app's 204 response with content: no 204 went out "
+            f"to judge: {raw[:300]!r}"
+        )
     found = [n for n, _ in resp.headers if n.lower() == name]
     assert not found, f"204 with {found}: {raw[:400]!r}"
 
@@ -156,8 +171,7 @@ def test_204_has_no_transfer_encoding(server):
 def test_no_1xx_is_sent_to_an_http10_client(server):
     """No 1xx is sent to an HTTP/1.0 client, even when it sends Expect: 100-continue (which it must
     ignore): only the final response arrives."""
-    head = request(server, "POST", "/echo", [("Expect", "100-continue"), ("Content-Length", "5")],
-                   version="HTTP/1.0")
+    head = request(server, "POST", "/echo", [("Expect", "100-continue"), ("Content-Length", "5")], version="HTTP/1.0")
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(head)
         early = conn.read_responses(1, methods=["POST"], timeout=0.5)
@@ -187,9 +201,11 @@ def test_date_is_sent_in_2xx_and_4xx(server, target, status):
 def test_date_is_sent_in_the_servers_own_400(server):
     """The server's own 400 for an unparseable request (Content-Length: x5) carries Date too."""
     ex = deliver(server, request(server, "POST", "/echo", [("Content-Length", "x5")], b"hello"))
-    if not 400 <= ex.first.status < 500:   # accepting it is test_invalid_content_length_is_rejected's to judge
-        not_supported(f"the server did not refuse the request ({ex.first.status}): it sent no 4xx of its own to "
-                      f"judge; {describe(ex)}")
+    if not 400 <= ex.first.status < 500:  # accepting it is test_invalid_content_length_is_rejected's to judge
+        not_supported(
+            f"the server did not refuse the request ({ex.first.status}): it sent no 4xx of its own to "
+            f"judge; {describe(ex)}"
+        )
     assert ex.first.header("date"), describe(ex)
     assert_serves(server)
 
@@ -265,13 +281,15 @@ def test_streamed_response_to_http10_is_not_chunked(server):
 
 # -- Expect and Upgrade -------------------------------------------------------------------------
 
+
 @spec("RFC 9110 §10.1.1", "MUST")
 def test_expect_100_continue_gets_100_or_a_final_status_before_the_body(server):
     """With Expect: 100-continue, the server sends 100 (or a final status) without waiting for the content;
     after a 100 it sends the final response once the content arrives. A final 2xx before the content is the
     app's answer only when the app's log shows it ran (a server's own refusal, a 4xx or 5xx, needs no app)."""
-    head, token = tracked(server, "POST", "/echo", [("Expect", "100-continue"), ("Content-Length", "5")],
-                          content_length=False)
+    head, token = tracked(
+        server, "POST", "/echo", [("Expect", "100-continue"), ("Content-Length", "5")], content_length=False
+    )
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(head)
         early = conn.read_first(["POST"], REPLY_TIMEOUT)
@@ -301,8 +319,9 @@ def test_final_response_follows_a_100_continue(server):
 @spec("RFC 9110 §10.1.1", "MAY")
 def test_unknown_expectation_is_417_or_ignored(server):
     """An expectation other than 100-continue may be answered 417, or the request processed normally."""
-    ex = deliver(server, request(server, "POST", "/echo", [("Expect", "gatecheck-unknown")], b"hello"),
-                 methods=["POST"])
+    ex = deliver(
+        server, request(server, "POST", "/echo", [("Expect", "gatecheck-unknown")], b"hello"), methods=["POST"]
+    )
     resp = ex.first
     assert resp.status == 417 or (resp.status == 200 and resp.body == b"hello"), describe(ex)
 
@@ -320,8 +339,12 @@ def test_upgrade_to_an_unknown_protocol_is_ignored(server):
 def test_upgrade_in_an_http10_request_is_ignored(server):
     """Upgrade in an HTTP/1.0 request is ignored: a complete WebSocket handshake over HTTP/1.0 gets no 101, and
     the request is handed to the app as the plain HTTP request it is (the app's log shows it)."""
-    headers = [("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"),
-               ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")]
+    headers = [
+        ("Connection", "Upgrade"),
+        ("Upgrade", "websocket"),
+        ("Sec-WebSocket-Version", "13"),
+        ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+    ]
     data, token = tracked(server, target="/ws_echo", headers=headers, version="HTTP/1.0")
     ex = deliver(server, data, timeout=1.5)
     assert ex.responses and all(r.status != 101 for r in ex.responses), describe(ex)
@@ -346,5 +369,6 @@ def test_cr_lf_in_an_app_header_value_never_splits_the_response(server):
         assert not ex.first.header_all("x-injected"), f"an injected field reached the wire: {describe(ex)}"
         assert ran, f"a response the app's log never shows it made (its step never ran): no evidence: {describe(ex)}"
         return
-    assert ran and ex.closed, (f"no response, and no evidence the server refused the header (app step logged: "
-                               f"{bool(ran)}): {describe(ex)}")
+    assert ran and ex.closed, (
+        f"no response, and no evidence the server refused the header (app step logged: {bool(ran)}): {describe(ex)}"
+    )

@@ -9,16 +9,25 @@ Transfer-Encoding alone. Regardless, the server MUST close the connection"), so 
 ``..._is_rejected_or_te_framed`` judges the first response, ``..._closes_the_connection`` the close, the
 absence of a second response and that the hidden request never reached the app.
 """
+
 from __future__ import annotations
 
 import pytest
 
 from gatecheck.conformance.app import new_token
+from gatecheck.conformance.helpers.support import needs_pipelining
+from gatecheck.conformance.helpers.wire import (
+    assert_never_parsed,
+    assert_serves,
+    deliver,
+    describe,
+    ends_connection,
+    request,
+    smuggled_request,
+    status_classes,
+)
 from gatecheck.conformance.spec.markers import needs, spec
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.helpers.support import needs_pipelining
-from gatecheck.conformance.helpers.wire import (assert_never_parsed, assert_serves, deliver, describe, ends_connection,
-                                        request, smuggled_request, status_classes)
 
 pytestmark = needs("http1")
 
@@ -29,8 +38,7 @@ def _probe(server, headers, body: bytes, version: str = "HTTP/1.1") -> bytes:
     return request(server, "POST", "/echo", [_CT] + list(headers), body, version=version, content_length=False)
 
 
-def _assert_framed_safely(server, data: bytes, *, te_body: bytes | None, statuses=None,
-                          mode: str = "whole") -> None:
+def _assert_framed_safely(server, data: bytes, *, te_body: bytes | None, statuses=None, mode: str = "whole") -> None:
     """The first response is a 4xx (or one of ``statuses``), or — when ``te_body`` is given — a 2xx echoing
     the TE-decoded body (never the Content-Length-framed one)."""
     ex = deliver(server, data, mode=mode, methods=["POST"])
@@ -126,10 +134,16 @@ _OBFUSCATED = {
     "nul-suffix": ([("Transfer-Encoding", "chunked\x00")], set(range(400, 500)) | {501}, True),
     "chunked-twice": ([("Transfer-Encoding", "chunked, chunked")], set(range(400, 500)) | {501}, True),
 }
-_OBFUSCATED_CLAUSE = {"xchunked": "RFC 9112 §6.3", "chunked-identity": "RFC 9112 §6.3",
-                      "chunked-then-x-line": "RFC 9112 §6.3", "space-before-colon": "RFC 9112 §5.1",
-                      "vertical-tab": "RFC 9112 §6.3", "obs-fold": "RFC 9112 §5.2",
-                      "nul-suffix": "RFC 9110 §5.5", "chunked-twice": "RFC 9112 §6.3"}
+_OBFUSCATED_CLAUSE = {
+    "xchunked": "RFC 9112 §6.3",
+    "chunked-identity": "RFC 9112 §6.3",
+    "chunked-then-x-line": "RFC 9112 §6.3",
+    "space-before-colon": "RFC 9112 §5.1",
+    "vertical-tab": "RFC 9112 §6.3",
+    "obs-fold": "RFC 9112 §5.2",
+    "nul-suffix": "RFC 9110 §5.5",
+    "chunked-twice": "RFC 9112 §6.3",
+}
 # chunked twice has no rule of its own for the recipient (RFC 9112 §6.1's MUST NOT binds the sender): what
 # holds is §6.3's definition, Transfer-Encoding overrides Content-Length
 _OBFUSCATED_LEVEL = {name: "DEFINED" if name == "chunked-twice" else "MUST" for name in _OBFUSCATED}
@@ -144,9 +158,13 @@ def _obfuscated(server, token: str, headers) -> tuple:
     return _probe(server, list(headers) + [("Content-Length", str(cl_len))], body), hidden
 
 
-@pytest.mark.parametrize("headers,statuses,te_ok", [
-    pytest.param(*case, id=name, marks=spec(_OBFUSCATED_CLAUSE[name], _OBFUSCATED_LEVEL[name]))
-    for name, case in _OBFUSCATED.items()])
+@pytest.mark.parametrize(
+    "headers,statuses,te_ok",
+    [
+        pytest.param(*case, id=name, marks=spec(_OBFUSCATED_CLAUSE[name], _OBFUSCATED_LEVEL[name]))
+        for name, case in _OBFUSCATED.items()
+    ],
+)
 def test_obfuscated_transfer_encoding_never_falls_back_to_content_length(server, headers, statuses, te_ok):
     """TE.TE: an obfuscated Transfer-Encoding next to a short Content-Length is rejected (an unknown or
     non-final coding: 400/501 [§6.3, §6.1]; space before the colon: 400 [§5.1]) or — where the obfuscation
@@ -157,8 +175,10 @@ def test_obfuscated_transfer_encoding_never_falls_back_to_content_length(server,
     _assert_framed_safely(server, data, te_body=hidden if te_ok else None, statuses=statuses)
 
 
-@pytest.mark.parametrize("headers", [
-    pytest.param(case[0], id=name, marks=spec(*_OBFUSCATED_CLOSE[name])) for name, case in _OBFUSCATED.items()])
+@pytest.mark.parametrize(
+    "headers",
+    [pytest.param(case[0], id=name, marks=spec(*_OBFUSCATED_CLOSE[name])) for name, case in _OBFUSCATED.items()],
+)
 def test_obfuscated_transfer_encoding_closes_the_connection(server, headers):
     """TE.TE: after responding to a request with an obfuscated Transfer-Encoding and a Content-Length, the
     server closes the connection; the chunk is never parsed as a request."""
@@ -183,7 +203,8 @@ def test_http10_request_with_transfer_encoding_is_faulty_and_closed(server, with
     data = _probe(server, headers, body, version="HTTP/1.0")
     ex = deliver(server, data, methods=["POST"], wait_close=True)
     assert len(ex.final) <= 1 and not ex.leftover.strip(), (
-        f"more than one response to one HTTP/1.0 request: {describe(ex)}")
+        f"more than one response to one HTTP/1.0 request: {describe(ex)}"
+    )
     assert ex.closed, f"the connection stayed open after HTTP/1.0 with Transfer-Encoding: {describe(ex)}"
     assert_never_parsed(server, token)
 
@@ -200,8 +221,10 @@ def _garbage_after_a_request(server, token: str):
     if len(ex.final) == 1 and ends_connection(ex.final[0]) and ex.closed:
         return None
     if len(ex.final) == 1 and not ex.closed and not ex.leftover.strip():
-        pytest.skip(f"{UNSUPPORTED_PREFIX} the server answered the first of two pipelined requests and then "
-                    "neither answered the second nor closed: it does not serve pipelined requests")
+        pytest.skip(
+            f"{UNSUPPORTED_PREFIX} the server answered the first of two pipelined requests and then "
+            "neither answered the second nor closed: it does not serve pipelined requests"
+        )
     return ex
 
 

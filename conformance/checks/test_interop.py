@@ -19,6 +19,7 @@ the status and the body byte-exact (or every echoed message, or the server's Clo
 received them, and the HTTP version the exchange was meant to use; a client's exception fails the check
 with the exception shown (``conformance/client/interop.py``). Malformed input stays with the raw clients.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,17 +29,24 @@ from urllib.parse import quote
 import pytest
 
 from gatecheck import fixtures
-from gatecheck.fixtures import payload_bytes
-
 from gatecheck.conformance.app import random_bytes, response_script, script_target
-from gatecheck.conformance.client.interop import (CLOSE_BOUND, ClientStuck, fetch, http_client, ws_client, ws_close,
-                                                   ws_recv, ws_refused)
+from gatecheck.conformance.client.interop import (
+    CLOSE_BOUND,
+    ClientStuck,
+    fetch,
+    http_client,
+    ws_client,
+    ws_close,
+    ws_recv,
+    ws_refused,
+)
 from gatecheck.conformance.helpers.support import body_not_read
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
+from gatecheck.fixtures import payload_bytes
 
 # -- HTTP exchanges ---------------------------------------------------------------------------------------
 
-_STREAMED_PIECES = (1, 10, 100, 1000, 10_000, 65_536, 7, 30_000)   # sizes: reordered pieces change the bytes
+_STREAMED_PIECES = (1, 10, 100, 1000, 10_000, 65_536, 7, 30_000)  # sizes: reordered pieces change the bytes
 _UPLOAD = 300_000
 
 
@@ -46,9 +54,9 @@ class Exchange(NamedTuple):
     """One well-formed exchange: the request a field client sends and the body that must come back."""
 
     method: str
-    target: Callable        # server -> request target
-    content: Callable       # () -> None, bytes, or an iterator of bytes (a body of unknown length)
-    expected: Callable      # server -> the response body
+    target: Callable  # server -> request target
+    content: Callable  # () -> None, bytes, or an iterator of bytes (a body of unknown length)
+    expected: Callable  # server -> the response body
 
 
 def _pieces(data: bytes, sizes=(1, 4096, 7, 65_536, 100, 16_384)):
@@ -56,7 +64,7 @@ def _pieces(data: bytes, sizes=(1, 4096, 7, 65_536, 100, 16_384)):
     pos, n = 0, 0
     while pos < len(data):
         size = sizes[n % len(sizes)]
-        yield data[pos:pos + size]
+        yield data[pos : pos + size]
         pos, n = pos + size, n + 1
 
 
@@ -71,8 +79,9 @@ def _echo(size: int, seed: int) -> Exchange:
 
 
 def _file(name: str) -> Exchange:
-    return Exchange("GET", lambda s: "/file/" + quote(name), lambda: None,
-                    lambda s: (fixtures.STATIC_DIR / name).read_bytes())
+    return Exchange(
+        "GET", lambda s: "/file/" + quote(name), lambda: None, lambda s: (fixtures.STATIC_DIR / name).read_bytes()
+    )
 
 
 _UPLOADED = random_bytes(_UPLOAD, seed=31)
@@ -80,16 +89,22 @@ EXCHANGES = {
     "echo-1KiB": _echo(1024, 29),
     "echo-1MiB": _echo(1 << 20, 30),
     "upload-streamed": Exchange("POST", lambda s: "/echo", lambda: _pieces(_UPLOADED), lambda s: _UPLOADED),
-    "response-streamed": Exchange("GET", _streamed_target, lambda: None,
-                                  lambda s: b"".join(payload_bytes(n) for n in _STREAMED_PIECES)),
-    **{f"file-{name}": _file(name) for name in (fixtures.STATIC_JPEG, fixtures.STATIC_SMALL, fixtures.STATIC_NON_ASCII)},
+    "response-streamed": Exchange(
+        "GET", _streamed_target, lambda: None, lambda s: b"".join(payload_bytes(n) for n in _STREAMED_PIECES)
+    ),
+    **{
+        f"file-{name}": _file(name) for name in (fixtures.STATIC_JPEG, fixtures.STATIC_SMALL, fixtures.STATIC_NON_ASCII)
+    },
     "json": Exchange("GET", lambda s: "/json", lambda: None, lambda s: fixtures.JSON_BODY),
 }
 
 _H1_BODY = ("RFC 9112 §6", "DEFINED")
 #: HTTP/1.1: a Content-Length body defines its length (§6.3); a body of unknown length is chunked (§7.1)
-_H1 = {"echo-1KiB": ("RFC 9112 §6.3", "DEFINED"), "echo-1MiB": ("RFC 9112 §6.3", "DEFINED"),
-       "upload-streamed": ("RFC 9112 §7.1", "MUST")}
+_H1 = {
+    "echo-1KiB": ("RFC 9112 §6.3", "DEFINED"),
+    "echo-1MiB": ("RFC 9112 §6.3", "DEFINED"),
+    "upload-streamed": ("RFC 9112 §7.1", "MUST"),
+}
 _H2_BODY = ("RFC 9113 §8.1", "DEFINED")
 
 
@@ -109,19 +124,21 @@ def _round_trip(server, name: str, *, http2: bool) -> None:
     version = "HTTP/2" if http2 else "HTTP/1.1"
     content = exchange.content()
     with http_client(server, http2=http2) as client:
-        got = fetch(client, exchange.method, exchange.target(server), content=content,
-                    cap=len(expected) + 65_536)
+        got = fetch(client, exchange.method, exchange.target(server), content=content, cap=len(expected) + 65_536)
     # over HTTP/1.1 an HTTP/1.0 answer is still this exchange (its version is test_response_version_*'s rule)
     spoke = got.http_version == version or (not http2 and got.http_version.startswith("HTTP/1."))
     assert spoke, f"httpx spoke {got.http_version}, not {version}"
     if content is not None and not isinstance(content, bytes):
-        body_not_read(server, got, expected)   # a body without Content-Length: a 411 or the WSGI read gap
+        body_not_read(server, got, expected)  # a body without Content-Length: a 411 or the WSGI read gap
     assert got.status == 200, f"{version} {exchange.method}: status {got.status}, body {got.body[:200]!r}"
     if got.body != expected:
-        first = next((i for i, (a, b) in enumerate(zip(got.body, expected)) if a != b),
-                     min(len(got.body), len(expected)))
-        raise AssertionError(f"over {version} through httpx: expected {_describe(expected)}, got "
-                             f"{_describe(got.body)}; first difference at byte {first}")
+        first = next(
+            (i for i, (a, b) in enumerate(zip(got.body, expected)) if a != b), min(len(got.body), len(expected))
+        )
+        raise AssertionError(
+            f"over {version} through httpx: expected {_describe(expected)}, got "
+            f"{_describe(got.body)}; first difference at byte {first}"
+        )
 
 
 @needs("http1")
@@ -172,8 +189,12 @@ _WS_PARAMS = [pytest.param(name, id=name, marks=spec(*clause)) for name, clause 
 
 
 #: message -> (what the client sends: a list goes out as one fragment per item, what must come back)
-_MESSAGES = {"text": (_TEXT, _TEXT), "binary": (_BINARY, _BINARY), "1MiB": (_LARGE, _LARGE),
-             "fragmented": (_FRAGMENTS, b"".join(_FRAGMENTS))}
+_MESSAGES = {
+    "text": (_TEXT, _TEXT),
+    "binary": (_BINARY, _BINARY),
+    "1MiB": (_LARGE, _LARGE),
+    "fragmented": (_FRAGMENTS, b"".join(_FRAGMENTS)),
+}
 
 
 def _size(message) -> int:
@@ -185,19 +206,23 @@ def _echoed(ws, sent, expected) -> None:
     got = ws_recv(ws)
     if got != expected:
         kind, want = ("text" if isinstance(m, str) else "binary" for m in (got, expected))
-        raise AssertionError(f"sent a {want} message of {_size(expected)} B, got a {kind} message of "
-                             f"{_size(got)} B back: {got[:80]!r}")
+        raise AssertionError(
+            f"sent a {want} message of {_size(expected)} B, got a {kind} message of {_size(got)} B back: {got[:80]!r}"
+        )
 
 
 def _close_handshake(ws) -> None:
     """Show the connection alive (one echo), close with a code, and require the server's Close frame."""
     _echoed(ws, "alive", "alive")
     if not ws_close(ws, _CLOSE_CODE, "interop"):
-        raise ClientStuck(f"websockets' close did not return within {CLOSE_BOUND:g} s, past every deadline it was "
-                          "given (a client defect): the check could not decide")
+        raise ClientStuck(
+            f"websockets' close did not return within {CLOSE_BOUND:g} s, past every deadline it was "
+            "given (a client defect): the check could not decide"
+        )
     assert ws.protocol.close_rcvd is not None, (
         f"no valid Close frame answered the client's Close {_CLOSE_CODE} within the client's close timeout "
-        f"(websockets records close code {ws.close_code}{ws_refused(ws)})")
+        f"(websockets records close code {ws.close_code}{ws_refused(ws)})"
+    )
 
 
 def _ws_exchange(server, name: str) -> None:
@@ -222,4 +247,3 @@ def test_websockets_round_trip(server, name):
 def test_websockets_wss_round_trip(server, name):
     """websockets over TLS (wss://, the test certificate verified): the same exchanges as over ws://."""
     _ws_exchange(server, name)
-

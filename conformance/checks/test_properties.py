@@ -16,6 +16,7 @@ Rules of this module:
    database-less (reproducible in CI, a few seconds per target); ``--hypothesis-profile thorough`` explores.
    The body and WebSocket round trips never shrink (``ROUND_TRIP``): their failing examples are slow.
 """
+
 from __future__ import annotations
 
 import random
@@ -25,58 +26,44 @@ import time
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from gatecheck.fixtures import TOKEN_HEADER, typed
-
-from gatecheck.conformance.app import app_view, decode_probe, events_of, new_token
+from gatecheck.conformance.app import decode_probe
 from gatecheck.conformance.client.http1 import Connection, build_request
-from gatecheck.conformance.spec.markers import interfaces, needs, spec
-from gatecheck.conformance.spec.results import not_supported
+from gatecheck.conformance.client.ws import OP_BINARY, OP_CONT, OP_TEXT, connect
+from gatecheck.conformance.helpers.roundtrip import probe as _probe
+from gatecheck.conformance.helpers.roundtrip import query_seen as _query_seen
+from gatecheck.conformance.helpers.roundtrip import served_or_refused as _served_or_refused
+from gatecheck.conformance.helpers.roundtrip import utf8_view as _utf8_view
+from gatecheck.conformance.helpers.roundtrip import view_of as _view
+from gatecheck.conformance.helpers.strategies import (
+    BODIES,
+    BYTE_PATHS,
+    FIELDS,
+    METHOD,
+    METHODS,
+    NAME,
+    OBS,
+    OBS_VALUES,
+    QUERIES,
+    REPEATED,
+    ROUND_TRIP,
+    SETTINGS,
+    SIZE,
+    SPLITS,
+    UTF8_PATHS,
+    VALUE,
+    WS_MESSAGES,
+    byte_path,
+    examples,
+    queries,
+    split_at_random,
+    utf8_path,
+)
 from gatecheck.conformance.helpers.support import unlengthed_body_gap
 from gatecheck.conformance.helpers.wire import describe
-from gatecheck.conformance.helpers.strategies import (BODIES, BYTE_PATHS, FIELDS, METHOD, METHODS, NAME, OBS, OBS_VALUES,
-                                              QUERIES, REPEATED, ROUND_TRIP, SETTINGS, SIZE, SPLITS, UTF8_PATHS,
-                                              VALUE, WS_MESSAGES, byte_path, examples, queries, split_at_random,
-                                              utf8_path)
-from gatecheck.conformance.client.ws import OP_BINARY, OP_CONT, OP_TEXT, connect
+from gatecheck.conformance.spec.markers import interfaces, needs, spec
+from gatecheck.fixtures import typed
 
 pytestmark = needs("http1")
-
-
-def _probe(server, target: str, headers=(), body: bytes = b"", method: str = "GET"):
-    data = build_request(method, target, headers, body, host=server.authority)
-    note(f"raw request: {data[:2000]!r}")
-    with Connection(server.address, 10.0) as conn:
-        conn.send(data)
-        ex = conn.read_responses(1, methods=[method])
-    return data, ex
-
-
-def _view(server, ex, data) -> dict:
-    resp = ex.first
-    assert resp.status == 200, f"{describe(ex)}\nrequest: {data[:500]!r}"
-    doc = decode_probe(resp.body)
-    view = app_view(doc)
-    if doc["interface"] == "asgi":
-        scope = typed.decode(doc["scope"])
-        view["raw_path"] = scope.get("raw_path")
-    return view
-
-
-def _path_probe(server, target: str):
-    """The probe of ``target`` and whether the server refused it itself: a 4xx before its app ran (Apache
-    refuses an encoded slash or NUL with its own 404), a refusal no path mapping can be read from."""
-    token = new_token()
-    data, ex = _probe(server, target, [(TOKEN_HEADER, token)])
-    status = ex.final[0].status if ex.final else 0
-    return data, ex, 400 <= status < 500 and not events_of(server, token)
-
-
-def _utf8_view(server, target: str):
-    data, ex, refused = _path_probe(server, target)
-    if refused:
-        not_supported(f"the server refused the path itself ({ex.final[0].status}, its app never ran): how it "
-                      f"would map it cannot be seen; request {data[:200]!r}")
-    return data, _view(server, ex, data)
 
 
 @given(path=utf8_path())
@@ -118,15 +105,6 @@ def test_utf8_path_reaches_rsgi_as_sent_or_decoded(server, path):
     assert view["path"] in (target, text), f"path {view['path']!r} is neither {target!r} nor {text!r}"
 
 
-def _served_or_refused(server, target: str):
-    """The view of a path served 200, or None when refused with 400 (or the server's own 4xx before its app
-    ran); never a 5xx or a dropped connection."""
-    data, ex, refused = _path_probe(server, target)
-    assert ex.final, f"no response: {describe(ex)}; request {data[:300]!r}"
-    assert ex.final[0].status in (200, 400) or refused, f"{describe(ex)}; request {data[:300]!r}"
-    return data, (_view(server, ex, data) if ex.final[0].status == 200 else None)
-
-
 @given(path=byte_path())
 @examples(*BYTE_PATHS)
 @SETTINGS
@@ -153,12 +131,6 @@ def test_path_with_invalid_utf8_keeps_asgi_raw_path(server, path):
     data, view = _served_or_refused(server, target)
     if view is not None:
         assert view["raw_path"] in (None, target.encode("ascii")), f"raw_path {view['raw_path']!r}"
-
-
-def _query_seen(server, query: str) -> None:
-    data, ex = _probe(server, "/probe/q?" + query)
-    got = _view(server, ex, data)["query"]
-    assert got == query, f"query {got!r} != {query!r}; request {data[:300]!r}"
 
 
 @given(query=queries())
@@ -262,8 +234,14 @@ def test_obs_text_header_value_reaches_wsgi_as_latin1(server, value):
 
 # -- bodies ---------------------------------------------------------------------------------------------
 
-@given(size=SIZE, seed=st.integers(0, 2**32 - 1), chunked=st.booleans(), writes=st.integers(1, 12),
-       route=st.sampled_from(["/echo", "/echo_iter"]))
+
+@given(
+    size=SIZE,
+    seed=st.integers(0, 2**32 - 1),
+    chunked=st.booleans(),
+    writes=st.integers(1, 12),
+    route=st.sampled_from(["/echo", "/echo_iter"]),
+)
 @examples(*BODIES)
 @ROUND_TRIP
 @spec("RFC 9112 §6.3", "DEFINED")
@@ -278,27 +256,41 @@ def test_body_round_trips_whatever_the_framing_and_fragmentation(server, size, s
     if chunked:
         chunks = split_at_random(body, rng, rng.randint(1, 20)) if body else []
         framed = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
-        data = build_request("POST", route, headers + [("Transfer-Encoding", "chunked")], framed,
-                             host=server.authority, content_length=False)
+        data = build_request(
+            "POST",
+            route,
+            headers + [("Transfer-Encoding", "chunked")],
+            framed,
+            host=server.authority,
+            content_length=False,
+        )
     else:
         data = build_request("POST", route, headers + [("Content-Length", str(size))], body, host=server.authority)
-    head = data[:data.find(b"\r\n\r\n") + 4]
-    note(f"request: {len(data)} bytes, head {head!r}, body = {size} bytes from random.Random({seed}), "
-         f"chunked={chunked}, {writes} writes")
+    head = data[: data.find(b"\r\n\r\n") + 4]
+    note(
+        f"request: {len(data)} bytes, head {head!r}, body = {size} bytes from random.Random({seed}), "
+        f"chunked={chunked}, {writes} writes"
+    )
     with Connection(server.address, 20.0) as conn:
         for piece in split_at_random(data, rng, writes - 1):
             conn.send(piece)
         ex = conn.read_responses(1, methods=["POST"], timeout=20.0)
     resp = ex.first
     assert resp.status == 200, describe(ex)
-    assert resp.body == body, (f"{route}: sent {size} B, got {len(resp.body)} B back (seed {seed}, chunked "
-                               f"{chunked}, {writes} writes); head {data[:200]!r}")
+    assert resp.body == body, (
+        f"{route}: sent {size} B, got {len(resp.body)} B back (seed {seed}, chunked "
+        f"{chunked}, {writes} writes); head {data[:200]!r}"
+    )
 
 
 # -- request fragmentation, methods, WebSocket messages ------------------------------------------------------
 
-@given(query=queries(), fields=st.lists(st.tuples(NAME, VALUE), max_size=4, unique_by=lambda f: f[0].lower()),
-       cuts=st.lists(st.integers(1, 400), max_size=6))
+
+@given(
+    query=queries(),
+    fields=st.lists(st.tuples(NAME, VALUE), max_size=4, unique_by=lambda f: f[0].lower()),
+    cuts=st.lists(st.integers(1, 400), max_size=6),
+)
 @examples(*SPLITS)
 @SETTINGS
 @spec("RFC 9112 §2.2", "DEFINED")
@@ -343,8 +335,7 @@ def test_any_method_token_reaches_the_app_or_is_501(server, method):
     assert got == method, f"app saw {got!r}; request {data[:200]!r}"
 
 
-@given(text=st.booleans(), size=st.integers(0, 70_000), seed=st.integers(0, 2**32 - 1),
-       fragments=st.integers(1, 8))
+@given(text=st.booleans(), size=st.integers(0, 70_000), seed=st.integers(0, 2**32 - 1), fragments=st.integers(1, 8))
 @examples(*WS_MESSAGES)
 @ROUND_TRIP
 @interfaces("asgi", "rsgi")
@@ -360,8 +351,10 @@ def test_websocket_messages_round_trip_whatever_the_fragmentation(server, text, 
         payload = rng.randbytes(size) if hasattr(rng, "randbytes") else bytes(rng.getrandbits(8) for _ in range(size))
     parts = split_at_random(payload, rng, fragments - 1) or [b""]
     opcode = OP_TEXT if text else OP_BINARY
-    note(f"{'text' if text else 'binary'} message of {len(payload)} bytes from random.Random({seed}), "
-         f"fragments {[len(p) for p in parts]}")
+    note(
+        f"{'text' if text else 'binary'} message of {len(payload)} bytes from random.Random({seed}), "
+        f"fragments {[len(p) for p in parts]}"
+    )
     conn = connect(server.address, "/ws_echo", server.authority, timeout=10.0)
     try:
         assert conn.handshake.status == 101, conn.handshake.raw[:200]

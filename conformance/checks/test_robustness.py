@@ -7,6 +7,7 @@ Rules of this module:
    leak only beyond a generous margin); the spec is silent on resource limits, so these readings are
    suite POLICY and say so. Clients that vanish mid-exchange are in test_vanishing_clients.py.
 """
+
 from __future__ import annotations
 
 import socket
@@ -15,20 +16,21 @@ import time
 import pytest
 
 from gatecheck.conformance.app import app_view, decode_probe, script_target
-from gatecheck.conformance.client.http1 import Connection
-from gatecheck.conformance.spec.markers import spec
-from gatecheck.conformance.helpers.usage import MiB, RSS_MARGIN, abort, open_many, served_promptly
-from gatecheck.conformance.helpers.support import needs_pipelining
-from gatecheck.conformance.helpers.wire import assert_serves, deliver, describe, ends_connection, request
 from gatecheck.conformance.client.connect import connect
+from gatecheck.conformance.client.http1 import Connection
+from gatecheck.conformance.helpers.support import needs_pipelining
+from gatecheck.conformance.helpers.usage import RSS_MARGIN, MiB, abort, open_many, served_promptly
+from gatecheck.conformance.helpers.wire import assert_serves, deliver, describe, ends_connection, request
+from gatecheck.conformance.spec.markers import spec
 
-QUIESCE = 20.0           # at most this long a check waits for its own leftovers before the next check
-QUIET = 2.5              # ... which are gone once RSS stayed within RSS_MARGIN for this long
-QUIET_CPU = 0.1          # ... and the server used less CPU than this (seconds) in that time
-STALL_MIN, STALL_IDLE, STALL_MAX = 2.0, 1.0, 15.0   # a client reading nothing: how long it watches the server
+QUIESCE = 20.0  # at most this long a check waits for its own leftovers before the next check
+QUIET = 2.5  # ... which are gone once RSS stayed within RSS_MARGIN for this long
+QUIET_CPU = 0.1  # ... and the server used less CPU than this (seconds) in that time
+STALL_MIN, STALL_IDLE, STALL_MAX = 2.0, 1.0, 15.0  # a client reading nothing: how long it watches the server
 
 
 # -- slow clients -------------------------------------------------------------------------------------
+
 
 @spec("RFC 9112 §9.5", "POLICY")
 def test_many_header_tricklers_do_not_starve_other_clients(server, usage):
@@ -59,7 +61,7 @@ def test_trickled_body_arrives_whole(server):
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn.send(request(server, "POST", "/echo", [("Content-Length", str(len(body)))]))
         for pos in range(0, len(body), 128):
-            conn.send(body[pos:pos + 128])
+            conn.send(body[pos : pos + 128])
             time.sleep(0.015)
         ex = conn.read_responses(1, methods=["POST"])
     assert ex.first.status == 200 and ex.first.body == body, describe(ex)
@@ -88,15 +90,22 @@ def test_body_tricklers_do_not_starve_other_clients(server, usage):
 
 # -- greedy and silent clients ------------------------------------------------------------------------
 
-_CHUNK, _CHUNKS = 64 * 1024, 4096   # the app tries to push 256 MiB to a client that never reads
+_CHUNK, _CHUNKS = 64 * 1024, 4096  # the app tries to push 256 MiB to a client that never reads
 
 _UNREAD = {
-    "asgi": [["start", 200, [["content-type", "application/octet-stream"]]],
-             ["repeat", _CHUNKS, [["body", {"size": _CHUNK}, True]]], ["body", ""]],
-    "rsgi": [["stream", 200, [["content-type", "application/octet-stream"]]],
-             ["repeat", _CHUNKS, [["send_bytes", {"size": _CHUNK}]]]],
-    "wsgi": [["start_response", "200 OK", [["content-type", "application/octet-stream"]]],
-             ["repeat", _CHUNKS, [["yield", {"size": _CHUNK}]]]],
+    "asgi": [
+        ["start", 200, [["content-type", "application/octet-stream"]]],
+        ["repeat", _CHUNKS, [["body", {"size": _CHUNK}, True]]],
+        ["body", ""],
+    ],
+    "rsgi": [
+        ["stream", 200, [["content-type", "application/octet-stream"]]],
+        ["repeat", _CHUNKS, [["send_bytes", {"size": _CHUNK}]]],
+    ],
+    "wsgi": [
+        ["start_response", "200 OK", [["content-type", "application/octet-stream"]]],
+        ["repeat", _CHUNKS, [["yield", {"size": _CHUNK}]]],
+    ],
 }
 
 
@@ -114,7 +123,8 @@ def test_client_that_never_reads_keeps_server_memory_bounded(server, usage):
         abort(sock)
     usage.record("stalled_peak_growth_mib", round((usage.peak - usage.rss0) / MiB, 1))
     assert usage.peak - usage.rss0 <= RSS_MARGIN, (
-        f"server RSS rose by {(usage.peak - usage.rss0) / MiB:.0f} MiB while one client read nothing")
+        f"server RSS rose by {(usage.peak - usage.rss0) / MiB:.0f} MiB while one client read nothing"
+    )
     assert_serves(server)
     # The app may go on producing after the reset (hypercorn's WSGI worker runs it to the end and holds
     # ~250 MiB until then): not judged here, but waited out (bounded) so that the next check's RSS baseline
@@ -194,8 +204,10 @@ def test_idle_kept_alive_connections_do_not_stop_service(server, usage):
             conns.append(conn)
             conn.send(request(server))
             got = conn.read_responses(1, timeout=min(5.0, remaining))
-            assert got.final, (f"with {n} connections served once and kept alive, connection {n + 1} got no "
-                               f"response within {min(5.0, remaining):.1f} s ({describe(got)})")
+            assert got.final, (
+                f"with {n} connections served once and kept alive, connection {n + 1} got no "
+                f"response within {min(5.0, remaining):.1f} s ({describe(got)})"
+            )
         served_promptly(server)
     finally:
         for conn in conns:
@@ -243,7 +255,8 @@ def test_ten_mebibyte_body_is_echoed_or_refused(server, usage):
     usage.sample_peak()
     resp = ex.first
     assert resp.status == 413 or (resp.status == 200 and resp.body == body), (
-        f"10 MiB echo: {resp.status}, {len(resp.body)} bytes back")
+        f"10 MiB echo: {resp.status}, {len(resp.body)} bytes back"
+    )
     assert_serves(server)
     usage.check()
 
@@ -277,7 +290,8 @@ def test_burst_of_200_pipelined_requests_is_answered_in_order(server, usage):
     if len(finals) < 200:
         assert finals and ends_connection(finals[-1]) and ex.closed, (
             f"{len(finals)} of 200 pipelined requests answered, without ending the connection and a close: "
-            f"{describe(ex)}")
+            f"{describe(ex)}"
+        )
     for n, (resp, want) in enumerate(zip(finals, expected)):
         assert resp.status == 200, f"response {n}: {resp.status}"
         if want is not None:

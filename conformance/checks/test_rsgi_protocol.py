@@ -9,6 +9,7 @@ twice or truncated as if complete. App hooks: ``__rsgi__`` is preferred over ``_
 starts and stops); every member up to the advertised ``rsgi_version`` exists. Response methods are in
 test_rsgi_responses.py. The app side is the fixture's ``/script`` RSGI interpreter and its event log.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,22 +18,30 @@ import time
 import pytest
 
 from gatecheck import fixtures
-
-from gatecheck.conformance.helpers.support import body_not_read
-from gatecheck.conformance.app import (new_token, probe, random_bytes, run_script, script_request, step, step_value,
-                                       value_of, wait_step)
-from gatecheck.conformance.client.http1 import Connection, read_raw
-from gatecheck.conformance.spec.markers import interfaces, needs, spec
+from gatecheck.conformance.app import (
+    new_token,
+    probe,
+    random_bytes,
+    run_script,
+    script_request,
+    step,
+    step_value,
+    value_of,
+    wait_step,
+)
 from gatecheck.conformance.app.private import private_server
-from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe
 from gatecheck.conformance.client.connect import connect
+from gatecheck.conformance.client.http1 import Connection, read_raw
+from gatecheck.conformance.helpers.support import body_not_read
+from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe
+from gatecheck.conformance.spec.markers import interfaces, needs, spec
 
 pytestmark = [interfaces("rsgi"), needs("http1")]
 
 _PROTO = "RSGI §HTTP protocol interface"
 _PLAIN = [["content-type", "text/plain"]]
 _OK = ["response_bytes", 200, [["content-type", "text/plain"], ["content-length", "2"]], "ok"]
-_DISCONNECT_WAIT = 3.0   # seconds a server gets to notice a client that left
+_DISCONNECT_WAIT = 3.0  # seconds a server gets to notice a client that left
 
 
 def _digest(value) -> tuple:
@@ -50,15 +59,22 @@ def _abandon(server, sent, *, after: float = 0.3, read_first: bool = False) -> s
     with connect(server, timeout=REPLY_TIMEOUT) as sock:
         sock.sendall(sent(token))
         if read_first:
-            read_raw(sock, bool, timeout=REPLY_TIMEOUT, cap=4096)   # the first bytes, then leave
+            read_raw(sock, bool, timeout=REPLY_TIMEOUT, cap=4096)  # the first bytes, then leave
         time.sleep(after)
     return token
 
 
 def _partial_upload(server, steps: list):
     """A POST declaring 100 body bytes of which only 3 arrive before the client leaves."""
-    return lambda token: script_request(server, steps, token=token, method="POST",
-                                        headers=[("Content-Length", "100")], body=b"abc", content_length=False)
+    return lambda token: script_request(
+        server,
+        steps,
+        token=token,
+        method="POST",
+        headers=[("Content-Length", "100")],
+        body=b"abc",
+        content_length=False,
+    )
 
 
 # -- request body ------------------------------------------------------------------------------
@@ -83,7 +99,7 @@ def test_await_protocol_returns_the_decoded_chunked_body(server):
     """For a chunked upload ``await protocol()`` returns the decoded body, without chunk framing."""
     _, ex, events = run_script(server, [["read_all"], _OK], method="POST", chunks=_CHUNKS, timeout=REPLY_TIMEOUT)
     if ex.final:
-        body_not_read(server, ex.final[0], b"ok")   # a 411: not supported
+        body_not_read(server, ex.final[0], b"ok")  # a 411: not supported
     got = step_value(step(events, 0), "await protocol()")
     assert _digest(got) == _digest(b"".join(_CHUNKS)), f"got {len(got)} B: {got[:60]!r}"
 
@@ -96,7 +112,7 @@ def test_async_iteration_chunks_concatenate_to_the_body(server, framing):
     kw = {"chunks": _CHUNKS} if framing == "chunked" else {"body": body}
     _, ex, events = run_script(server, [["iter_body"], _OK], method="POST", **kw, timeout=REPLY_TIMEOUT)
     if framing == "chunked" and ex.final:
-        body_not_read(server, ex.final[0], b"ok")   # a 411: not supported
+        body_not_read(server, ex.final[0], b"ok")  # a 411: not supported
     got = step_value(step(events, 0), "async for chunk in protocol")
     assert got["len"] == len(body) and got["sha256"] == hashlib.sha256(body).hexdigest(), got
 
@@ -115,8 +131,11 @@ def test_large_upload_is_complete_and_in_order(server, op):
     assert got_digest == (len(body), hashlib.sha256(body).hexdigest()), got_digest
 
 
-_TWICE = {"read-then-read": ["read_all", "read_all"], "read-then-iter": ["read_all", "iter_body"],
-          "iter-then-read": ["iter_body", "read_all"]}
+_TWICE = {
+    "read-then-read": ["read_all", "read_all"],
+    "read-then-iter": ["read_all", "iter_body"],
+    "iter-then-read": ["iter_body", "read_all"],
+}
 
 
 @pytest.mark.parametrize("ops", list(_TWICE.values()), ids=list(_TWICE))
@@ -124,8 +143,9 @@ _TWICE = {"read-then-read": ["read_all", "read_all"], "read-then-iter": ["read_a
 def test_reading_the_body_twice_never_hangs_or_repeats_it(server, ops):
     """A second body read after the body was consumed raises or yields nothing — it never hangs and never
     hands the body out again; the response still goes out. (The spec is silent; suite policy.)"""
-    _, ex, events = run_script(server, [[ops[0]], [ops[1]], _OK], method="POST", body=b"only once",
-                               timeout=REPLY_TIMEOUT)
+    _, ex, events = run_script(
+        server, [[ops[0]], [ops[1]], _OK], method="POST", body=b"only once", timeout=REPLY_TIMEOUT
+    )
     step_value(step(events, 0), ops[0])
     second = step(events, 1)
     assert second is not None, "the second read never returned"
@@ -173,7 +193,8 @@ def test_client_disconnect_resolves_when_the_client_leaves_before_the_response(s
     token = _abandon(server, lambda t: script_request(server, steps, token=t))
     found = wait_step(server, token, 0, _DISCONNECT_WAIT)
     assert found is not None and found.get("ok"), (
-        f"client_disconnect() did not resolve within {_DISCONNECT_WAIT}s of the client leaving: {found}")
+        f"client_disconnect() did not resolve within {_DISCONNECT_WAIT}s of the client leaving: {found}"
+    )
 
 
 @spec(_DISC, "DEFINED")
@@ -183,7 +204,8 @@ def test_client_disconnect_resolves_when_the_client_leaves_mid_stream(server):
     token = _abandon(server, lambda t: script_request(server, steps, token=t), read_first=True)
     found = wait_step(server, token, 2, _DISCONNECT_WAIT)
     assert found is not None and found.get("ok"), (
-        f"client_disconnect() did not resolve within {_DISCONNECT_WAIT}s of the client leaving: {found}")
+        f"client_disconnect() did not resolve within {_DISCONNECT_WAIT}s of the client leaving: {found}"
+    )
 
 
 @spec(_DISC, "DEFINED")
@@ -199,8 +221,7 @@ def test_client_disconnect_stays_pending_while_the_client_waits(server):
 def test_app_is_called_once_per_request_on_a_kept_alive_connection(server):
     """The app is called once per HTTP request, also for requests that reuse a kept-alive connection."""
     token = new_token()
-    data = b"".join(script_request(server, [["response_bytes", 200, _PLAIN, f"r{i}"]], token=token)
-                    for i in range(3))
+    data = b"".join(script_request(server, [["response_bytes", 200, _PLAIN, f"r{i}"]], token=token) for i in range(3))
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(data)
         ex = conn.read_responses(3)
@@ -211,6 +232,7 @@ def test_app_is_called_once_per_request_on_a_kept_alive_connection(server):
 
 
 # -- app hooks and version ---------------------------------------------------------------------
+
 
 @spec("RSGI §Applications' additional methods (__rsgi__)", "SHOULD")
 def test_rsgi_method_is_preferred_over_call(server):
@@ -238,9 +260,12 @@ def hook_run(server):
         handle = priv.handle
         code = priv.stop(grace=_EXIT_GRACE)
         if handle.process.killed:
-            pytest.fail(f"the server did not exit within {_EXIT_GRACE:g} s of SIGTERM and was killed (SIGKILL, "
-                        f"exit code {code}): its shutdown, and whether it calls __rsgi_del__, could not be seen; "
-                        f"its log ends:\n{handle.log_tail(15)}", pytrace=False)
+            pytest.fail(
+                f"the server did not exit within {_EXIT_GRACE:g} s of SIGTERM and was killed (SIGKILL, "
+                f"exit code {code}): its shutdown, and whether it calls __rsgi_del__, could not be seen; "
+                f"its log ends:\n{handle.log_tail(15)}",
+                pytrace=False,
+            )
         hooks = fixtures.read_events(priv.event_dir, "rsgi-hooks")
     started = [e["t"] for e in request_events if e["event"] == "request.start"]
     return hooks, started[0] if started else sent_at

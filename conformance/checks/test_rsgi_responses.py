@@ -10,6 +10,7 @@ rather than a fake success, and no hang. The app side is the fixture's ``/script
 Application shapes (the table is in conformance/spec/dimensions.py): the status and the
 headers are checked through every response method.
 """
+
 from __future__ import annotations
 
 import base64
@@ -17,13 +18,12 @@ import base64
 import pytest
 
 from gatecheck import fixtures
-
+from gatecheck.conformance.app import events_until, new_token, ping, run_script, script_request, step
+from gatecheck.conformance.client.connect import connect
 from gatecheck.conformance.client.http1 import read_raw
+from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, assert_answered_in_order, describe, held_follow_up
 from gatecheck.conformance.spec.dimensions import RSGI_METHODS, rsgi_steps
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
-from gatecheck.conformance.app import events_until, new_token, ping, run_script, script_request, step
-from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, assert_answered_in_order, describe, held_follow_up
-from gatecheck.conformance.client.connect import connect
 
 pytestmark = [interfaces("rsgi"), needs("http1")]
 
@@ -34,6 +34,7 @@ _SMALL = (fixtures.STATIC_DIR / fixtures.STATIC_SMALL).read_bytes()
 
 
 # -- response methods --------------------------------------------------------------------------
+
 
 def _no_stray_bytes(ex) -> None:
     """The request sent after the response is answered, or (the response ended the connection) nothing follows it."""
@@ -46,8 +47,9 @@ def _no_stray_bytes(ex) -> None:
 @spec(_PROTO, "DEFINED")
 def test_response_empty_sends_the_status_without_body(server, status):
     """``response_empty(status, headers)`` sends that status and the app's headers with no body."""
-    _, ex, _ = run_script(server, [["response_empty", status, [["x-empty", "yes"]]]], then=(ping(server),),
-                          timeout=REPLY_TIMEOUT)
+    _, ex, _ = run_script(
+        server, [["response_empty", status, [["x-empty", "yes"]]]], then=(ping(server),), timeout=REPLY_TIMEOUT
+    )
     resp = ex.first
     assert resp.status == status and resp.header("x-empty") == "yes" and resp.body == b"", describe(ex)
     _no_stray_bytes(ex)
@@ -67,8 +69,9 @@ def test_response_bytes_sends_status_headers_and_exact_body(server):
     """``response_bytes`` sends the app's status, headers and the exact bytes (NUL, 0xFF, CR LF included)."""
     body = b"\x00\x01\r\n\xff0\r\n\r\nend"
     b64 = {"b64": base64.b64encode(body).decode()}
-    _, ex, _ = run_script(server, [["response_bytes", 202, [["x-a", "1"]], b64]], then=(ping(server),),
-                          timeout=REPLY_TIMEOUT)
+    _, ex, _ = run_script(
+        server, [["response_bytes", 202, [["x-a", "1"]], b64]], then=(ping(server),), timeout=REPLY_TIMEOUT
+    )
     resp = ex.first
     assert resp.status == 202 and resp.header("x-a") == "1" and resp.body == body, describe(ex)
     _no_stray_bytes(ex)
@@ -79,8 +82,9 @@ def test_response_str_is_sent_utf8_encoded(server):
     """``response_str`` sends the text UTF-8 encoded. (The spec names no encoding; UTF-8 is the suite's
     reading.)"""
     text = "h\u00e9llo \u20ac \U0001f600"
-    _, ex, _ = run_script(server, [["response_str", 201, [["content-type", "text/plain; charset=utf-8"]], text]],
-                          timeout=REPLY_TIMEOUT)
+    _, ex, _ = run_script(
+        server, [["response_str", 201, [["content-type", "text/plain; charset=utf-8"]], text]], timeout=REPLY_TIMEOUT
+    )
     assert ex.first.status == 201 and ex.first.body == text.encode("utf-8"), describe(ex)
 
 
@@ -110,8 +114,13 @@ def test_response_status_is_sent_as_given(server, method, status):
 @spec(_PROTO + " (1.1)", "DEFINED")
 def test_stream_sends_every_chunk_in_order(server):
     """``response_stream`` then ``send_bytes``/``send_str`` calls deliver every chunk, in order."""
-    steps = [["stream", 200, _PLAIN], ["send_bytes", "one,"], ["send_str", "tw\u00f6,"], ["send_bytes", ""],
-             ["send_bytes", "three"]]
+    steps = [
+        ["stream", 200, _PLAIN],
+        ["send_bytes", "one,"],
+        ["send_str", "tw\u00f6,"],
+        ["send_bytes", ""],
+        ["send_bytes", "three"],
+    ]
     _, ex, _ = run_script(server, steps, then=(ping(server),), timeout=REPLY_TIMEOUT)
     assert ex.first.body == "one,tw\u00f6,three".encode(), describe(ex)
     if len(ex.final) == 2:
@@ -119,6 +128,7 @@ def test_stream_sends_every_chunk_in_order(server):
 
 
 # -- files -------------------------------------------------------------------------------------
+
 
 def _refused(ex, events, index: int) -> bool:
     """The response call raised, or the server answered an error status."""
@@ -154,8 +164,10 @@ def test_response_file_range_beyond_eof_never_sends_more_than_the_file(server):
         assert len(ex.final) == 2 and ex.final[1].body == b"ok", describe(ex)
 
 
-_MISSING = {"response_file": [["response_file", 200, _PLAIN, {"missing": "file.txt"}]],
-            "response_file_range": [["response_file_range", 206, _PLAIN, {"missing": "range.txt"}, 0, 5]]}
+_MISSING = {
+    "response_file": [["response_file", 200, _PLAIN, {"missing": "file.txt"}]],
+    "response_file_range": [["response_file_range", 206, _PLAIN, {"missing": "range.txt"}, 0, 5]],
+}
 
 
 @pytest.mark.parametrize("steps", list(_MISSING.values()), ids=list(_MISSING))
@@ -193,6 +205,7 @@ def test_head_is_answered_without_body_by_every_response_method(server, steps):
 
 # -- misbehaving apps --------------------------------------------------------------------------
 
+
 @spec(_PROTO + " (app error)", "POLICY")
 def test_app_raising_before_responding_gets_a_server_error(server):
     """An app that raises before calling a response method gets a 5xx for the client, and the server goes
@@ -212,10 +225,16 @@ def test_app_returning_without_responding_gets_a_server_error(server):
 
 
 _SECOND = {
-    "bytes-after-bytes": [["response_bytes", 200, [["content-length", "5"]], "first"],
-                          ["response_bytes", 500, [["content-length", "6"]], "second"]],
-    "bytes-after-stream": [["stream", 200, _PLAIN], ["send_bytes", "first"],
-                           ["response_bytes", 500, [["content-length", "6"]], "second"], ["send_bytes", "-more"]],
+    "bytes-after-bytes": [
+        ["response_bytes", 200, [["content-length", "5"]], "first"],
+        ["response_bytes", 500, [["content-length", "6"]], "second"],
+    ],
+    "bytes-after-stream": [
+        ["stream", 200, _PLAIN],
+        ["send_bytes", "first"],
+        ["response_bytes", 500, [["content-length", "6"]], "second"],
+        ["send_bytes", "-more"],
+    ],
 }
 
 
@@ -241,13 +260,18 @@ def test_stream_send_after_the_client_left_never_blocks_the_app(server):
     """Once the client has left, ``transport.send_bytes`` returns or raises promptly, so an app that keeps
     streaming is never blocked: 30 sends of 20 kB finish within a few seconds. (Unspecified; suite policy.)"""
     token = new_token()
-    steps = [["stream", 200, _PLAIN], ["send_bytes", "first"], ["sleep", 0.3],
-             ["repeat", 30, [["send_bytes", {"size": 20000}]]]]
+    steps = [
+        ["stream", 200, _PLAIN],
+        ["send_bytes", "first"],
+        ["sleep", 0.3],
+        ["repeat", 30, [["send_bytes", {"size": 20000}]]],
+    ]
     with connect(server, timeout=REPLY_TIMEOUT) as sock:
         sock.sendall(script_request(server, steps, token=token))
-        read_raw(sock, bool, timeout=REPLY_TIMEOUT, cap=4096)   # the first bytes, then leave
+        read_raw(sock, bool, timeout=REPLY_TIMEOUT, cap=4096)  # the first bytes, then leave
     events = events_until(server, token, ("script.end", "request.end"), timeout=5.0)
     sends = [e for e in events if e.get("event") == "step" and e.get("op") == "send_bytes"]
     assert any(e["event"] in ("script.end", "request.end") for e in events), (
-        f"the app was still blocked 5s after the client left, after {len(sends)} of 31 sends")
+        f"the app was still blocked 5s after the client left, after {len(sends)} of 31 sends"
+    )
     assert len(sends) == 31, f"{len(sends)} of 31 send_bytes steps ran"

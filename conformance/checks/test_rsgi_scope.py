@@ -1,4 +1,5 @@
 """RSGI HTTP scope and headers object (RSGI 1.6 §HTTP connection scope)."""
+
 from __future__ import annotations
 
 import re

@@ -5,6 +5,7 @@ being uploaded; response chunks reach the client as the app sends them, not when
 The upload and the download run at once (a writer thread), because ``/echo_iter`` streams each piece
 back as it reads it: a client that wrote everything first could deadlock on full socket buffers.
 """
+
 from __future__ import annotations
 
 import random
@@ -13,15 +14,14 @@ import time
 
 import pytest
 
-from gatecheck.fixtures import payload_bytes
-
-from gatecheck.conformance.helpers.support import body_not_read
 from gatecheck.conformance.app import random_bytes, response_script, script_target
 from gatecheck.conformance.client.bounded import DONE, RESET, TIMEOUT, recv_once
-from gatecheck.conformance.client.http1 import ParseError, answered, parse_responses, read_raw
-from gatecheck.conformance.spec.markers import interfaces, needs, spec
-from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, request
 from gatecheck.conformance.client.connect import connect
+from gatecheck.conformance.client.http1 import ParseError, answered, parse_responses, read_raw
+from gatecheck.conformance.helpers.support import body_not_read
+from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, request
+from gatecheck.conformance.spec.markers import interfaces, needs, spec
+from gatecheck.fixtures import payload_bytes
 
 pytestmark = needs("http1")
 
@@ -29,7 +29,7 @@ _SIZES = {"0B": 0, "1B": 1, "64KiB+1": 65537, "1MiB": 1 << 20, "10MiB": 10 << 20
 # Content-Length defines the body length (RFC 9112 §6.3, a definition); a recipient MUST decode chunked (§7.1)
 _FRAMING_CLAUSE = {"length": ("RFC 9112 §6.3", "DEFINED"), "chunked": ("RFC 9112 §7.1", "MUST")}
 _DEADLINE = 30.0  # seconds for a whole exchange (10 MiB each way takes about 1 s here): half the check deadline
-_STALL = 10.0     # seconds without a byte from the server mid-stream: it stopped answering
+_STALL = 10.0  # seconds without a byte from the server mid-stream: it stopped answering
 
 
 def _pieces(data: bytes, rng: random.Random, max_log2: int = 17) -> list:
@@ -37,7 +37,7 @@ def _pieces(data: bytes, rng: random.Random, max_log2: int = 17) -> list:
     out, pos = [], 0
     while pos < len(data):
         size = max(1, int(2 ** rng.uniform(0, max_log2)))
-        out.append(data[pos:pos + size])
+        out.append(data[pos : pos + size])
         pos += size
     return out
 
@@ -64,8 +64,12 @@ def _exchange_streaming(server, head: bytes, payload: bytes, rng: random.Random)
         if end == RESET:
             failure.append(ConnectionResetError("the server reset the connection"))
         elif end == TIMEOUT:
-            failure.append(TimeoutError(f"the server sent nothing for {_STALL:g} s after {len(received)} B (or the "
-                                        f"exchange passed {_DEADLINE:g} s): it stopped answering mid-stream"))
+            failure.append(
+                TimeoutError(
+                    f"the server sent nothing for {_STALL:g} s after {len(received)} B (or the "
+                    f"exchange passed {_DEADLINE:g} s): it stopped answering mid-stream"
+                )
+            )
     finally:
         sock.close()
         thread.join(5.0)
@@ -93,9 +97,14 @@ def _parse(raw: bytes, method: str) -> tuple:
         return [], f"not a valid HTTP/1.x response: {exc}; got {raw[:300]!r}"
 
 
-@pytest.mark.parametrize("size,framing", [
-    pytest.param(size, framing, id=f"{label}-{framing}", marks=spec(*clause))
-    for label, size in _SIZES.items() for framing, clause in _FRAMING_CLAUSE.items()])
+@pytest.mark.parametrize(
+    "size,framing",
+    [
+        pytest.param(size, framing, id=f"{label}-{framing}", marks=spec(*clause))
+        for label, size in _SIZES.items()
+        for framing, clause in _FRAMING_CLAUSE.items()
+    ],
+)
 def test_iterated_echo_streams_body_back_byte_exact(server, size, framing):
     """A body of 0 B–10 MiB, written in random pieces (chunked: random chunk sizes too), comes back
     byte-exact from /echo_iter, which streams each piece back as it reads it."""
@@ -117,7 +126,7 @@ def test_iterated_echo_streams_body_back_byte_exact(server, size, framing):
     assert finals, f"no complete response (writer error: {error!r}); got {raw[:300]!r}"
     got = finals[0].body
     if framing == "chunked":
-        body_not_read(server, finals[0], body)   # a 411, or a WSGI app with no way to read it: not supported
+        body_not_read(server, finals[0], body)  # a 411, or a WSGI app with no way to read it: not supported
     assert finals[0].status == 200, raw[:300]
     if got != body:
         first = next((i for i, (a, b) in enumerate(zip(got, body)) if a != b), min(len(got), len(body)))
@@ -130,12 +139,13 @@ _PAUSE = 0.4
 
 def _chunk_arrivals(server) -> dict:
     """Ask the app for three chunks with _PAUSE seconds between them; return {mark: arrival time}."""
-    steps = response_script(server.interface, 200, [("content-type", "text/plain")],
-                            [m.decode() for m in _MARKS], pause=_PAUSE)
+    steps = response_script(
+        server.interface, 200, [("content-type", "text/plain")], [m.decode() for m in _MARKS], pause=_PAUSE
+    )
     sock = connect(server, timeout=REPLY_TIMEOUT)
     arrivals: dict = {}
 
-    def all_arrived(received) -> bool:   # called after every read: the time each mark first showed up
+    def all_arrived(received) -> bool:  # called after every read: the time each mark first showed up
         now = time.monotonic()
         for mark in _MARKS:
             if mark in received and mark not in arrivals:
@@ -157,7 +167,8 @@ def _assert_streamed(server) -> None:
     # the app sleeps _PAUSE seconds between the chunks; a server that buffers delivers all three at once
     assert second - first > _PAUSE * 0.5 and last - second > _PAUSE * 0.5, (
         f"chunks arrived {second - first:.2f}s and {last - second:.2f}s apart; the app paused {_PAUSE}s "
-        f"between them (time to first chunk vs last: the response was buffered)")
+        f"between them (time to first chunk vs last: the response was buffered)"
+    )
 
 
 @interfaces("asgi")
@@ -200,4 +211,5 @@ def test_many_small_streamed_chunks_arrive_byte_exact(server):
     assert not problem, problem
     assert responses and responses[0].status == 200, received[:300]
     assert responses[0].body == payload_bytes(100) * 500, (
-        f"{len(responses[0].body)} of 50000 octets, framing {responses[0].framing}")
+        f"{len(responses[0].body)} of 50000 octets, framing {responses[0].framing}"
+    )

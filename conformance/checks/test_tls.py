@@ -13,6 +13,7 @@ Evidence: where refusing the handshake satisfies a rule, a refusal counts only w
 to the same server (TLS 1.2 or later, ALPN "http/1.1" and "h2") succeeds just before it: a server that
 refuses every handshake, or does not speak TLS at all, shows nothing.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,10 @@ import ssl
 import pytest
 
 from gatecheck.conformance.app import asgi_scope, decode_probe, rsgi_attrs, wsgi_environ
-from gatecheck.conformance.client.http1 import Connection, build_request
-from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.client.connect import TLS_VERSIONS, client_can_offer_old_tls, handshake
 from gatecheck.conformance.client.h2 import H2Client
+from gatecheck.conformance.client.http1 import Connection, build_request
+from gatecheck.conformance.spec.markers import interfaces, needs, spec
 
 pytestmark = needs("tls")
 
@@ -57,8 +58,9 @@ def h2_tls_probe(server, target: str = "/probe") -> tuple:
 def _control_handshake(server) -> None:
     """Fail unless an ordinary handshake (TLS >= 1.2, offering "h2" and "http/1.1") to ``server`` succeeds."""
     control = handshake(server, ["h2", "http/1.1"])
-    assert not control.refused, f"an ordinary control handshake failed too, so a refusal shows nothing: " \
-                                f"{control.describe()}"
+    assert not control.refused, (
+        f"an ordinary control handshake failed too, so a refusal shows nothing: {control.describe()}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +70,7 @@ def old_tls_client():
 
 
 # -- ALPN ---------------------------------------------------------------------------------------
+
 
 @spec(_ALPN, "DEFINED")
 def test_alpn_selects_h2_exactly_when_the_listener_serves_http2(server):
@@ -83,7 +86,7 @@ def test_alpn_selects_h2_exactly_when_the_listener_serves_http2(server):
 @spec(_ALPN, "MUST NOT")
 @pytest.mark.parametrize("offer", [["h2c"], ["h2c", "http/1.1"]], ids=["h2c", "h2c-http11"])
 def test_h2c_is_never_selected_over_tls(server, offer):
-    """"h2c" names HTTP/2 over cleartext TCP: a TLS handshake never selects it (refusing is fine)."""
+    """ "h2c" names HTTP/2 over cleartext TCP: a TLS handshake never selects it (refusing is fine)."""
     _control_handshake(server)
     info = handshake(server, offer)
     assert info.refused or info.alpn != "h2c", f"offered {offer}: {info.describe()}"
@@ -98,6 +101,7 @@ def test_alpn_never_selects_a_protocol_the_client_did_not_offer(server):
 
 
 # -- versions -----------------------------------------------------------------------------------
+
 
 @spec("RFC 8996 §2-§3", "MUST NOT")
 def test_tls_1_1_is_refused(server, old_tls_client):
@@ -127,6 +131,7 @@ def test_h2_is_not_negotiated_below_tls_1_2(server, old_tls_client):
 
 # -- what the application sees (HTTP/1.1 over TLS) -------------------------------------------------
 
+
 @needs("http1")
 @interfaces("asgi")
 @spec(_ASGI, "DEFINED")
@@ -149,14 +154,17 @@ def test_asgi_tls_extension_describes_the_negotiated_session(server):
     for key in ("server_cert", "tls_version", "cipher_suite"):
         assert key in ext, f"mandatory key {key!r} missing from the tls extension: {sorted(ext)}"
     cert = ext["server_cert"]
-    assert cert is None or (isinstance(cert, str) and ssl.PEM_cert_to_DER_cert(cert) == info.peer_cert_der), \
+    assert cert is None or (isinstance(cert, str) and ssl.PEM_cert_to_DER_cert(cert) == info.peer_cert_der), (
         f"server_cert is not the served certificate's PEM: {cert!r:.200}"
+    )
     version = ext["tls_version"]
-    assert version is None or (type(version) is int and version == TLS_VERSIONS[info.version]), \
+    assert version is None or (type(version) is int and version == TLS_VERSIONS[info.version]), (
         f"tls_version {version!r}; negotiated {info.version} ({TLS_VERSIONS[info.version]:#06x})"
+    )
     suite = ext["cipher_suite"]
-    assert suite is None or (type(suite) is int and 0 <= suite <= 0xFFFF and suite == info.cipher_id), \
+    assert suite is None or (type(suite) is int and 0 <= suite <= 0xFFFF and suite == info.cipher_id), (
         f"cipher_suite {suite!r}; negotiated {info.cipher} ({info.cipher_id!r:})"
+    )
 
 
 @needs("http1")
@@ -188,6 +196,7 @@ def test_rsgi_scheme_is_https(server):
 
 
 # -- HTTP/2 over TLS ------------------------------------------------------------------------------
+
 
 @needs("h2c")
 @interfaces("asgi")

@@ -10,16 +10,17 @@ Rules of this module:
 3. A server may wait for a whole request body before calling the app; then no app waits for the body,
    and a check of what the app was told accepts that the app was never invoked.
 """
+
 from __future__ import annotations
 
 import time
 
-from gatecheck.conformance.client.http1 import build_request, read_raw
-from gatecheck.conformance.spec.markers import interfaces, spec
 from gatecheck.conformance.app import new_token, script_target
+from gatecheck.conformance.client.connect import connect
+from gatecheck.conformance.client.http1 import build_request, read_raw
 from gatecheck.conformance.helpers.usage import abort, open_many
 from gatecheck.conformance.helpers.wire import assert_serves, request
-from gatecheck.conformance.client.connect import connect
+from gatecheck.conformance.spec.markers import interfaces, spec
 
 
 def _vanish_after(server, steps: list, *, prefix: bytes = b"", read_first: int = 0, method="GET") -> str:
@@ -31,8 +32,9 @@ def _vanish_after(server, steps: list, *, prefix: bytes = b"", read_first: int =
         headers.append(("Content-Length", "100000"))
     sock = connect(server, timeout=5.0)
     try:
-        sock.sendall(build_request(method, script_target(steps), headers, host=server.authority,
-                                   content_length=False) + prefix)
+        sock.sendall(
+            build_request(method, script_target(steps), headers, host=server.authority, content_length=False) + prefix
+        )
         got, _ = read_raw(sock, lambda buf: len(buf) >= read_first, timeout=5.0)
         if read_first:
             assert len(got) >= read_first, f"response did not start: {got[:200]!r}"
@@ -106,8 +108,9 @@ def _assert_told_mid_response(server, steps: list) -> None:
     token = _vanish_after(server, steps, read_first=5)
     server.wait_for_event(token, "script.end", timeout=10.0)
     events = server.events(token)
-    send_failed = any(e["event"] == "step" and not e["ok"] and e["op"] in ("body", "send_bytes", "send_str")
-                      for e in events)
+    send_failed = any(
+        e["event"] == "step" and not e["ok"] and e["op"] in ("body", "send_bytes", "send_str") for e in events
+    )
     names = [e["event"] for e in events]
     assert "watch.disconnect" in names or send_failed, f"the app was never told: {names[-12:]}"
 
@@ -117,9 +120,17 @@ def _assert_told_mid_response(server, steps: list) -> None:
 def test_asgi_client_vanishing_mid_response_is_told_to_the_app(server, usage):
     """A client that resets after the first chunk of a streamed response is reported to the app (receive()
     returns http.disconnect, or send() raises) and the app's instance ends."""
-    _assert_told_mid_response(server, [
-        ["start", 200, []], ["watch_disconnect", 10], ["body", "first", True], ["sleep", 0.3],
-        ["repeat", 20, [["body", {"size": 1024}, True], ["sleep", 0.05]]], ["body", ""]])
+    _assert_told_mid_response(
+        server,
+        [
+            ["start", 200, []],
+            ["watch_disconnect", 10],
+            ["body", "first", True],
+            ["sleep", 0.3],
+            ["repeat", 20, [["body", {"size": 1024}, True], ["sleep", 0.05]]],
+            ["body", ""],
+        ],
+    )
     assert_serves(server)
     usage.check()
 
@@ -129,9 +140,16 @@ def test_asgi_client_vanishing_mid_response_is_told_to_the_app(server, usage):
 def test_rsgi_client_vanishing_mid_response_is_told_to_the_app(server, usage):
     """A client that resets after the first chunk of a streamed response is reported to the app
     (client_disconnect() resolves, or send_bytes raises) and the app's instance ends."""
-    _assert_told_mid_response(server, [
-        ["stream", 200, []], ["watch_disconnect", 10], ["send_str", "first"], ["sleep", 0.3],
-        ["repeat", 20, [["send_bytes", {"size": 1024}], ["sleep", 0.05]]]])
+    _assert_told_mid_response(
+        server,
+        [
+            ["stream", 200, []],
+            ["watch_disconnect", 10],
+            ["send_str", "first"],
+            ["sleep", 0.3],
+            ["repeat", 20, [["send_bytes", {"size": 1024}], ["sleep", 0.05]]],
+        ],
+    )
     assert_serves(server)
     usage.check()
 
@@ -141,8 +159,16 @@ def test_rsgi_client_vanishing_mid_response_is_told_to_the_app(server, usage):
 def test_wsgi_client_vanishing_mid_response_closes_the_iterable(server, usage):
     """A client that resets after the first chunk of a streamed response: the server stops iterating and
     calls the iterable's close()."""
-    token = _vanish_after(server, [["start_response", "200 OK", []], ["yield", "first"], ["sleep", 0.3],
-                                   ["repeat", 20, [["yield", {"size": 1024}], ["sleep", 0.05]]]], read_first=5)
+    token = _vanish_after(
+        server,
+        [
+            ["start_response", "200 OK", []],
+            ["yield", "first"],
+            ["sleep", 0.3],
+            ["repeat", 20, [["yield", {"size": 1024}], ["sleep", 0.05]]],
+        ],
+        read_first=5,
+    )
     server.wait_for_event(token, "wsgi.close", timeout=10.0)
     assert_serves(server)
     usage.check()
@@ -152,9 +178,12 @@ def test_wsgi_client_vanishing_mid_response_closes_the_iterable(server, usage):
 def test_many_vanishing_clients_leave_nothing_behind(server, usage):
     """200 clients that reset mid-request-line, mid-headers or mid-body leave no descriptors or memory behind
     (RFC 9112 §9.5: implementations SHOULD monitor connections for closure so resources are reclaimed)."""
-    fragments = [b"GET /pi", b"GET /ping HTTP/1.1\r\nHost: x\r\nX-Half: ",
-                 request(server, "POST", "/echo", [("Content-Length", "5000")]) + b"z" * 100]
-    socks = open_many(server, 200, fragments)   # one bound for all 200 connects (a full backlog makes each wait)
+    fragments = [
+        b"GET /pi",
+        b"GET /ping HTTP/1.1\r\nHost: x\r\nX-Half: ",
+        request(server, "POST", "/echo", [("Content-Length", "5000")]) + b"z" * 100,
+    ]
+    socks = open_many(server, 200, fragments)  # one bound for all 200 connects (a full backlog makes each wait)
     try:
         time.sleep(0.2)
         usage.sample_peak()

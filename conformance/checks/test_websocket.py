@@ -13,16 +13,25 @@ well-formed HTTP response (silence or a bare close is no answer); a connection t
 is first shown alive by an echo round trip on it, so its close right after the violation is the
 server's doing, not a server that never spoke WebSocket.
 """
+
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.client.ws import OP_BINARY, OP_CONT, OP_PING, OP_PONG, OP_TEXT, accept_for, encode_frame
-from gatecheck.conformance.helpers.ws_wire import (PROTOCOL_ERRORS, Echo, after_violation, frame_bytes, live_echo,
-                                           refused_handshake, round_trip, send_fragments)
+from gatecheck.conformance.helpers.ws_wire import (
+    PROTOCOL_ERRORS,
+    Echo,
+    after_violation,
+    frame_bytes,
+    live_echo,
+    refused_handshake,
+    round_trip,
+    send_fragments,
+)
+from gatecheck.conformance.spec.markers import interfaces, needs, spec
 
 pytestmark = [interfaces("asgi", "rsgi"), needs("websockets")]
 
@@ -30,6 +39,7 @@ _HS = "RFC 6455 §4.2.1"
 
 
 # -- opening handshake ------------------------------------------------------------------------------
+
 
 @spec("RFC 6455 §4.2.2", "MUST")
 def test_valid_handshake_is_answered_with_101_and_upgrade_headers(server):
@@ -40,8 +50,11 @@ def test_valid_handshake_is_answered_with_101_and_upgrade_headers(server):
         assert "upgrade" in [t.strip().lower() for t in (hs.header("connection") or "").split(",")], hs.raw
 
 
-@pytest.mark.parametrize("key", ["dGhlIHNhbXBsZSBub25jZQ==", "AAAAAAAAAAAAAAAAAAAAAA==", "/////////////////////w=="],
-                         ids=["rfc-sample", "zeros", "ones"])
+@pytest.mark.parametrize(
+    "key",
+    ["dGhlIHNhbXBsZSBub25jZQ==", "AAAAAAAAAAAAAAAAAAAAAA==", "/////////////////////w=="],
+    ids=["rfc-sample", "zeros", "ones"],
+)
 @spec("RFC 6455 §4.2.2", "MUST")
 def test_accept_is_base64_sha1_of_the_key_as_sent(server, key):
     """Sec-WebSocket-Accept is base64(SHA-1(key + GUID)) over the key as sent, and appears exactly once."""
@@ -52,9 +65,18 @@ def test_accept_is_base64_sha1_of_the_key_as_sent(server, key):
         assert accept_for(key) == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
 
 
-@pytest.mark.parametrize("key", [None, "abc", "dGhlIHNhbXBsZSBub25jZQ", "AAAAAAAAAAAAAAAAAAAAAAA=",
-                                 "AAAAAAAAAAAAAAAAAAAAAAAA", "!!!!!!!!!!!!!!!!!!!!!!=="],
-                         ids=["missing", "short", "unpadded", "17-bytes", "18-bytes", "not-base64"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        None,
+        "abc",
+        "dGhlIHNhbXBsZSBub25jZQ",
+        "AAAAAAAAAAAAAAAAAAAAAAA=",
+        "AAAAAAAAAAAAAAAAAAAAAAAA",
+        "!!!!!!!!!!!!!!!!!!!!!!==",
+    ],
+    ids=["missing", "short", "unpadded", "17-bytes", "18-bytes", "not-base64"],
+)
 @spec(_HS, "MUST")
 def test_key_not_decoding_to_16_bytes_is_refused(server, key):
     """A missing Sec-WebSocket-Key, or one that does not base64-decode to 16 bytes, gets an HTTP error, not 101."""
@@ -87,9 +109,11 @@ def test_missing_version_is_refused(server):
     assert hs.status is not None and 400 <= hs.status < 500, f"answered {hs.status}: {hs.raw[:300]!r}"
 
 
-@pytest.mark.parametrize("kw", [{"upgrade": None}, {"connection": None}, {"upgrade": "h2c"},
-                                {"connection": "keep-alive"}],
-                         ids=["no-upgrade", "no-connection", "upgrade-h2c", "connection-without-upgrade"])
+@pytest.mark.parametrize(
+    "kw",
+    [{"upgrade": None}, {"connection": None}, {"upgrade": "h2c"}, {"connection": "keep-alive"}],
+    ids=["no-upgrade", "no-connection", "upgrade-h2c", "connection-without-upgrade"],
+)
 @spec(_HS, "MUST")
 def test_request_without_websocket_upgrade_is_not_switched(server, kw):
     """Without Upgrade: websocket and Connection: Upgrade the request is not switched to WebSocket (no 101
@@ -118,9 +142,11 @@ def test_http10_upgrade_is_not_switched(server):
     assert hs.status != 101, f"HTTP/1.0 upgrade switched protocols: {hs.raw[:300]!r}"
 
 
-@pytest.mark.parametrize("kw", [{"connection": "keep-alive, Upgrade"}, {"upgrade": "WebSocket"},
-                                {"connection": "upgrade"}],
-                         ids=["connection-list", "upgrade-mixed-case", "connection-lower-case"])
+@pytest.mark.parametrize(
+    "kw",
+    [{"connection": "keep-alive, Upgrade"}, {"upgrade": "WebSocket"}, {"connection": "upgrade"}],
+    ids=["connection-list", "upgrade-mixed-case", "connection-lower-case"],
+)
 @spec(_HS, "DEFINED")
 def test_upgrade_tokens_are_case_insensitive_and_listed(server, kw):
     """Connection is a token list and both tokens compare case-insensitively: these handshakes are valid."""
@@ -135,8 +161,11 @@ def test_no_subprotocol_header_when_none_was_chosen(server):
         assert conn.handshake.header_all("sec-websocket-protocol") == [], conn.handshake.raw
 
 
-@pytest.mark.parametrize("offer", [None, "x-gatecheck-unknown", "x-gatecheck-unknown; p=1"],
-                         ids=["none-offered", "unknown", "unknown-with-param"])
+@pytest.mark.parametrize(
+    "offer",
+    [None, "x-gatecheck-unknown", "x-gatecheck-unknown; p=1"],
+    ids=["none-offered", "unknown", "unknown-with-param"],
+)
 @spec("RFC 6455 §4.2.2", "MUST NOT")
 def test_no_extension_the_client_did_not_offer(server, offer):
     """The 101 lists only extensions the client offered (here: none it can know), in at most one header."""
@@ -181,8 +210,11 @@ def test_text_message_round_trips_as_text(server, size):
         assert round_trip(conn, OP_TEXT, payload) == (OP_TEXT, payload)
 
 
-@pytest.mark.parametrize("text", ["\U0001F600", "\uFFFF", "\U0010FFFF", "\uFEFFbom", "\u0000nul", "κόσμε"],
-                         ids=["4-byte", "U+FFFF", "U+10FFFF", "BOM", "NUL", "greek"])
+@pytest.mark.parametrize(
+    "text",
+    ["\U0001f600", "\uffff", "\U0010ffff", "\ufeffbom", "\u0000nul", "κόσμε"],
+    ids=["4-byte", "U+FFFF", "U+10FFFF", "BOM", "NUL", "greek"],
+)
 @spec("RFC 6455 §5.6", "DEFINED")
 def test_valid_utf8_edge_cases_are_accepted(server, text):
     """Text messages holding valid UTF-8 edge cases (4-byte sequences, noncharacters, U+10FFFF) are accepted."""
@@ -206,7 +238,7 @@ def test_text_fragmented_inside_code_points_is_reassembled(server):
     """A text message sent in 1-byte fragments (splitting multi-byte code points) arrives as one message."""
     payload = "hé€𝄞!".encode("utf-8")
     with Echo(server) as conn:
-        send_fragments(conn, OP_TEXT, [payload[i:i + 1] for i in range(len(payload))])
+        send_fragments(conn, OP_TEXT, [payload[i : i + 1] for i in range(len(payload))])
         assert conn.read_message() == (OP_TEXT, payload)
 
 
@@ -235,6 +267,7 @@ def test_ping_between_fragments_is_answered_and_message_kept(server):
 
 # -- control frames -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("size", [0, 1, 125], ids=lambda n: f"{n}B")
 @spec("RFC 6455 §5.5.2", "MUST")
 def test_ping_is_answered_with_identical_pong(server, size):
@@ -257,6 +290,7 @@ def test_unsolicited_pong_is_ignored(server):
 
 
 # -- protocol errors: Fail the WebSocket Connection --------------------------------------------------
+
 
 @pytest.mark.parametrize("case", list(PROTOCOL_ERRORS), ids=list(PROTOCOL_ERRORS))
 @spec("RFC 6455 §7.1.7", "MUST")
@@ -302,8 +336,9 @@ _BAD_UTF8 = {
 
 def _bad_text(case: str) -> bytes:
     if case == "fragmented":
-        return frame_bytes((OP_TEXT, "κό".encode(), {"fin": False}), (OP_CONT, b"\xce", {"fin": False}),
-                       (OP_CONT, b"\xff"))
+        return frame_bytes(
+            (OP_TEXT, "κό".encode(), {"fin": False}), (OP_CONT, b"\xce", {"fin": False}), (OP_CONT, b"\xff")
+        )
     return encode_frame(OP_TEXT, _BAD_UTF8[case])
 
 

@@ -8,6 +8,7 @@ Evidence: a check whose rule is an absence (no code on the wire, no subprotocol)
 event log shows the app did what the check scripted and the wire shows the server's answer to it: a
 well-formed HTTP response, a Close frame, or the connection ended after the app ended.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -15,22 +16,30 @@ import pytest
 from gatecheck.conformance.app import ws_accepted, ws_script, ws_steps
 from gatecheck.conformance.client.http1 import parse_responses
 from gatecheck.conformance.client.ws import EOF, OP_CONT, OP_PING, OP_PONG, OP_TEXT
+from gatecheck.conformance.helpers.ws_asgi import (
+    client_close_disconnect,
+    disconnect_message,
+    late_send_step,
+    probe_scope,
+    require_denial,
+    require_spec,
+    spec_version,
+)
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.observables import observable_params, observable_row
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
-from gatecheck.conformance.helpers.ws_asgi import (client_close_disconnect, disconnect_message, late_send_step,
-                                                   probe_scope, require_denial, require_spec, spec_version)
 
 pytestmark = [interfaces("asgi"), needs("websockets")]
 
 _WS = "ASGI WWW §WebSocket"
 _SCOPE = "ASGI WWW §Websocket Connection Scope"
 _NEVER_ON_WIRE = (1005, 1006, 1015)
-_SEND_BOTH = {"type": "websocket.send", "text": "a", "bytes": {"b64": "YQ=="}}   # bytes and text: one too many
-_HERE = "test_websocket_asgi.py::"   # the check ids' prefix, for the observables' table
+_SEND_BOTH = {"type": "websocket.send", "text": "a", "bytes": {"b64": "YQ=="}}  # bytes and text: one too many
+_HERE = "test_websocket_asgi.py::"  # the check ids' prefix, for the observables' table
 
 
 # -- scope --------------------------------------------------------------------------------------------
+
 
 @spec(_SCOPE, "DEFINED")
 def test_scope_type_is_websocket(server):
@@ -106,13 +115,15 @@ def test_first_receive_is_websocket_connect(server):
 
 # -- handshake gating ---------------------------------------------------------------------------------
 
+
 @spec("ASGI WWW §Connect", "MUST")
 def test_no_101_before_the_app_accepts(server):
     """The server sends no 101 until the app sends websocket.accept (the app waits 1 s first)."""
     conn, _ = ws_script(server, [["receive"], ["sleep", 1.0], ["accept"], ["close", 1000]], timeout=0.6)
     try:
-        assert conn.handshake.response is None and not conn.handshake.raw, \
+        assert conn.handshake.response is None and not conn.handshake.raw, (
             f"response before accept: {conn.handshake.raw[:200]!r}"
+        )
         hs = conn.read_handshake(conn.handshake.key, timeout=5.0)
         assert hs.status == 101, f"after accept: {hs.raw[:200]!r}"
     finally:
@@ -143,6 +154,7 @@ def test_app_ending_before_accept_is_refused_with_http_error(server, ending):
 
 # -- accept -------------------------------------------------------------------------------------------
 
+
 @spec("ASGI WWW §Accept", "DEFINED")
 def test_accept_subprotocol_is_sent_in_the_101(server):
     """websocket.accept with subprotocol "b" (offered "a, b") gives exactly one Sec-WebSocket-Protocol: b."""
@@ -166,7 +178,8 @@ def test_subprotocol_the_client_did_not_offer_never_reaches_the_wire(server, off
     refused = steps[1].get("ok") is False and hs.response is None and hs.closed and not hs.raw
     assert hs.response is not None or refused, (
         f"no HTTP response to the handshake ({'closed' if hs.closed else 'open'}, the app's accept "
-        f"{'raised' if steps[1].get('ok') is False else 'returned'}): {hs.raw[:200]!r}")
+        f"{'raised' if steps[1].get('ok') is False else 'returned'}): {hs.raw[:200]!r}"
+    )
     if hs.status == 101:
         assert all(v in offered for v in conn.handshake.header_all("sec-websocket-protocol")), conn.handshake.raw
 
@@ -183,6 +196,7 @@ def test_accept_headers_are_sent_in_the_101(server):
 
 
 # -- messages -----------------------------------------------------------------------------------------
+
 
 @spec("ASGI WWW §Receive", "DEFINED")
 def test_text_arrives_as_text_and_binary_as_bytes(server):
@@ -237,6 +251,7 @@ def test_ping_is_answered_without_the_app(server):
 
 # -- close ------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("row", observable_params(_HERE + "test_app_close_code_reaches_the_client"))
 def test_app_close_code_reaches_the_client(server, row):
     """websocket.close after accept sends a Close frame with the app's code (1000 when omitted); the rows
@@ -273,7 +288,8 @@ def test_app_close_with_local_only_code_never_reaches_the_wire(server, code):
     assert close is None or close.close_code not in _NEVER_ON_WIRE, f"server sent {close!r}"
     refused = steps[2].get("ok") is False
     assert close is not None or end == EOF or refused, (
-        f"neither a Close frame, nor a closed connection, nor a refusal (the app's close returned) ({end})")
+        f"neither a Close frame, nor a closed connection, nor a refusal (the app's close returned) ({end})"
+    )
 
 
 @pytest.mark.parametrize("code", [1000, 1001, 3000, 4999])
@@ -346,6 +362,7 @@ def test_send_after_client_close_is_a_noop_before_2_4(server):
 
 # -- denial response extension --------------------------------------------------------------------------
 
+
 @spec("ASGI EXT §Websocket Denial Response", "SHOULD")
 def test_denial_response_is_sent_instead_of_the_handshake(server):
     """A denial (websocket.http.response.start + body) is sent as that HTTP response, without
@@ -366,8 +383,11 @@ def test_denial_response_is_sent_instead_of_the_handshake(server):
 def test_websocket_send_during_denial_never_becomes_a_frame(server):
     """A websocket.send between the denial's start and body raises or is dropped: never a WebSocket frame."""
     require_denial(server)
-    start = {"type": "websocket.http.response.start", "status": 403,
-             "headers": [[{"b64": "Y29udGVudC1sZW5ndGg="}, {"b64": "Ng=="}]]}
+    start = {
+        "type": "websocket.http.response.start",
+        "status": 403,
+        "headers": [[{"b64": "Y29udGVudC1sZW5ndGg="}, {"b64": "Ng=="}]],
+    }
     body = {"type": "websocket.http.response.body", "body": {"b64": "ZGVuaWVk"}}
     conn, _ = ws_script(server, [["receive"], ["send", start], ["send_text", "not a frame"], ["send", body]])
     try:
@@ -377,4 +397,3 @@ def test_websocket_send_during_denial_never_becomes_a_frame(server):
         assert b"not a frame" not in conn.buffer and not leftover, f"extra bytes: {conn.buffer[:200]!r}"
     finally:
         conn.close()
-

@@ -7,15 +7,16 @@ frames the server sent, in which order, and whether it closed the TCP connection
 Evidence: before a client-initiated close the connection is shown alive by an echo round trip, so a
 dropped connection after the Close is the server's answer to it, not a server that never spoke WebSocket.
 """
+
 from __future__ import annotations
 
 import pytest
 
 from gatecheck.conformance.app import ws_accepted, ws_script, ws_steps
+from gatecheck.conformance.client.ws import EOF, OP_BINARY, OP_CLOSE, OP_TEXT, close_payload, connect, encode_frame
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.observables import observable_names, observable_row
 from gatecheck.conformance.spec.results import not_supported
-from gatecheck.conformance.client.ws import EOF, OP_BINARY, OP_CLOSE, OP_TEXT, close_payload, connect, encode_frame
 
 pytestmark = [interfaces("asgi", "rsgi"), needs("websockets")]
 
@@ -159,10 +160,19 @@ def test_message_sent_with_the_close_is_never_echoed_after_it(server):
 # -- the code of the close the server sends because the app ended  -----------------
 
 _ENDED = "test_websocket_close.py::test_close_code_after_the_app_ended"
-_MEANING = {1000: "normal closure: the purpose was fulfilled", 1001: "going away", 1002: "protocol error",
-            1003: "unacceptable data", 1005: "no status code (local only)", 1006: "abnormal closure (local only)",
-            1007: "inconsistent data", 1008: "policy violation", 1009: "too big", 1010: "extension expected",
-            1015: "TLS failure (local only)"}
+_MEANING = {
+    1000: "normal closure: the purpose was fulfilled",
+    1001: "going away",
+    1002: "protocol error",
+    1003: "unacceptable data",
+    1005: "no status code (local only)",
+    1006: "abnormal closure (local only)",
+    1007: "inconsistent data",
+    1008: "policy violation",
+    1009: "too big",
+    1010: "extension expected",
+    1015: "TLS failure (local only)",
+}
 
 
 @pytest.mark.parametrize("ending", observable_names(_ENDED))
@@ -181,10 +191,12 @@ def test_close_code_after_the_app_ended(server, ending):
     ended = server.wait_for_event(token, "script.end", 5.0) if ending == "return" else None
     raised = ws_steps(server, token).get(len(row.steps) - 1) if ending == "raise" else None
     assert ending == "return" or (raised is not None and not raised["ok"]), (
-        f"the event log does not show the app raising: {raised}")
+        f"the event log does not show the app raising: {raised}"
+    )
     assert ending == "raise" or ended is not None, "the event log does not show the app returning"
     if close is None:
         not_supported(f"the server ended the connection without a Close frame ({end}): no close code to judge")
     code = close.close_code
-    assert code in row.allowed, (f"the app {ending}d and the server closed with {code} "
-                                 f"({_MEANING.get(code, 'not a code the text allows here')})")
+    assert code in row.allowed, (
+        f"the app {ending}d and the server closed with {code} ({_MEANING.get(code, 'not a code the text allows here')})"
+    )

@@ -8,6 +8,7 @@ comes back through the event log. Where RSGI is silent (what ``close(status)`` m
 Evidence: a check whose rule is an absence passes only when the event log shows the app did what the
 check scripted and the wire shows the server's answer (a Close frame, or the connection ended after it).
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,8 @@ import json
 import pytest
 
 from gatecheck.conformance.app import value_of, ws_accepted, ws_open, ws_script, ws_steps
-from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.client.ws import EOF, OP_BINARY, OP_TEXT, accept_for
+from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.observables import observable_params
 
 pytestmark = [interfaces("rsgi"), needs("websockets")]
@@ -106,15 +107,18 @@ def test_message_kinds_and_data_types(server):
 @spec(_PROTO, "DEFINED")
 def test_send_str_and_send_bytes_make_text_and_binary_frames(server):
     """transport.send_str sends a text frame and send_bytes a binary frame, with identical payloads."""
-    conn, _ = ws_script(server, [["accept"], ["send_str", "héllo ✓"], ["send_bytes", {"b64": "AP9iaW4="}],
-                               ["close", 1000]])
+    conn, _ = ws_script(
+        server, [["accept"], ["send_str", "héllo ✓"], ["send_bytes", {"b64": "AP9iaW4="}], ["close", 1000]]
+    )
     with ws_accepted(conn):
         first, second = conn.read_message(), conn.read_message()
     assert first == (OP_TEXT, "héllo ✓".encode()), first
     assert second == (OP_BINARY, b"\x00\xffbin"), second
 
 
-@pytest.mark.parametrize("row", observable_params("test_websocket_rsgi.py::test_close_before_accept_is_that_http_status"))
+@pytest.mark.parametrize(
+    "row", observable_params("test_websocket_rsgi.py::test_close_before_accept_is_that_http_status")
+)
 def test_close_before_accept_is_that_http_status(server, row):
     """POLICY: protocol.close(status) before accept() refuses the handshake with that HTTP status, no 101 (rows
     of dimension 5's table, conformance/spec/observables.py)."""
@@ -124,7 +128,9 @@ def test_close_before_accept_is_that_http_status(server, row):
     assert not conn.handshake.header_all("sec-websocket-accept")
 
 
-@pytest.mark.parametrize("row", observable_params("test_websocket_rsgi.py::test_close_after_accept_sends_that_close_code"))
+@pytest.mark.parametrize(
+    "row", observable_params("test_websocket_rsgi.py::test_close_after_accept_sends_that_close_code")
+)
 def test_close_after_accept_sends_that_close_code(server, row):
     """POLICY: protocol.close(code) after accept() sends a Close frame carrying that code (rows of dimension
     5's table, conformance/spec/observables.py)."""
@@ -144,7 +150,9 @@ def test_close_with_local_only_code_never_reaches_the_wire(server, code):
     with ws_accepted(conn):
         _, close, end = conn.read_frames_until_close()
     assert 1 in ws_steps(server, token), "the app's close step never ran"
-    assert close is not None or end == EOF, f"neither a Close frame nor a closed connection after the app's close ({end})"
+    assert close is not None or end == EOF, (
+        f"neither a Close frame nor a closed connection after the app's close ({end})"
+    )
     assert close is None or close.close_code not in _NEVER_ON_WIRE, f"server sent {close!r}"
 
 

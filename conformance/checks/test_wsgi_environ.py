@@ -1,14 +1,14 @@
 """WSGI environ (PEP 3333 §environ Variables, §Unicode Issues; RFC 3875 §4.1)."""
+
 from __future__ import annotations
 
 import pytest
 
 from gatecheck import fixtures
-
 from gatecheck.conformance.app import new_token, probe, script_request, value_of
+from gatecheck.conformance.app.private import private_server, with_workers
 from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
-from gatecheck.conformance.app.private import private_server, with_workers
 
 pytestmark = interfaces("wsgi")
 
@@ -110,18 +110,19 @@ def test_query_string_is_raw(server, query):
     assert env.get("QUERY_STRING", "") == query
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("/probe/a%20b", "/probe/a b"),
-    ("/probe/caf%C3%A9", "/probe/caf\u00c3\u00a9"),
-    ("/probe/100%25", "/probe/100%"),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [("/probe/a%20b", "/probe/a b"), ("/probe/caf%C3%A9", "/probe/caf\u00c3\u00a9"), ("/probe/100%25", "/probe/100%")],
+)
 @spec("RFC 3875 §4.1.5 via PEP 3333 §Unicode Issues", "DEFINED")
 def test_path_info_is_percent_decoded_latin1(server, raw, expected):
     """SCRIPT_NAME + PATH_INFO is the path percent-decoded, its bytes carried as latin-1 code points (how the
     server splits the two is its own business)."""
     env = _environ(server, raw)
-    assert env.get("SCRIPT_NAME", "") + env.get("PATH_INFO", "") == expected, (env.get("SCRIPT_NAME"),
-                                                                               env.get("PATH_INFO"))
+    assert env.get("SCRIPT_NAME", "") + env.get("PATH_INFO", "") == expected, (
+        env.get("SCRIPT_NAME"),
+        env.get("PATH_INFO"),
+    )
 
 
 @spec(_ENV, "SHOULD")
@@ -173,6 +174,7 @@ def test_input_and_error_streams_have_the_required_methods(server):
 
 # -- environ across requests (appended with the WSGI protocol checks) -------------------------
 
+
 def _script_steps(server, token: str) -> list:
     return [s for s in fixtures.read_events(server.event_dir, token) if s.get("event") == "step"]
 
@@ -184,8 +186,12 @@ def test_multithread_is_true_when_requests_run_concurrently_in_threads(server):
     process (observed with four overlapping slow requests). Threads are told apart by the OS thread id the app
     logs (``ntid``): ``threading.get_ident()`` tells greenlets apart, and greenlets sharing one thread are no
     threads."""
-    steps = [["environ_get", "wsgi.multithread"], ["sleep", 0.4],
-             ["start_response", "200 OK", [["Content-Type", "text/plain"]]], ["return_list", ["ok"]]]
+    steps = [
+        ["environ_get", "wsgi.multithread"],
+        ["sleep", 0.4],
+        ["start_response", "200 OK", [["Content-Type", "text/plain"]]],
+        ["return_list", ["ok"]],
+    ]
     tokens = [new_token() for _ in range(4)]
     conns = [Connection(server.address, 10.0) for _ in tokens]
     try:
@@ -201,8 +207,9 @@ def test_multithread_is_true_when_requests_run_concurrently_in_threads(server):
         got = _script_steps(server, token)
         assert len(got) >= 2, f"request {token} did not run its steps: {got}"
         runs.append((got[0]["pid"], got[0].get("ntid", got[0]["tid"]), got[0]["t"], got[1]["t"], got[0]["result"]))
-    overlapping = any(a[0] == b[0] and a[1] != b[1] and a[2] < b[3] and b[2] < a[3]
-                      for i, a in enumerate(runs) for b in runs[i + 1:])
+    overlapping = any(
+        a[0] == b[0] and a[1] != b[1] and a[2] < b[3] and b[2] < a[3] for i, a in enumerate(runs) for b in runs[i + 1 :]
+    )
     if overlapping:
         assert all(r[4] for r in runs), f"requests ran concurrently in threads but wsgi.multithread = {runs[0][4]!r}"
 
@@ -212,8 +219,11 @@ def test_multithread_is_true_when_requests_run_concurrently_in_threads(server):
 def test_multiprocess_is_true_when_the_server_runs_several_worker_processes(server):
     """With two worker processes asked for, the app may be invoked by another process at any time, so every
     request's wsgi.multiprocess is true (requests on fresh connections, until both workers answered or 40)."""
-    steps = [["environ_get", "wsgi.multiprocess"],
-             ["start_response", "200 OK", [["Content-Type", "text/plain"]]], ["return_list", ["ok"]]]
+    steps = [
+        ["environ_get", "wsgi.multiprocess"],
+        ["start_response", "200 OK", [["Content-Type", "text/plain"]]],
+        ["return_list", ["ok"]],
+    ]
     runs = []
     with private_server(server, target=with_workers(server, 2)) as priv:
         for _ in range(40):
@@ -228,8 +238,9 @@ def test_multiprocess_is_true_when_the_server_runs_several_worker_processes(serv
             if len({pid for pid, _ in runs}) >= 2:
                 break
     pids = sorted({pid for pid, _ in runs})
-    assert all(value for _, value in runs), \
+    assert all(value for _, value in runs), (
         f"wsgi.multiprocess = {[v for _, v in runs if not v][0]!r} with 2 worker processes (served by pids {pids})"
+    )
 
 
 @needs("http1")
@@ -238,16 +249,22 @@ def test_environ_changes_do_not_leak_into_the_next_request(server):
     """The app may modify environ freely: keys it adds or changes never appear in a later request's environ,
     on the same kept-alive connection or a new one."""
     ok = [["start_response", "200 OK", [["Content-Type", "text/plain"]]], ["return_list", ["ok"]]]
-    first = [["environ_set", "gatecheck.leak", "yes"], ["environ_set", "HTTP_X_GATECHECK_LEAK", "yes"],
-             ["environ_set", "PATH_INFO", "/leaked"]] + ok
-    second = [["environ_get", "gatecheck.leak"], ["environ_get", "HTTP_X_GATECHECK_LEAK"],
-              ["environ_get", "PATH_INFO"]] + ok
+    first = [
+        ["environ_set", "gatecheck.leak", "yes"],
+        ["environ_set", "HTTP_X_GATECHECK_LEAK", "yes"],
+        ["environ_set", "PATH_INFO", "/leaked"],
+    ] + ok
+    second = [
+        ["environ_get", "gatecheck.leak"],
+        ["environ_get", "HTTP_X_GATECHECK_LEAK"],
+        ["environ_get", "PATH_INFO"],
+    ] + ok
     token = new_token()
     with Connection(server.address, 5.0) as conn:
         conn.send(script_request(server, first, token=None))
         ex = conn.read_responses(1)
         assert ex.final and ex.final[0].status == 200, ex.raw[:300]
-        reusable = conn.may_send()   # open, and the response did not end it (RFC 9112 §9.3)
+        reusable = conn.may_send()  # open, and the response did not end it (RFC 9112 §9.3)
         if reusable:
             conn.send(script_request(server, second, token=token))
             conn.read_responses(1)

@@ -17,16 +17,17 @@ is judged on its own. A chunked upload the server hands over with neither CONTEN
 and the POLICY check carries the gap; a ``411`` to a chunked upload (RFC 9112 §6.3) makes them *not supported*
 too. Follow-up requests go after the response, pipelined only where the rule is about pipelined bytes.
 """
+
 from __future__ import annotations
 
 import pytest
 
-from gatecheck.conformance.client.http1 import Connection
-from gatecheck.conformance.spec.markers import interfaces, needs, spec
-from gatecheck.conformance.spec.results import not_supported
 from gatecheck.conformance.app import new_token, ping, run_script, script_request, step, step_value, wait_steps
+from gatecheck.conformance.client.http1 import Connection
 from gatecheck.conformance.helpers.support import needs_simulated_eof, refused_for_length, unlengthed_body_gap
 from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe, ends_connection, held_follow_up
+from gatecheck.conformance.spec.markers import interfaces, needs, spec
+from gatecheck.conformance.spec.results import not_supported
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
 
@@ -35,15 +36,33 @@ _LINES = b"line one\nline two\nlast"
 _OK = [["start_response", "200 OK", [["Content-Type", "text/plain"]]], ["return_list", ["ok"]]]
 
 
-def _run(server, ops: list, *, body: bytes = _LINES, method: str = "POST", headers=(), chunks=None,
-         then: bytes = b"", pipeline: bool = False):
+def _run(
+    server,
+    ops: list,
+    *,
+    body: bytes = _LINES,
+    method: str = "POST",
+    headers=(),
+    chunks=None,
+    then: bytes = b"",
+    pipeline: bool = False,
+):
     """Run ``ops`` (wsgi.input steps) then answer 200 "ok"; return (results, exchange).
 
     ``results[i]`` is step i's event (``ok``, ``result`` or ``error``). ``chunks`` sends the body with
     chunked transfer coding (a 411 answer: *not supported*); ``then`` is sent on the same connection after the
     response, or pipelined behind the request with ``pipeline``."""
-    _, ex, events = run_script(server, ops + _OK, method=method, headers=headers, body=body, chunks=chunks,
-                               then=(then,) if then else (), timeout=REPLY_TIMEOUT, pipeline=pipeline)
+    _, ex, events = run_script(
+        server,
+        ops + _OK,
+        method=method,
+        headers=headers,
+        body=body,
+        chunks=chunks,
+        then=(then,) if then else (),
+        timeout=REPLY_TIMEOUT,
+        pipeline=pipeline,
+    )
     results = [step(events, i) for i in range(len(ops))]
     if chunks is not None and ex.final and ex.final[0].status == 411:
         not_supported(refused_for_length(ex.final[0]))
@@ -61,10 +80,10 @@ def _assert_next_answered(ex, problem: str) -> None:
             if not ex.closed:
                 held_follow_up(ex, "the GET after the scripted request")
             return
-        raise AssertionError(f"no answer to the request after it, and the response did not end the connection: "
-                             f"{describe(ex)}")
-    assert len(ex.final) == 2 and ex.final[1].status == 200 and ex.final[1].body == b"ok", (
-        f"{problem}: {describe(ex)}")
+        raise AssertionError(
+            f"no answer to the request after it, and the response did not end the connection: {describe(ex)}"
+        )
+    assert len(ex.final) == 2 and ex.final[1].status == 200 and ex.final[1].body == b"ok", f"{problem}: {describe(ex)}"
 
 
 def _bytes(result: dict | None, what: str) -> bytes:
@@ -74,6 +93,7 @@ def _bytes(result: dict | None, what: str) -> bytes:
 
 
 # -- read -------------------------------------------------------------------------------------
+
 
 @spec(_INPUT, "MUST")
 def test_read_with_size_returns_at_most_size_bytes(server):
@@ -110,6 +130,7 @@ def test_read_with_negative_size_reads_to_the_end(server):
 
 
 # -- readline, readlines, iteration ------------------------------------------------------------
+
 
 @spec(_INPUT, "MUST")
 def test_readline_returns_each_line_with_its_newline(server):
@@ -173,6 +194,7 @@ def test_read_readline_and_iteration_share_one_position(server):
 
 
 # -- EOF ---------------------------------------------------------------------------------------
+
 
 @spec(_INPUT, "SHOULD")
 def test_read_past_content_length_returns_the_body_then_empty(server):
@@ -246,7 +268,8 @@ def test_chunked_body_is_readable_by_a_portable_app(server):
     expected = b"".join(_CHUNKS)
     assert terminated or length == str(len(expected)), (
         f"wsgi.input_terminated={terminated!r} and CONTENT_LENGTH={length!r}: a portable app cannot read "
-        f"the {len(expected)}-byte chunked body")
+        f"the {len(expected)}-byte chunked body"
+    )
     assert body["len"] == len(expected), body
 
 
@@ -273,19 +296,27 @@ def test_input_terminated_stream_ends_exactly_at_the_body(server):
 
 # -- Expect: 100-continue ----------------------------------------------------------------------
 
+
 @spec("PEP 3333 §HTTP 1.1 Expect/Continue", "MUST")
 def test_expect_100_continue_with_an_app_that_never_reads_is_still_answered(server):
     """With Expect: 100-continue and an app that never reads wsgi.input, the client holding the body back
     gets either the final response or a 100 (after which it sends the body and gets the final response):
     no deadlock."""
     token = new_token()
-    data = script_request(server, _OK, token=token, method="POST",
-                          headers=[("Expect", "100-continue"), ("Content-Length", "5")], content_length=False)
+    data = script_request(
+        server,
+        _OK,
+        token=token,
+        method="POST",
+        headers=[("Expect", "100-continue"), ("Content-Length", "5")],
+        content_length=False,
+    )
     with Connection(server.address, REPLY_TIMEOUT) as conn:
         conn.send(data)
         early = conn.read_first(["POST"], REPLY_TIMEOUT)
-        assert early.responses, (f"neither 100 nor a final response within {REPLY_TIMEOUT}s while the body "
-                                 f"was held back: {describe(early)}")
+        assert early.responses, (
+            f"neither 100 nor a final response within {REPLY_TIMEOUT}s while the body was held back: {describe(early)}"
+        )
         ex = early
         if not early.final:
             assert early.responses[0].status == 100, describe(early)
@@ -293,7 +324,8 @@ def test_expect_100_continue_with_an_app_that_never_reads_is_still_answered(serv
             ex = conn.read_responses(1, methods=["POST"])
     assert ex.final and ex.final[0].status == 200 and ex.final[0].body == b"ok", describe(ex)
     assert step(wait_steps(server, token, len(_OK), timeout=2.0), 0), (
-        "the app's log shows no run of the script: no evidence")
+        "the app's log shows no run of the script: no evidence"
+    )
 
 
 # -- wsgi.errors -------------------------------------------------------------------------------
@@ -312,7 +344,11 @@ def test_errors_accepts_arbitrary_unicode(server, text):
 @spec(_INPUT, "MUST")
 def test_errors_writelines_and_flush_work(server):
     """wsgi.errors.writelines(seq) and flush() can be called."""
-    results, _ = _run(server, [["errors_writelines", ["gatecheck one\n", "gatecheck two\n"]], ["errors_flush"]],
-                      method="GET", body=b"")
+    results, _ = _run(
+        server,
+        [["errors_writelines", ["gatecheck one\n", "gatecheck two\n"]], ["errors_flush"]],
+        method="GET",
+        body=b"",
+    )
     step_value(results[0], "wsgi.errors.writelines")
     step_value(results[1], "wsgi.errors.flush")

@@ -14,6 +14,7 @@ for every shape whose iterable has one (an iterator class, wsgi.file_wrapper, wr
 start_response inside the first next(), a first or later next() that raises), and every Content-Length
 rule (exact, longer, shorter, absent) for every shape that delivers a body (those, a list and a generator).
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,15 +23,30 @@ import time
 import pytest
 
 from gatecheck import fixtures
-
-from gatecheck.conformance.client.http1 import Connection, parse_head, read_raw
-from gatecheck.conformance.spec.dimensions import (WSGI_BODY_SHAPES, WSGI_CLOSING_SHAPES, WSGI_RAISING_SHAPES,
-                                              shape_params, wsgi_steps)
-from gatecheck.conformance.spec.markers import interfaces, needs, spec
-from gatecheck.conformance.app import (events_of, events_until, named, new_token, ping, run_script, script_request,
-                                       step, steps_of, wait_step, wait_steps)
-from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe
+from gatecheck.conformance.app import (
+    events_of,
+    events_until,
+    named,
+    new_token,
+    ping,
+    run_script,
+    script_request,
+    step,
+    steps_of,
+    wait_step,
+    wait_steps,
+)
 from gatecheck.conformance.client.connect import connect
+from gatecheck.conformance.client.http1 import Connection, parse_head, read_raw
+from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe
+from gatecheck.conformance.spec.dimensions import (
+    WSGI_BODY_SHAPES,
+    WSGI_CLOSING_SHAPES,
+    WSGI_RAISING_SHAPES,
+    shape_params,
+    wsgi_steps,
+)
+from gatecheck.conformance.spec.markers import interfaces, needs, spec
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
 
@@ -39,9 +55,9 @@ _CL = "PEP 3333 §Handling the Content-Length Header"
 _FW = "PEP 3333 §Optional Platform-Specific File Handling"
 _OCTETS = ["Content-Type", "application/octet-stream"]
 _SMALL = (fixtures.STATIC_DIR / fixtures.STATIC_SMALL).read_bytes()
-_STREAM_BLOCKS = 100          # blocks of the slow stream a client abandons, _BLOCK_PAUSE apart (4 s)
+_STREAM_BLOCKS = 100  # blocks of the slow stream a client abandons, _BLOCK_PAUSE apart (4 s)
 _BLOCK_PAUSE = 0.04
-_DISCONNECT_GRACE = 2.0       # seconds a server gets to stop iterating after the client left
+_DISCONNECT_GRACE = 2.0  # seconds a server gets to stop iterating after the client left
 
 
 def _sr(status: str = "200 OK", *headers) -> list:
@@ -56,6 +72,7 @@ def _closes(server, token: str, timeout: float = REPLY_TIMEOUT) -> tuple:
 
 # -- close() -----------------------------------------------------------------------------------
 
+
 def _close_events(server, token: str, shape, timeout: float = REPLY_TIMEOUT) -> tuple:
     """(the events that show the shape's close() ran, all events), once one was logged, plus a moment for a
     duplicate."""
@@ -69,7 +86,7 @@ def _shape_run(server, shape, headers=(), then=()):
     steps, token = wsgi_steps(shape, headers=headers), new_token()
     try:
         ex = run_script(server, steps, token=token, then=then, timeout=REPLY_TIMEOUT, wait=False).exchange
-    finally:   # the answer to a missing wrapper may not even parse
+    finally:  # the answer to a missing wrapper may not even parse
         _file_wrapper_offered(server, token, steps)
     return token, ex
 
@@ -113,7 +130,8 @@ def test_close_is_called_when_iteration_raises(server, shape):
     token, _ = _shape_run(server, shape)
     closes, events = _close_events(server, token, shape)
     assert any(e.get("event") == "script.end" and e.get("outcome") == "raised" for e in events), (
-        f"no evidence the iterable ran and raised; events: {[e['event'] for e in events]}")
+        f"no evidence the iterable ran and raised; events: {[e['event'] for e in events]}"
+    )
     assert closes, f"close() was never called; events: {[e['event'] for e in events]}"
 
 
@@ -129,8 +147,9 @@ def test_response_is_aborted_when_iteration_raises(server, headers):
 
     Evidence, not absence: the app's log must show it yielded its bytes (so there was a response to
     abort); a close before the app ran proves nothing."""
-    token, ex, _ = run_script(server, [_sr("200 OK", *headers), ["yield", "abc"], ["raise", "mid-body"]],
-                              timeout=REPLY_TIMEOUT, wait=False)
+    token, ex, _ = run_script(
+        server, [_sr("200 OK", *headers), ["yield", "abc"], ["raise", "mid-body"]], timeout=REPLY_TIMEOUT, wait=False
+    )
     yielded = step(wait_steps(server, token, 2), 1)
     assert yielded and yielded.get("ok"), f"no evidence the app ran and yielded (step: {yielded}): {describe(ex)}"
     complete = [r for r in ex.final if r.status == 200]
@@ -145,7 +164,7 @@ def abandoned_stream(server):
     steps = [_sr(), ["repeat", _STREAM_BLOCKS, [["yield", {"size": 1000}], ["sleep", _BLOCK_PAUSE]]]]
     with connect(server, timeout=REPLY_TIMEOUT) as sock:
         sock.sendall(script_request(server, steps, token=token))
-        read_raw(sock, bool, timeout=REPLY_TIMEOUT, cap=4096)   # the first bytes, then leave
+        read_raw(sock, bool, timeout=REPLY_TIMEOUT, cap=4096)  # the first bytes, then leave
         time.sleep(0.2)
         left = time.time()
     closes, events = _closes(server, token, timeout=_STREAM_BLOCKS * _BLOCK_PAUSE + 4)
@@ -169,11 +188,13 @@ def test_iteration_stops_soon_after_the_client_disconnects(server, abandoned_str
     late = closes[0]["t"] - left
     assert late < _DISCONNECT_GRACE and not closes[0].get("exhausted"), (
         f"close() came {late:.1f}s after the disconnect, exhausted={closes[0].get('exhausted')} "
-        f"({closes[0].get('items')} of {_STREAM_BLOCKS} blocks produced)")
+        f"({closes[0].get('items')} of {_STREAM_BLOCKS} blocks produced)"
+    )
 
 
-@pytest.mark.parametrize("shape", shape_params(s for s in WSGI_CLOSING_SHAPES + WSGI_RAISING_SHAPES
-                                                if s.closed_by == "wsgi.close"))
+@pytest.mark.parametrize(
+    "shape", shape_params(s for s in WSGI_CLOSING_SHAPES + WSGI_RAISING_SHAPES if s.closed_by == "wsgi.close")
+)
 @spec(_SPEC + " (wsgiref.validate)", "POLICY")
 def test_no_next_after_close(server, shape):
     """The server never calls next() on the iterable after close(), whatever the shape. (wsgiref.validate
@@ -185,6 +206,7 @@ def test_no_next_after_close(server, shape):
 
 
 # -- Content-Length and framing, in every shape ------------------------------------------------
+
 
 def _length(size: int) -> list:
     return [["Content-Length", str(size)]]
@@ -233,7 +255,7 @@ def test_body_shorter_than_content_length_closes_the_connection(server, shape):
     steps = wsgi_steps(shape, headers=_length(declared))
     token = new_token()
 
-    def answered(buf: bytes) -> bool:   # the head and as many body bytes as the app handed over
+    def answered(buf: bytes) -> bool:  # the head and as many body bytes as the app handed over
         head, sep, body = buf.partition(b"\r\n\r\n")
         return bool(sep) and len(body) >= len(shape.body)
 
@@ -249,12 +271,15 @@ def test_body_shorter_than_content_length_closes_the_connection(server, shape):
     if sep:
         got = parse_head(head)
         assert got.status == 200 and got.header("content-length") == str(declared), (
-            f"the truncated response is not a 200 declaring the app's {declared} bytes: {raw[:300]!r}")
-    else:   # the app ran to its end (the server took the whole iterable), whatever each step returned
+            f"the truncated response is not a 200 declaring the app's {declared} bytes: {raw[:300]!r}"
+        )
+    else:  # the app ran to its end (the server took the whole iterable), whatever each step returned
         wait_step(server, token, len(steps) - 1, REPLY_TIMEOUT)
         ran = steps_of(events_of(server, token))
-        assert len(ran) == len(steps), (f"no response and no evidence the app ran and handed its body over "
-                                        f"({len(ran)} of {len(steps)} steps ran): {raw[:300]!r}")
+        assert len(ran) == len(steps), (
+            f"no response and no evidence the app ran and handed its body over "
+            f"({len(ran)} of {len(steps)} steps ran): {raw[:300]!r}"
+        )
     assert b"HTTP/1." not in after, f"the next response was spliced in: {raw[-300:]!r}"
     assert closed, f"the connection stayed open 1.5s after a short body: {raw[-200:]!r}"
 
@@ -297,6 +322,7 @@ def test_app_exception_before_output_gives_a_server_error(server):
 
 
 # -- wsgi.file_wrapper -------------------------------------------------------------------------
+
 
 def _offered(event: dict | None) -> None:
     if event is not None and not event.get("ok") and "not in environ" in str(event.get("error")):
@@ -353,8 +379,12 @@ def test_file_wrapper_accepts_a_block_size(server):
 @spec(_FW, "MUST NOT")
 def test_discarded_file_wrapper_transmits_nothing(server):
     """A wsgi.file_wrapper result the app drops (as middleware may) sends nothing of the file."""
-    token, ex, _ = run_script(server, [_sr(), ["discard_file_wrapper", fixtures.STATIC_SMALL], ["yield", "other"]],
-                              timeout=REPLY_TIMEOUT, wait=False)
+    token, ex, _ = run_script(
+        server,
+        [_sr(), ["discard_file_wrapper", fixtures.STATIC_SMALL], ["yield", "other"]],
+        timeout=REPLY_TIMEOUT,
+        wait=False,
+    )
     _offered(step(wait_steps(server, token, 3), 1))
     assert ex.first.body == b"other", describe(ex)
     assert _SMALL[:20] not in ex.raw, describe(ex)

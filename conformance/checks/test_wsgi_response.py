@@ -10,6 +10,7 @@ wire rules that hold for every interface (Date, HEAD, HTTP/1.0 framing, CR/LF sp
 in test_http1_responses.py and test_streaming.py; the iterable's close(), Content-Length and
 wsgi.file_wrapper in test_wsgi_iterable.py.
 """
+
 from __future__ import annotations
 
 import time
@@ -17,11 +18,11 @@ import time
 import pytest
 
 from gatecheck.conformance.app import events_until, named, new_token, run_script, script_request, step, wait_steps
+from gatecheck.conformance.client.connect import connect
 from gatecheck.conformance.client.http1 import ParseError, read_raw
+from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe
 from gatecheck.conformance.spec.markers import interfaces, needs, spec
 from gatecheck.conformance.spec.observables import observable_row
-from gatecheck.conformance.helpers.wire import REPLY_TIMEOUT, describe
-from gatecheck.conformance.client.connect import connect
 
 pytestmark = [interfaces("wsgi"), needs("http1")]
 
@@ -30,7 +31,7 @@ _SPEC = "PEP 3333 §Specification Details"
 _CL = "PEP 3333 §Handling the Content-Length Header"
 _OCTETS = ["Content-Type", "application/octet-stream"]
 _EXC_MARK = "gatecheck: exception handed to start_response as exc_info"  # fixtures/apps/_wsgi_script.py
-_PAUSE = 1.0           # seconds the app sleeps where a check measures timing
+_PAUSE = 1.0  # seconds the app sleeps where a check measures timing
 
 
 def _sr(status: str = "200 OK", *headers, opts=None) -> list:
@@ -49,7 +50,7 @@ def _timed(server, steps: list, marker: bytes, end: bytes, timeout: float = 5.0)
     data = script_request(server, steps, token=None)
     first = seen = None
 
-    def over(buf) -> bool:   # called after every read: note the first byte and the marker
+    def over(buf) -> bool:  # called after every read: note the first byte and the marker
         nonlocal first, seen
         first = time.monotonic() - start if first is None and buf else first
         body = buf.partition(b"\r\n\r\n")[2]
@@ -66,11 +67,13 @@ def _timed(server, steps: list, marker: bytes, end: bytes, timeout: float = 5.0)
 
 # -- start_response and write() ----------------------------------------------------------------
 
+
 @spec("PEP 3333 §The write() Callable", "MUST")
 def test_start_response_returns_a_write_callable_that_sends(server):
     """start_response returns a write(body_data) callable; bytes passed to it are sent as the body."""
-    token, ex, _ = run_script(server, [_sr(), ["write", "written"], ["return_list", []]], timeout=REPLY_TIMEOUT,
-                              wait=False)
+    token, ex, _ = run_script(
+        server, [_sr(), ["write", "written"], ["return_list", []]], timeout=REPLY_TIMEOUT, wait=False
+    )
     write = step(wait_steps(server, token, 3), 1)
     assert write is not None and write.get("ok"), f"write() failed: {write and write.get('error')}"
     assert ex.first.body == b"written", describe(ex)
@@ -79,8 +82,12 @@ def test_start_response_returns_a_write_callable_that_sends(server):
 @spec("PEP 3333 §The write() Callable", "DEFINED")
 def test_write_output_precedes_iterable_output(server):
     """Output passed to write() is sent before anything the returned iterable yields."""
-    token, ex, _ = run_script(server, [_sr(), ["write", "a"], ["write", "b"], ["yield", "c"], ["yield", "d"]],
-                              timeout=REPLY_TIMEOUT, wait=False)
+    token, ex, _ = run_script(
+        server,
+        [_sr(), ["write", "a"], ["write", "b"], ["yield", "c"], ["yield", "d"]],
+        timeout=REPLY_TIMEOUT,
+        wait=False,
+    )
     assert ex.first.body == b"abcd", describe(ex)
 
 
@@ -96,6 +103,7 @@ def test_write_is_transmitted_while_the_app_proceeds(server):
 
 # -- header timing -----------------------------------------------------------------------------
 
+
 @spec(_SR, "MUST NOT")
 def test_headers_wait_for_the_first_non_empty_block(server):
     """start_response does not transmit the headers: they go out with the first non-empty block, here
@@ -110,8 +118,9 @@ def test_empty_blocks_do_not_trigger_the_headers(server):
     """An empty bytestring is not the first block: headers still wait for the first non-empty one."""
     first, _, buf = _timed(server, [_sr(), ["yield", ""], ["sleep", _PAUSE], ["yield", "a"]], b"a", end=b"a")
     assert first is not None, f"no response: {buf[:200]!r}"
-    assert first >= _PAUSE * 0.8, (f"headers arrived after {first:.2f}s, right after an empty block and "
-                                   f"before the first non-empty one ({_PAUSE}s)")
+    assert first >= _PAUSE * 0.8, (
+        f"headers arrived after {first:.2f}s, right after an empty block and before the first non-empty one ({_PAUSE}s)"
+    )
 
 
 _EMPTY_BODIES = {"empty-blocks": [["yield", ""], ["yield", ""]], "no-blocks": [["return_list", []]]}
@@ -122,8 +131,9 @@ _EMPTY_BODIES = {"empty-blocks": [["yield", ""], ["yield", ""]], "no-blocks": [[
 def test_empty_body_still_sends_the_headers(server, tail):
     """An iterable that ends without a non-empty block still gets its status and headers sent, with an
     empty body."""
-    _, ex, _ = run_script(server, [_sr("203 Gatecheck", ["X-Gatecheck", "empty"]), *tail], timeout=REPLY_TIMEOUT,
-                          wait=False)
+    _, ex, _ = run_script(
+        server, [_sr("203 Gatecheck", ["X-Gatecheck", "empty"]), *tail], timeout=REPLY_TIMEOUT, wait=False
+    )
     resp = ex.first
     assert resp.status == 203 and resp.header("x-gatecheck") == "empty" and resp.body == b"", describe(ex)
 
@@ -131,14 +141,19 @@ def test_empty_body_still_sends_the_headers(server, tail):
 @spec(_SPEC, "MUST NOT")
 def test_start_response_inside_the_first_iteration_is_honoured(server):
     """start_response may be called inside the iterable's first next(): its status and headers are used."""
-    _, ex, _ = run_script(server, [["lazy"], _sr("201 Created", ["X-Lazy", "yes"]), ["yield", "lazy-body"]],
-                          timeout=REPLY_TIMEOUT, wait=False)
+    _, ex, _ = run_script(
+        server,
+        [["lazy"], _sr("201 Created", ["X-Lazy", "yes"]), ["yield", "lazy-body"]],
+        timeout=REPLY_TIMEOUT,
+        wait=False,
+    )
     resp = ex.first
     assert resp.status == 201 and resp.header("x-lazy") == "yes", describe(ex)
     assert resp.body == b"lazy-body", describe(ex)
 
 
 # -- exc_info ----------------------------------------------------------------------------------
+
 
 @spec(_SR, "SHOULD")
 def test_exc_info_before_headers_replaces_status_and_headers(server):
@@ -178,8 +193,9 @@ def test_exc_info_after_headers_reraises_the_original_exception(server):
 def test_second_start_response_without_exc_info_raises(server):
     """POLICY (the text calls it "a fatal error" of the application, not what the server does; its example
     gateway raises): calling start_response a second time without exc_info raises."""
-    token, ex, _ = run_script(server, [_sr("200 OK"), _sr("500 Internal Server Error"), ["yield", "x"]],
-                              timeout=REPLY_TIMEOUT, wait=False)
+    token, ex, _ = run_script(
+        server, [_sr("200 OK"), _sr("500 Internal Server Error"), ["yield", "x"]], timeout=REPLY_TIMEOUT, wait=False
+    )
     calls = _calls(server, token)
     assert len(calls) == 2, f"start_response calls logged: {calls}"
     assert calls[1].get("ok") is False, f"the second start_response returned normally: {describe(ex)}"
@@ -187,23 +203,35 @@ def test_second_start_response_without_exc_info_raises(server):
 
 # -- headers the app must not send, or cannot --------------------------------------------------
 
-_HOP_BY_HOP = [("Connection", "close"), ("Keep-Alive", "timeout=5"), ("Transfer-Encoding", "chunked"),
-               ("Upgrade", "gatecheck/1")]
+_HOP_BY_HOP = [
+    ("Connection", "close"),
+    ("Keep-Alive", "timeout=5"),
+    ("Transfer-Encoding", "chunked"),
+    ("Upgrade", "gatecheck/1"),
+]
 
 
 @pytest.mark.parametrize("name,value", _HOP_BY_HOP, ids=[h[0].lower() for h in _HOP_BY_HOP])
 @spec(_SR, "SHOULD")
 def test_hop_by_hop_header_from_the_app_is_an_error(server, name, value):
     """A hop-by-hop header from the app is a fatal error: start_response raises."""
-    token, ex, _ = run_script(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]],
-                              timeout=REPLY_TIMEOUT, wait=False)
+    token, ex, _ = run_script(
+        server,
+        [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]],
+        timeout=REPLY_TIMEOUT,
+        wait=False,
+    )
     calls = _calls(server, token, until=("request.end",))
     assert calls, "start_response was never logged"
     assert calls[0].get("ok") is False, f"start_response accepted {name}: {value}; wire: {describe(ex)}"
 
 
-_INVALID = {"cr-lf-value": ("X-Bad", "a\r\nX-Injected: 1"), "lf-value": ("X-Bad", "a\nX-Injected: 1"),
-            "colon-in-name": ("X-Bad:Name", "v"), "space-in-name": ("X Bad", "v")}
+_INVALID = {
+    "cr-lf-value": ("X-Bad", "a\r\nX-Injected: 1"),
+    "lf-value": ("X-Bad", "a\nX-Injected: 1"),
+    "colon-in-name": ("X-Bad:Name", "v"),
+    "space-in-name": ("X Bad", "v"),
+}
 
 
 @pytest.mark.parametrize("name,value", list(_INVALID.values()), ids=list(_INVALID))
@@ -211,8 +239,12 @@ _INVALID = {"cr-lf-value": ("X-Bad", "a\r\nX-Injected: 1"), "lf-value": ("X-Bad"
 def test_invalid_header_is_rejected_when_start_response_is_called(server, name, value):
     """The server checks headers when start_response is called, so an invalid one (CR/LF in a value, a
     colon or space in a name) raises while the app can still react."""
-    token, ex, _ = run_script(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]],
-                              timeout=REPLY_TIMEOUT, wait=False)
+    token, ex, _ = run_script(
+        server,
+        [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]],
+        timeout=REPLY_TIMEOUT,
+        wait=False,
+    )
     calls = _calls(server, token, until=("request.end",))
     assert calls and calls[0].get("ok") is False, f"start_response accepted {name!r}: {value!r}; {describe(ex)}"
 
@@ -225,15 +257,21 @@ def test_invalid_header_never_splits_the_response(server, name, value):
 
     Evidence, not absence: the app's log must show its start_response call (the server was handed the
     header); a close before the app ran proves nothing."""
-    token, ex, _ = run_script(server, [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]],
-                              timeout=REPLY_TIMEOUT, wait=False)
+    token, ex, _ = run_script(
+        server,
+        [_sr("200 OK", [name, value], opts={"reraise": True}), ["yield", "x"]],
+        timeout=REPLY_TIMEOUT,
+        wait=False,
+    )
     assert _calls(server, token, until=("request.end",)), f"no evidence the app ran: {describe(ex)}"
     assert b"\nx-injected" not in ex.raw.lower(), f"the header split the response: {describe(ex)}"
 
 
-_NON_LATIN1 = {"status": (["start_response", "200 O\u20acK", [_OCTETS]]),
-               "header-value": _sr("200 OK", ["X-Euro", "caf\u20ac"]),
-               "header-name": _sr("200 OK", ["X-\u20ac", "v"])}
+_NON_LATIN1 = {
+    "status": (["start_response", "200 O\u20acK", [_OCTETS]]),
+    "header-value": _sr("200 OK", ["X-Euro", "caf\u20ac"]),
+    "header-name": _sr("200 OK", ["X-\u20ac", "v"]),
+}
 
 
 @pytest.mark.parametrize("sr", list(_NON_LATIN1.values()), ids=list(_NON_LATIN1))

@@ -14,6 +14,7 @@ Rules of this module:
 2. The end of a read is data (one of :data:`ENDS`), never an exception: the caller judges what it means.
 3. Only socket behaviour is handled here; parsing belongs to the protocol clients above.
 """
+
 from __future__ import annotations
 
 import socket
@@ -55,8 +56,9 @@ def recv_once(sock, buffer: bytearray, *, deadline: float, cap: int = DEFAULT_CA
     return None
 
 
-def read_until(sock, buffer: bytearray, done: Callable[[bytearray], bool], *, deadline: float,
-               cap: int = DEFAULT_CAP) -> str:
+def read_until(
+    sock, buffer: bytearray, done: Callable[[bytearray], bool], *, deadline: float, cap: int = DEFAULT_CAP
+) -> str:
     """Read into ``buffer`` until ``done(buffer)`` holds (``DONE``), or the server closes (``CLOSED``), resets
     (``RESET``), the deadline passes (``TIMEOUT``) or the buffer reaches ``cap`` bytes (``OVERFLOW``)."""
     while not done(buffer):

@@ -16,6 +16,7 @@ Rules of this module:
 3. A refused handshake (an alert, or the connection closed during it) is an outcome, not an error: the
    checks about what a server must refuse look at it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,17 @@ from dataclasses import dataclass
 from gatecheck import fixtures
 from gatecheck.conformance.client import transcript
 
-__all__ = ["connect", "TlsStream", "HandshakeInfo", "handshake", "tls_context", "tls_connect", "iana_cipher_id",
-           "TLS_VERSIONS", "client_can_offer_old_tls"]
+__all__ = [
+    "connect",
+    "TlsStream",
+    "HandshakeInfo",
+    "handshake",
+    "tls_context",
+    "tls_connect",
+    "iana_cipher_id",
+    "TLS_VERSIONS",
+    "client_can_offer_old_tls",
+]
 
 #: ssl's version names -> the TLS wire versions the ASGI tls extension uses
 TLS_VERSIONS = {"TLSv1": 0x0301, "TLSv1.1": 0x0302, "TLSv1.2": 0x0303, "TLSv1.3": 0x0304}
@@ -73,8 +83,13 @@ class HandshakeInfo:
 
 def _info(sock: ssl.SSLSocket, ctx: ssl.SSLContext) -> HandshakeInfo:
     name, _proto, _bits = sock.cipher()
-    return HandshakeInfo(alpn=sock.selected_alpn_protocol(), version=sock.version(), cipher=name,
-                         cipher_id=iana_cipher_id(ctx, name), peer_cert_der=sock.getpeercert(binary_form=True))
+    return HandshakeInfo(
+        alpn=sock.selected_alpn_protocol(),
+        version=sock.version(),
+        cipher=name,
+        cipher_id=iana_cipher_id(ctx, name),
+        peer_cert_der=sock.getpeercert(binary_form=True),
+    )
 
 
 def iana_cipher_id(ctx: ssl.SSLContext, name: str) -> int | None:
@@ -136,8 +151,7 @@ class TlsStream:
         return getattr(self._sock, name)
 
 
-def connect(server, *, alpn=None, tls: bool = False, timeout: float = 5.0, nodelay: bool = False,
-            max_version=None):
+def connect(server, *, alpn=None, tls: bool = False, timeout: float = 5.0, nodelay: bool = False, max_version=None):
     """A connected socket to ``server`` (a served target, or an ``(host, port)`` address) with ``timeout``
     on every operation. ``tls=True`` wraps it in TLS offering ``alpn`` (a :class:`TlsStream` whose
     ``info`` says what was negotiated); a refused handshake raises ssl.SSLError/OSError. ``nodelay`` turns

@@ -27,6 +27,7 @@ Rules of this module:
    SETTINGS frame (RFC 9113 §3.4), or :class:`H2ReadError` shows the bytes that came instead. A wait
    for the server's SETTINGS, response headers or data that ends with the connection closed raises.
 """
+
 from __future__ import annotations
 
 import socket
@@ -41,16 +42,53 @@ import h2.settings
 
 from gatecheck.conformance.client import bounded
 from gatecheck.conformance.client.connect import connect
+from gatecheck.conformance.client.h2frames import (
+    CONNECTION_CAP,
+    DATA,
+    FRAME_COUNT_CAP,
+    FRAME_TYPES,
+    GOAWAY,
+    HEADER_BLOCK_CAP,
+    HEADERS,
+    PING,
+    PUSH_PROMISE,
+    RST_STREAM,
+    SETTINGS,
+    STREAM_DATA_CAP,
+    WINDOW_UPDATE,
+    ErrorCodes,
+    Frame,
+    H2ReadError,
+    RawFrames,
+    SettingCodes,
+    StreamState,
+)
 from gatecheck.conformance.client.h2waits import H2Waits
-from gatecheck.conformance.client.h2frames import (CONNECTION_CAP, DATA, FRAME_COUNT_CAP, FRAME_TYPES, GOAWAY,
-                                                   HEADER_BLOCK_CAP, HEADERS, PING, PUSH_PROMISE, RST_STREAM, SETTINGS,
-                                                   STREAM_DATA_CAP, WINDOW_UPDATE, ErrorCodes, Frame, H2ReadError,
-                                                   RawFrames, SettingCodes, StreamState)
 
-__all__ = ["H2Client", "H2Timeout", "H2ReadError", "CONNECTION_CAP", "FRAME_COUNT_CAP", "HEADER_BLOCK_CAP",
-           "STREAM_DATA_CAP", "StreamState", "Frame", "FRAME_TYPES", "ErrorCodes", "SettingCodes",
-           "DATA", "HEADERS", "RST_STREAM", "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE",
-           "REFUSED_OUTCOMES", "is_refusal"]
+__all__ = [
+    "H2Client",
+    "H2Timeout",
+    "H2ReadError",
+    "CONNECTION_CAP",
+    "FRAME_COUNT_CAP",
+    "HEADER_BLOCK_CAP",
+    "STREAM_DATA_CAP",
+    "StreamState",
+    "Frame",
+    "FRAME_TYPES",
+    "ErrorCodes",
+    "SettingCodes",
+    "DATA",
+    "HEADERS",
+    "RST_STREAM",
+    "SETTINGS",
+    "PUSH_PROMISE",
+    "PING",
+    "GOAWAY",
+    "WINDOW_UPDATE",
+    "REFUSED_OUTCOMES",
+    "is_refusal",
+]
 
 #: how a server may refuse a malformed request: a stream error, a connection error (RFC 9113 §5.4.1
 #: lets an endpoint treat any stream error as one), or an HTTP error response first (§8.1.1).
@@ -73,18 +111,32 @@ class H2Timeout(AssertionError):
 class H2Client(H2Waits, RawFrames):
     """One HTTP/2 connection with prior knowledge. Not thread-safe; use one per check."""
 
-    def __init__(self, address: tuple, *, authority: str | None = None, timeout: float = 5.0,
-                 settings: dict | None = None, auto_window: bool = True, connect: bool = True,
-                 preface: bool = True, tls: bool = False) -> None:
+    def __init__(
+        self,
+        address: tuple,
+        *,
+        authority: str | None = None,
+        timeout: float = 5.0,
+        settings: dict | None = None,
+        auto_window: bool = True,
+        connect: bool = True,
+        preface: bool = True,
+        tls: bool = False,
+    ) -> None:
         self.address = getattr(address, "address", address)
-        self.tls = tls                    # over TLS with ALPN h2; requests then carry :scheme https
-        self.info = None                  # the TLS handshake's HandshakeInfo
+        self.tls = tls  # over TLS with ALPN h2; requests then carry :scheme https
+        self.info = None  # the TLS handshake's HandshakeInfo
         self.authority = authority or getattr(address, "authority", None) or f"{self.address[0]}:{self.address[1]}"
         self.timeout = timeout
         self.auto_window = auto_window
-        config = h2.config.H2Configuration(client_side=True, header_encoding=None,
-                                           validate_outbound_headers=False, normalize_outbound_headers=False,
-                                           validate_inbound_headers=False, normalize_inbound_headers=False)
+        config = h2.config.H2Configuration(
+            client_side=True,
+            header_encoding=None,
+            validate_outbound_headers=False,
+            normalize_outbound_headers=False,
+            validate_inbound_headers=False,
+            normalize_inbound_headers=False,
+        )
         self.conn = h2.connection.H2Connection(config=config)
         # Push is off unless a check turns it on: a server must not push to this client (RFC 9113 §8.4).
         values = {SettingCodes.ENABLE_PUSH: 0}
@@ -95,13 +147,13 @@ class H2Client(H2Waits, RawFrames):
         self.frames: list = []
         self.remote_settings: dict = {}
         self.settings_acked = 0
-        self.goaways: list = []           # ConnectionTerminated events
+        self.goaways: list = []  # ConnectionTerminated events
         self.h2_error: Optional[BaseException] = None
-        self.closed = False               # the server closed (or reset) the TCP connection
-        self.end = ""                     # bounded.CLOSED or bounded.RESET: how the server ended it
-        self.received = 0                 # bytes read on this connection (bounded by CONNECTION_CAP)
-        self._block_bytes = 0             # bytes of the header block being received (HEADER_BLOCK_CAP)
-        self._data_bytes: dict = {}       # stream -> DATA bytes received (STREAM_DATA_CAP)
+        self.closed = False  # the server closed (or reset) the TCP connection
+        self.end = ""  # bounded.CLOSED or bounded.RESET: how the server ended it
+        self.received = 0  # bytes read on this connection (bounded by CONNECTION_CAP)
+        self._block_bytes = 0  # bytes of the header block being received (HEADER_BLOCK_CAP)
+        self._data_bytes: dict = {}  # stream -> DATA bytes received (STREAM_DATA_CAP)
         self._raw = bytearray()
         self._block = None
         self.sock: Optional[socket.socket] = None
@@ -150,8 +202,9 @@ class H2Client(H2Waits, RawFrames):
 
     # -- sending ---------------------------------------------------------------------------------
 
-    def request_headers(self, method: str, path: str, headers: Iterable = (), *, scheme: str | None = None,
-                        authority: str | None = None) -> list:
+    def request_headers(
+        self, method: str, path: str, headers: Iterable = (), *, scheme: str | None = None, authority: str | None = None
+    ) -> list:
         """The header list of an ordinary request: pseudo-headers first, then ``headers``; ``scheme``
         defaults to the connection's (https over TLS, else http)."""
         scheme = scheme or ("https" if self.tls else "http")
@@ -169,8 +222,17 @@ class H2Client(H2Waits, RawFrames):
         self.streams.setdefault(stream_id, StreamState(stream_id))
         self.flush()
 
-    def request(self, method: str, path: str, headers: Iterable = (), body: bytes = b"", *,
-                end_stream: bool = True, raw_headers: list | None = None, timeout: float | None = None) -> int:
+    def request(
+        self,
+        method: str,
+        path: str,
+        headers: Iterable = (),
+        body: bytes = b"",
+        *,
+        end_stream: bool = True,
+        raw_headers: list | None = None,
+        timeout: float | None = None,
+    ) -> int:
         """Open a stream and send one request; with ``end_stream=False`` the body stays open."""
         sid = self.new_stream()
         block = raw_headers if raw_headers is not None else self.request_headers(method, path, headers)
@@ -179,13 +241,21 @@ class H2Client(H2Waits, RawFrames):
             self.send_body(sid, body, end_stream=end_stream, timeout=timeout)
         return sid
 
-    def send_body(self, stream_id: int, data: bytes, *, end_stream: bool = True, chunk: int | None = None,
-                  timeout: float | None = None) -> None:
+    def send_body(
+        self,
+        stream_id: int,
+        data: bytes,
+        *,
+        end_stream: bool = True,
+        chunk: int | None = None,
+        timeout: float | None = None,
+    ) -> None:
         """Send ``data`` as DATA frames, waiting for window when the server's windows are exhausted."""
         self.send_interleaved({stream_id: data}, end_stream=end_stream, chunk=chunk, timeout=timeout)
 
-    def send_interleaved(self, bodies: dict, *, end_stream: bool = True, chunk: int | None = None,
-                         timeout: float | None = None) -> None:
+    def send_interleaved(
+        self, bodies: dict, *, end_stream: bool = True, chunk: int | None = None, timeout: float | None = None
+    ) -> None:
         """Send several streams' bodies round-robin, ``chunk`` bytes at a time, within flow control."""
         deadline = time.monotonic() + (timeout or self.timeout * 4)
         views = {sid: memoryview(data) for sid, data in bodies.items()}
@@ -196,23 +266,27 @@ class H2Client(H2Waits, RawFrames):
                 if sent[sid] >= len(view):
                     continue
                 if self.streams.get(sid) and self.streams[sid].done:
-                    raise AssertionError(f"cannot send the body of stream {sid}: "
-                                         f"{self.streams[sid].describe()}")
+                    raise AssertionError(f"cannot send the body of stream {sid}: {self.streams[sid].describe()}")
                 window = self.conn.local_flow_control_window(sid)
                 size = min(window, self.conn.max_outbound_frame_size, len(view) - sent[sid], chunk or 1 << 30)
                 if size <= 0:
                     continue
                 last = sent[sid] + size >= len(view)
-                self.conn.send_data(sid, view[sent[sid]:sent[sid] + size].tobytes(), end_stream=end_stream and last)
+                self.conn.send_data(sid, view[sent[sid] : sent[sid] + size].tobytes(), end_stream=end_stream and last)
                 sent[sid] += size
                 progressed = True
             self.flush()
             if not progressed:
-                self.pump(lambda: any(self.conn.local_flow_control_window(s) > 0 for s in views if sent[s] < len(views[s])),
-                          deadline - time.monotonic(), what="flow-control window from the server")
+                self.pump(
+                    lambda: any(self.conn.local_flow_control_window(s) > 0 for s in views if sent[s] < len(views[s])),
+                    deadline - time.monotonic(),
+                    what="flow-control window from the server",
+                )
                 if self.closed:  # pump returns on a close: the window will never come
-                    raise AssertionError(f"the server ended the connection ({self.end or 'closed'}) with "
-                                         f"{sum(sent.values())} of {sum(map(len, views.values()))} body bytes sent")
+                    raise AssertionError(
+                        f"the server ended the connection ({self.end or 'closed'}) with "
+                        f"{sum(sent.values())} of {sum(map(len, views.values()))} body bytes sent"
+                    )
         if end_stream:
             for sid, view in views.items():
                 if len(view) == 0:
@@ -250,8 +324,10 @@ class H2Client(H2Waits, RawFrames):
                 return
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise H2Timeout(f"no {what or 'expected event'} within {timeout or self.timeout:.1f} s; "
-                                f"last frames: {self.frames[-8:]!r}")
+                raise H2Timeout(
+                    f"no {what or 'expected event'} within {timeout or self.timeout:.1f} s; "
+                    f"last frames: {self.frames[-8:]!r}"
+                )
             self.read_once(min(remaining, self.timeout))
 
     def read_once(self, timeout: float) -> bool:
@@ -259,8 +335,7 @@ class H2Client(H2Waits, RawFrames):
         if self.closed or self.sock is None:
             return False
         before = len(self._raw)
-        end = bounded.recv_once(self.sock, self._raw, deadline=time.monotonic() + max(timeout, 0.001),
-                                cap=_PARTIAL_CAP)
+        end = bounded.recv_once(self.sock, self._raw, deadline=time.monotonic() + max(timeout, 0.001), cap=_PARTIAL_CAP)
         if end in (bounded.CLOSED, bounded.RESET):
             self.closed, self.end = True, end
             self._check_preface(closing=True)
@@ -282,7 +357,6 @@ class H2Client(H2Waits, RawFrames):
         self._raw += data
         self._count(len(data))
         self._process()
-
 
 
 def _b(value) -> bytes:

@@ -9,6 +9,7 @@ Rules of this module:
    GOAWAY (RFC 9113 §6.8); the raw path decodes those (with h2's own HPACK decoder, so the header
    table stays in step), answers PING and SETTINGS, and keeps handing window back.
 """
+
 from __future__ import annotations
 
 import struct
@@ -21,10 +22,34 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-__all__ = ["Frame", "StreamState", "RawFrames", "H2ReadError", "CONNECTION_CAP", "FRAME_COUNT_CAP", "HEADER_BLOCK_CAP",
-           "STREAM_DATA_CAP", "FRAME_TYPES", "ErrorCodes", "SettingCodes", "code_name", "unpad",
-           "DATA", "HEADERS", "PRIORITY", "RST_STREAM", "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY",
-           "WINDOW_UPDATE", "CONTINUATION", "END_STREAM", "ACK", "PADDED"]
+__all__ = [
+    "Frame",
+    "StreamState",
+    "RawFrames",
+    "H2ReadError",
+    "CONNECTION_CAP",
+    "FRAME_COUNT_CAP",
+    "HEADER_BLOCK_CAP",
+    "STREAM_DATA_CAP",
+    "FRAME_TYPES",
+    "ErrorCodes",
+    "SettingCodes",
+    "code_name",
+    "unpad",
+    "DATA",
+    "HEADERS",
+    "PRIORITY",
+    "RST_STREAM",
+    "SETTINGS",
+    "PUSH_PROMISE",
+    "PING",
+    "GOAWAY",
+    "WINDOW_UPDATE",
+    "CONTINUATION",
+    "END_STREAM",
+    "ACK",
+    "PADDED",
+]
 
 ErrorCodes = h2.errors.ErrorCodes
 SettingCodes = h2.settings.SettingCodes
@@ -47,9 +72,18 @@ def _mib(n: int) -> str:
 
 
 DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = range(10)
-FRAME_TYPES = {DATA: "DATA", HEADERS: "HEADERS", PRIORITY: "PRIORITY", RST_STREAM: "RST_STREAM",
-               SETTINGS: "SETTINGS", PUSH_PROMISE: "PUSH_PROMISE", PING: "PING", GOAWAY: "GOAWAY",
-               WINDOW_UPDATE: "WINDOW_UPDATE", CONTINUATION: "CONTINUATION"}
+FRAME_TYPES = {
+    DATA: "DATA",
+    HEADERS: "HEADERS",
+    PRIORITY: "PRIORITY",
+    RST_STREAM: "RST_STREAM",
+    SETTINGS: "SETTINGS",
+    PUSH_PROMISE: "PUSH_PROMISE",
+    PING: "PING",
+    GOAWAY: "GOAWAY",
+    WINDOW_UPDATE: "WINDOW_UPDATE",
+    CONTINUATION: "CONTINUATION",
+}
 END_STREAM, ACK, PADDED = 0x1, 0x1, 0x8
 
 
@@ -91,13 +125,13 @@ class StreamState:
     """What the server sent on one stream."""
 
     stream_id: int
-    headers: list = field(default_factory=list)        # final response header block, pseudo-headers included
+    headers: list = field(default_factory=list)  # final response header block, pseudo-headers included
     informational: list = field(default_factory=list)  # 1xx header blocks
     data: bytearray = field(default_factory=bytearray)
     trailers: Optional[list] = None
     ended: bool = False
-    reset_code: Optional[int] = None                   # the server's RST_STREAM error code
-    pushes: list = field(default_factory=list)         # PushedStreamReceived events on this stream
+    reset_code: Optional[int] = None  # the server's RST_STREAM error code
+    pushes: list = field(default_factory=list)  # PushedStreamReceived events on this stream
 
     @property
     def status(self) -> Optional[int]:
@@ -120,8 +154,10 @@ class StreamState:
     def describe(self) -> str:
         if self.reset_code is not None:
             return f"stream {self.stream_id} reset by the server ({code_name(self.reset_code)})"
-        return (f"stream {self.stream_id}: status {self.status}, {len(self.data)} body bytes, "
-                f"ended={self.ended}, headers={self.headers[:12]!r}")
+        return (
+            f"stream {self.stream_id}: status {self.status}, {len(self.data)} body bytes, "
+            f"ended={self.ended}, headers={self.headers[:12]!r}"
+        )
 
 
 def code_name(code: int) -> str:
@@ -133,7 +169,7 @@ def code_name(code: int) -> str:
 
 def unpad(payload: bytes, flags: int) -> bytes:
     if flags & PADDED and payload:
-        return payload[1:len(payload) - payload[0]]
+        return payload[1 : len(payload) - payload[0]]
     return payload
 
 
@@ -146,8 +182,10 @@ class RawFrames:
     def _count(self, size: int) -> None:
         self.received += size
         if self.received > CONNECTION_CAP:
-            raise H2ReadError(f"the server sent more than the {_mib(CONNECTION_CAP)} connection cap of the checks' client "
-                              f"(one HTTP/2 connection); stopped reading (last frames {self.frames[-8:]!r})")
+            raise H2ReadError(
+                f"the server sent more than the {_mib(CONNECTION_CAP)} connection cap of the checks' client "
+                f"(one HTTP/2 connection); stopped reading (last frames {self.frames[-8:]!r})"
+            )
 
     def _check_preface(self, *, closing: bool = False) -> None:
         """The server's first frame is SETTINGS without ACK on stream 0 (RFC 9113 §3.4); any other first
@@ -157,11 +195,17 @@ class RawFrames:
         head = bytes(self._raw[:9])
         if len(head) < 9 and not (closing and head):
             return
-        ok = (len(head) == 9 and head[3] == SETTINGS and not head[4] & ACK and head[5:9] == b"\0\0\0\0"
-              and int.from_bytes(head[:3], "big") % 6 == 0)
+        ok = (
+            len(head) == 9
+            and head[3] == SETTINGS
+            and not head[4] & ACK
+            and head[5:9] == b"\0\0\0\0"
+            and int.from_bytes(head[:3], "big") % 6 == 0
+        )
         if not ok:
-            raise H2ReadError(f"the server's first bytes are not an HTTP/2 SETTINGS frame (RFC 9113 §3.4): "
-                              f"{bytes(self._raw[:120])!r}")
+            raise H2ReadError(
+                f"the server's first bytes are not an HTTP/2 SETTINGS frame (RFC 9113 §3.4): {bytes(self._raw[:120])!r}"
+            )
 
     def _process(self) -> None:
         """Split what arrived into frames; hand each to h2 (or, once h2 refused one, to the raw path)."""
@@ -170,10 +214,10 @@ class RawFrames:
         buf = self._raw
         pos = 0
         while len(buf) - pos >= 9:
-            length = int.from_bytes(buf[pos:pos + 3], "big")
+            length = int.from_bytes(buf[pos : pos + 3], "big")
             if len(buf) - pos < 9 + length:
                 break
-            chunk = bytes(buf[pos:pos + 9 + length])
+            chunk = bytes(buf[pos : pos + 9 + length])
             pos += 9 + length
             ftype, flags = chunk[3], chunk[4]
             sid = int.from_bytes(chunk[5:9], "big") & 0x7FFFFFFF
@@ -257,18 +301,24 @@ class RawFrames:
         """Stop at FRAME_COUNT_CAP frames on the connection, STREAM_DATA_CAP DATA bytes on one stream and
         HEADER_BLOCK_CAP bytes in one header block."""
         if len(self.frames) >= FRAME_COUNT_CAP:
-            raise H2ReadError(f"the server sent more than the {FRAME_COUNT_CAP}-frame connection cap of the checks' client "
-                              f"(one HTTP/2 connection); stopped reading (last frames {self.frames[-8:]!r})")
+            raise H2ReadError(
+                f"the server sent more than the {FRAME_COUNT_CAP}-frame connection cap of the checks' client "
+                f"(one HTTP/2 connection); stopped reading (last frames {self.frames[-8:]!r})"
+            )
         if frame.type == DATA:
             got = self._data_bytes[frame.stream_id] = self._data_bytes.get(frame.stream_id, 0) + frame.length
             if got > STREAM_DATA_CAP:
-                raise H2ReadError(f"stream {frame.stream_id} passed the {_mib(STREAM_DATA_CAP)} per-stream DATA cap "
-                                  f"of the checks' client; stopped reading")
+                raise H2ReadError(
+                    f"stream {frame.stream_id} passed the {_mib(STREAM_DATA_CAP)} per-stream DATA cap "
+                    f"of the checks' client; stopped reading"
+                )
         if frame.type in (HEADERS, PUSH_PROMISE, CONTINUATION):
-            self._block_bytes = (frame.length if frame.type != CONTINUATION else self._block_bytes + frame.length)
+            self._block_bytes = frame.length if frame.type != CONTINUATION else self._block_bytes + frame.length
             if self._block_bytes > HEADER_BLOCK_CAP:
-                raise H2ReadError(f"a header block from the server passed the {_mib(HEADER_BLOCK_CAP)} header "
-                                  f"block cap (stream {frame.stream_id}); stopped reading")
+                raise H2ReadError(
+                    f"a header block from the server passed the {_mib(HEADER_BLOCK_CAP)} header "
+                    f"block cap (stream {frame.stream_id}); stopped reading"
+                )
             if frame.flags & 0x4:  # END_HEADERS
                 self._block_bytes = 0
 

@@ -16,6 +16,7 @@ Rules of this module:
    ``Connection`` sends no further request on it (:class:`AfterClose`); a check whose rule is what a server
    does with requests sent after a close sends them in the same write as the close, on purpose.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,20 +25,49 @@ import time
 
 from gatecheck.conformance.client import bounded
 from gatecheck.conformance.client.connect import connect
-from gatecheck.conformance.client.http1parse import (HEAD_CAP, Exchange, ParseError, Response, answered, broken_start,
-                                                    parse_from,
-                                                    parse_head,
-                                                    parse_responses)
+from gatecheck.conformance.client.http1parse import (
+    HEAD_CAP,
+    Exchange,
+    ParseError,
+    Response,
+    answered,
+    broken_start,
+    parse_from,
+    parse_head,
+    parse_responses,
+)
 from gatecheck.conformance.spec.results import CheckError
 
-__all__ = ["Response", "Exchange", "build_request", "parse_responses", "parse_head", "broken_start", "answered",
-           "exchange",
-           "Connection", "ParseError", "Overflow", "HEAD_CAP", "read_raw", "persistent", "ending_of", "AfterClose",
-           "request_closes"]
+__all__ = [
+    "Response",
+    "Exchange",
+    "build_request",
+    "parse_responses",
+    "parse_head",
+    "broken_start",
+    "answered",
+    "exchange",
+    "Connection",
+    "ParseError",
+    "Overflow",
+    "HEAD_CAP",
+    "read_raw",
+    "persistent",
+    "ending_of",
+    "AfterClose",
+    "request_closes",
+]
 
 
-def build_request(method: str = "GET", target: str = "/", headers=(), body: bytes = b"",
-                  version: str = "HTTP/1.1", host: str | None = "127.0.0.1", content_length: bool = True) -> bytes:
+def build_request(
+    method: str = "GET",
+    target: str = "/",
+    headers=(),
+    body: bytes = b"",
+    version: str = "HTTP/1.1",
+    host: str | None = "127.0.0.1",
+    content_length: bool = True,
+) -> bytes:
     """A request from parts. ``headers`` is a list of (name, value) str or bytes, sent in order as given;
     Host and Content-Length are added only when absent (and when ``host``/``content_length`` allow)."""
     lines = [f"{method} {target} {version}".encode("latin-1")]
@@ -73,8 +103,10 @@ def ending_of(resp: Response) -> str:
     if persistent(resp):
         return ""
     said = ", ".join(resp.header_all("connection")) or "none"
-    return (f"the {resp.status} response ({resp.version}, Connection: {said}"
-            f"{', close-delimited' if resp.framing == 'close' else ''}) does not persist (RFC 9112 §9.3)")
+    return (
+        f"the {resp.status} response ({resp.version}, Connection: {said}"
+        f"{', close-delimited' if resp.framing == 'close' else ''}) does not persist (RFC 9112 §9.3)"
+    )
 
 
 _CLOSE_OPTION = re.compile(rb"\r\nconnection:[^\r\n]*\bclose\b", re.IGNORECASE)
@@ -111,8 +143,10 @@ _SHOWN = 400
 
 
 def _overflow(buffer, cap: int, doing: str) -> Overflow:
-    return Overflow(f"the server sent more than the client's cap of {cap} bytes while {doing}; "
-                    f"the first bytes: {bytes(buffer[:300])!r}")
+    return Overflow(
+        f"the server sent more than the client's cap of {cap} bytes while {doing}; "
+        f"the first bytes: {bytes(buffer[:300])!r}"
+    )
 
 
 def read_raw(sock, done=lambda buf: False, *, timeout: float, cap: int = bounded.DEFAULT_CAP) -> tuple:
@@ -134,22 +168,25 @@ class Connection:
     Every read goes through :func:`conformance.client.bounded.recv_once`: a deadline and a cap of ``cap`` bytes
     buffered; passing the cap raises :class:`Overflow` (a check failure naming the cap)."""
 
-    def __init__(self, address, timeout: float = 5.0, cap: int = bounded.DEFAULT_CAP, *, tls: bool = False,
-                 alpn=("http/1.1",)) -> None:
+    def __init__(
+        self, address, timeout: float = 5.0, cap: int = bounded.DEFAULT_CAP, *, tls: bool = False, alpn=("http/1.1",)
+    ) -> None:
         self.timeout = timeout
         self.cap = cap
         self.sock = connect(address, tls=tls, alpn=alpn, timeout=timeout)
-        self.info = getattr(self.sock, "info", None)   # the TLS handshake's HandshakeInfo (None in cleartext)
+        self.info = getattr(self.sock, "info", None)  # the TLS handshake's HandshakeInfo (None in cleartext)
         self.buffer = b""
         self.closed = False
-        self.ending = ""      # why no further request may be sent here (rule 3), "" while one may
+        self.ending = ""  # why no further request may be sent here (rule 3), "" while one may
 
     def send(self, data: bytes, *, continuation: bool = False) -> None:
         """Send ``data``: requests, or bytes of one already begun (``continuation``: its body after a 100). Bytes
         that start a request (a request-line) on a connection that ended raise :class:`AfterClose` (rule 3)."""
         if self.ending and not continuation and _REQUEST_LINE.search(data):
-            raise AfterClose(f"the harness would send a request on a connection that ended: {self.ending}; "
-                             f"it sends none (RFC 9112 §9.6): {data[:120]!r}")
+            raise AfterClose(
+                f"the harness would send a request on a connection that ended: {self.ending}; "
+                f"it sends none (RFC 9112 §9.6): {data[:120]!r}"
+            )
         self.sock.sendall(data)
         if not continuation and _closes(data):
             self.ending = "the client's own request ended the connection (Connection: close, or HTTP/1.0)"
@@ -178,7 +215,7 @@ class Connection:
         Bytes that are not a valid response raise :class:`ParseError` showing them."""
         deadline = time.monotonic() + (timeout if timeout is not None else self.timeout)
         timed_out = False
-        buf = bytearray(self.buffer)   # one growing buffer per read: no copy of it per chunk
+        buf = bytearray(self.buffer)  # one growing buffer per read: no copy of it per chunk
         try:
             while True:
                 responses, pos, error = self._parse(buf, methods)
@@ -217,8 +254,11 @@ class Connection:
         try:
             return (*parse_from(buf, methods, self.closed), None)
         except ParseError as exc:
-            return [], 0, (f"the server sent bytes that are not a valid HTTP/1.x response: {exc}; "
-                           f"got {bytes(buf[:400])!r}")
+            return (
+                [],
+                0,
+                (f"the server sent bytes that are not a valid HTTP/1.x response: {exc}; got {bytes(buf[:400])!r}"),
+            )
 
     def wait_closed(self, timeout: float = 2.0) -> bool:
         """True if the server closes the connection (EOF or reset) within ``timeout``; extra bytes are kept
@@ -255,11 +295,19 @@ _REQUEST_LINE = re.compile(rb"(?m)^[A-Z]+ [^\r\n ]+ HTTP/\d\.\d\r$")
 def _closes(data: bytes) -> bool:
     """Whether any request head in ``data`` ends its connection from the client's side (:func:`request_closes`);
     bytes with no request line (the body of a request already begun) say nothing."""
-    return any(request_closes(data[m.start():]) for m in _REQUEST_LINE.finditer(data))
+    return any(request_closes(data[m.start() :]) for m in _REQUEST_LINE.finditer(data))
 
 
-def exchange(address, data: bytes, *, count: int = 1, methods=(), timeout: float = 5.0,
-             shut_write: bool = False, tls: bool = False) -> Exchange:
+def exchange(
+    address,
+    data: bytes,
+    *,
+    count: int = 1,
+    methods=(),
+    timeout: float = 5.0,
+    shut_write: bool = False,
+    tls: bool = False,
+) -> Exchange:
     """Open a connection (``tls``: over TLS), send ``data``, read ``count`` responses (or until
     close/timeout), close."""
     with Connection(address, timeout, tls=tls) as conn:

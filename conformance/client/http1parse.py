@@ -5,12 +5,23 @@ Rules of this module: a response that breaks the grammar raises ``ParseError`` w
 on it; it is never read leniently into a pass. Framing follows RFC 9112 §6.3: no body for HEAD/1xx/204/304,
 chunked, Content-Length, or close-delimited.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Response", "Exchange", "parse_responses", "parse_from", "parse_head", "broken_start", "answered", "ParseError", "HEAD_CAP"]
+__all__ = [
+    "Response",
+    "Exchange",
+    "parse_responses",
+    "parse_from",
+    "parse_head",
+    "broken_start",
+    "answered",
+    "ParseError",
+    "HEAD_CAP",
+]
 
 
 #: the longest response head the client reads before calling it a failure (servers cap request heads lower)
@@ -26,10 +37,10 @@ class Response:
     version: str
     status: int
     reason: str
-    headers: list = field(default_factory=list)   # [(name bytes, value bytes)] as received
+    headers: list = field(default_factory=list)  # [(name bytes, value bytes)] as received
     body: bytes = b""
     trailers: list = field(default_factory=list)
-    framing: str = ""                              # "length", "chunked", "close", "none"
+    framing: str = ""  # "length", "chunked", "close", "none"
     raw_head: bytes = b""
 
     def header(self, name: str) -> str | None:
@@ -58,7 +69,7 @@ class Exchange:
     leftover: bytes = b""
     timed_out: bool = False
     raw: bytes = b""
-    held: str = ""     # why a follow-up request was not sent on this connection (the client's rules: RFC 9112 §9.6)
+    held: str = ""  # why a follow-up request was not sent on this connection (the client's rules: RFC 9112 §9.6)
 
     @property
     def final(self) -> list:
@@ -87,7 +98,7 @@ def parse_from(data, methods, closed: bool) -> tuple:
     methods = list(methods)
     final_index = 0
     while pos < len(data):
-        _check_start(bytes(data[pos:pos + 5]))
+        _check_start(bytes(data[pos : pos + 5]))
         end = data.find(b"\r\n\r\n", pos)
         if end < 0:
             if len(data) - pos > HEAD_CAP:
@@ -101,7 +112,7 @@ def parse_from(data, methods, closed: bool) -> tuple:
             responses.append(resp)
             pos = body_start
             if resp.status == 101:
-                break   # RFC 9110 §15.2.2: the bytes after a 101's head belong to the new protocol
+                break  # RFC 9110 §15.2.2: the bytes after a 101's head belong to the new protocol
             continue
         pos = _parse_body(resp, data, body_start, method, closed)
         if pos is None:
@@ -130,7 +141,7 @@ def broken_start(data) -> bool:
     pos = 0
     while True:
         try:
-            _check_start(bytes(data[pos:pos + 5]))
+            _check_start(bytes(data[pos : pos + 5]))
             end = data.find(b"\r\n\r\n", pos)
             if end < 0:
                 return False
@@ -160,9 +171,12 @@ def answered(data, method: str = "GET") -> bool:
                 return True
             pos = end + 4
             continue
-        if (method == "HEAD" or resp.status in (204, 304)
-                or any(k.lower() == b"content-length" for k, _ in resp.headers)
-                or data.endswith(b"\r\n\r\n")):
+        if (
+            method == "HEAD"
+            or resp.status in (204, 304)
+            or any(k.lower() == b"content-length" for k, _ in resp.headers)
+            or data.endswith(b"\r\n\r\n")
+        ):
             try:
                 return _parse_body(resp, data, end + 4, method, closed=False) is not None
             except ParseError:
@@ -191,16 +205,16 @@ def parse_head(head: bytes) -> Response:
 def _field_line(line: bytes) -> tuple:
     """(name, value) of one field line (a header or a trailer), or ParseError naming the rule it breaks."""
     if line[:1] in (b" ", b"\t"):
-        raise ParseError(f"obs-fold (a line folded onto the previous field) {line[:100]!r}: "
-                         "RFC 9112 §5.2, a sender MUST NOT generate it")
+        raise ParseError(
+            f"obs-fold (a line folded onto the previous field) {line[:100]!r}: "
+            "RFC 9112 §5.2, a sender MUST NOT generate it"
+        )
     name, sep, value = line.partition(b":")
     if not sep or not _TOKEN.fullmatch(name):
-        raise ParseError(f"bad field line {line[:100]!r} (RFC 9112 §5: a token, then ':' with no "
-                         "whitespace before it)")
+        raise ParseError(f"bad field line {line[:100]!r} (RFC 9112 §5: a token, then ':' with no whitespace before it)")
     value = value.strip(b" \t")
     if not _FIELD_VALUE.fullmatch(value):
-        raise ParseError(f"bad field value in {line[:100]!r} (RFC 9110 §5.5: CR, LF, NUL and other CTLs "
-                         "are invalid)")
+        raise ParseError(f"bad field value in {line[:100]!r} (RFC 9110 §5.5: CR, LF, NUL and other CTLs are invalid)")
     return name, value
 
 
@@ -228,7 +242,7 @@ def _parse_body(resp: Response, data: bytes, body_start: int, method: str, close
         length = int(next(iter(values)))
         if len(data) - body_start < length:
             return None
-        resp.body = bytes(data[body_start:body_start + length])
+        resp.body = bytes(data[body_start : body_start + length])
         resp.framing = "length"
         return body_start + length
     if not closed:
@@ -263,7 +277,7 @@ def _parse_chunked(data: bytes, pos: int):
                 trailers.append(_field_line(bytes(line)))
         if len(data) < pos + size + 2:
             return None
-        body += data[pos:pos + size]
-        if data[pos + size:pos + size + 2] != b"\r\n":
+        body += data[pos : pos + size]
+        if data[pos + size : pos + size + 2] != b"\r\n":
             raise ParseError("chunk data not followed by CRLF")
         pos += size + 2

@@ -39,6 +39,7 @@ Rules of this module:
 4. A client's exception is the check's failure, shown as ``<client> raised <type>: <message>``
    (:class:`ClientFailed`, an AssertionError); it is never a pass.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -56,8 +57,20 @@ from websockets.sync.client import connect as _ws_connect
 
 from gatecheck.conformance.client.connect import connect, tls_context
 
-__all__ = ["ClientFailed", "ClientStuck", "Fetched", "http_client", "fetch", "ws_client", "ws_close", "ws_recv",
-           "ws_refused", "WS_MAX_SIZE", "TIMEOUT", "CLOSE_BOUND"]
+__all__ = [
+    "ClientFailed",
+    "ClientStuck",
+    "Fetched",
+    "http_client",
+    "fetch",
+    "ws_client",
+    "ws_close",
+    "ws_recv",
+    "ws_refused",
+    "WS_MAX_SIZE",
+    "TIMEOUT",
+    "CLOSE_BOUND",
+]
 
 #: seconds for each of httpx's operations (connect, each read, each write) and websockets' open and close
 TIMEOUT = 10.0
@@ -81,7 +94,7 @@ class _SerializedSSLSocket(ssl.SSLSocket):
 
     _SLICE = 0.2  # seconds a wait sleeps before it looks again (a socket closed by the other thread)
     _gate: threading.Lock | None = None  # set once the TLS handshake is done (``_create``)
-    _wait: float | None = None           # what ``settimeout`` last set: how long a call may wait
+    _wait: float | None = None  # what ``settimeout`` last set: how long a call may wait
 
     @classmethod
     def _create(cls, *args, **kwargs):
@@ -143,7 +156,7 @@ class _SerializedSSLSocket(ssl.SSLSocket):
     def sendall(self, data, flags: int = 0) -> None:
         view = memoryview(data).cast("B")
         while view:
-            view = view[self.send(view, flags):]
+            view = view[self.send(view, flags) :]
 
     def shutdown(self, how: int) -> None:
         with self._gate or contextlib.nullcontext():
@@ -162,7 +175,7 @@ def _ws_tls_context() -> ssl.SSLContext:
 
 class Fetched(NamedTuple):
     status: int
-    http_version: str      # as httpx says it: "HTTP/1.1" or "HTTP/2"
+    http_version: str  # as httpx says it: "HTTP/1.1" or "HTTP/2"
     headers: httpx.Headers
     body: bytes
 
@@ -171,12 +184,18 @@ def http_client(server, *, http2: bool) -> httpx.Client:
     """An httpx client for ``server``: HTTP/1.1 only, or HTTP/2 only (``http2=True``: prior knowledge on
     ``http://``, ALPN on ``https://``), with :data:`TIMEOUT` on every operation."""
     tls = server.url.startswith("https:")
-    return httpx.Client(base_url=server.url, http1=not http2, http2=http2, verify=tls_context() if tls else False,
-                        timeout=httpx.Timeout(TIMEOUT), trust_env=False, follow_redirects=False)
+    return httpx.Client(
+        base_url=server.url,
+        http1=not http2,
+        http2=http2,
+        verify=tls_context() if tls else False,
+        timeout=httpx.Timeout(TIMEOUT),
+        trust_env=False,
+        follow_redirects=False,
+    )
 
 
-def fetch(client: httpx.Client, method: str, target: str, *, content=None, cap: int,
-          deadline: float = 60.0) -> Fetched:
+def fetch(client: httpx.Client, method: str, target: str, *, content=None, cap: int, deadline: float = 60.0) -> Fetched:
     """One request through ``client``; the response with its whole body, read within ``deadline`` seconds
     and at most ``cap`` bytes (more fails the check, naming the cap). ``content`` as httpx takes it: bytes
     (sent with a Content-Length) or an iterator of bytes (chunked on HTTP/1.1, DATA frames on HTTP/2)."""
@@ -189,8 +208,9 @@ def fetch(client: httpx.Client, method: str, target: str, *, content=None, cap: 
                 if len(body) > cap:
                     raise AssertionError(f"{method} {target}: the response body passed the cap of {cap} B")
                 if time.monotonic() - start > deadline:
-                    raise AssertionError(f"{method} {target}: the response body took over {deadline:.0f} s "
-                                         f"({len(body)} B so far)")
+                    raise AssertionError(
+                        f"{method} {target}: the response body took over {deadline:.0f} s ({len(body)} B so far)"
+                    )
             return Fetched(resp.status_code, resp.http_version, resp.headers, bytes(body))
     except (httpx.HTTPError, httpx.StreamError) as exc:
         raise ClientFailed(f"httpx {method} {target} raised {type(exc).__name__}: {exc}") from exc
@@ -203,8 +223,14 @@ def ws_client(server, path: str):
     uri = f"{'wss' if tls else 'ws'}://{server.authority}{path}"
     sock = connect(server, timeout=TIMEOUT)
     try:
-        ws = _ws_connect(uri, sock=sock, ssl=_ws_tls_context() if tls else None, open_timeout=TIMEOUT,
-                         close_timeout=TIMEOUT, max_size=WS_MAX_SIZE)
+        ws = _ws_connect(
+            uri,
+            sock=sock,
+            ssl=_ws_tls_context() if tls else None,
+            open_timeout=TIMEOUT,
+            close_timeout=TIMEOUT,
+            max_size=WS_MAX_SIZE,
+        )
     except (WebSocketException, OSError, TimeoutError) as exc:
         sock.close()
         raise ClientFailed(f"websockets could not open {uri}: {type(exc).__name__}: {exc}") from exc
@@ -259,7 +285,7 @@ def ws_recv(ws, timeout: float = TIMEOUT):
 
 
 def ws_refused(ws) -> str:
-    """"; websockets refused the server's frames: <why>" when it failed the connection on what the server
+    """ "; websockets refused the server's frames: <why>" when it failed the connection on what the server
     sent (it then waits for the closing handshake, so a receive times out rather than raising), else ""."""
     refused = getattr(ws.protocol, "parser_exc", None)
     return f"; websockets refused the server's frames: {type(refused).__name__}: {refused}" if refused else ""

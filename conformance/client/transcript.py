@@ -19,6 +19,7 @@ Rules of this module:
    or a read's deadline passed).
 3. Thread-safe: a check's connections may be used from several threads (one lock).
 """
+
 from __future__ import annotations
 
 import socket
@@ -26,21 +27,37 @@ import threading
 import time
 from collections import deque
 
-__all__ = ["begin", "opened", "connected_since", "render", "escape", "recording", "recorded_recv", "RecordedSocket",
-           "Connection", "SENT", "RECEIVED", "KEPT", "EDGE", "RUN_KEEP", "SHOWN", "RENDER_CAP"]
+__all__ = [
+    "begin",
+    "opened",
+    "connected_since",
+    "render",
+    "escape",
+    "recording",
+    "recorded_recv",
+    "RecordedSocket",
+    "Connection",
+    "SENT",
+    "RECEIVED",
+    "KEPT",
+    "EDGE",
+    "RUN_KEEP",
+    "SHOWN",
+    "RENDER_CAP",
+]
 
-KEPT = 8                  # connections of one check kept (the last ones)
-EDGE = 16                 # runs kept at either end of a connection (a run: bytes in one direction, or a note)
-RUN_KEEP = 4096           # bytes kept per run; the rest are counted
-SHOWN = 1024              # bytes shown per run
-RENDER_CAP = 6000         # characters of a rendered transcript
-RENDERED = 2              # connections rendered: the last ones that carried bytes
+KEPT = 8  # connections of one check kept (the last ones)
+EDGE = 16  # runs kept at either end of a connection (a run: bytes in one direction, or a note)
+RUN_KEEP = 4096  # bytes kept per run; the rest are counted
+SHOWN = 1024  # bytes shown per run
+RENDER_CAP = 6000  # characters of a rendered transcript
+RENDERED = 2  # connections rendered: the last ones that carried bytes
 
 SENT, RECEIVED = "→", "←"
 _LOCK = threading.Lock()
 _connections: deque = deque(maxlen=KEPT)
-_opened = 0               # connections opened since begin(), kept or not
-_PEERS_KEPT = 512         # peers whose last connection time is kept (the oldest forgotten first)
+_opened = 0  # connections opened since begin(), kept or not
+_PEERS_KEPT = 512  # peers whose last connection time is kept (the oldest forgotten first)
 _last_connect: dict = {}  # port -> time.time() of the last connection opened to it (loopback; begin() keeps them)
 
 
@@ -53,7 +70,7 @@ class Connection:
         self.peer, self.tls = peer, tls
         self.head: list = []
         self.tail: deque = deque(maxlen=EDGE)
-        self.skipped = [0, 0]     # runs and bytes between the head and the tail
+        self.skipped = [0, 0]  # runs and bytes between the head and the tail
 
     def _last(self):
         return self.tail[-1] if self.tail else (self.head[-1] if self.head else None)
@@ -229,7 +246,7 @@ def recorded_recv(record: Connection, recv, size: int, flags: int = 0) -> bytes:
     except (ConnectionResetError, ConnectionAbortedError) as exc:
         record.note(f"the server reset the connection ({type(exc).__name__})")
         raise
-    except OSError as exc:   # ssl.SSLError included
+    except OSError as exc:  # ssl.SSLError included
         record.note(f"the read failed: {type(exc).__name__}: {exc}"[:200])
         raise
     if data:

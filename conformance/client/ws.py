@@ -18,6 +18,7 @@ Rules of this module:
 The handshake response is parsed with :mod:`conformance.client.http1` (a 101 is an interim response there; any
 other status is an ordinary response with its own framing).
 """
+
 from __future__ import annotations
 
 import socket
@@ -26,14 +27,60 @@ import time
 
 from gatecheck.conformance.client import bounded
 from gatecheck.conformance.client.http1 import Connection, ParseError, parse_responses
-from gatecheck.conformance.client.wsframes import (CONNECTION_CAP, EOF, FRAME_CAP, FRAME_COUNT_CAP, GUID, HANDSHAKE_CAP, OP_BINARY, OP_CLOSE,
-                       OP_CONT, OP_PING, OP_PONG, OP_TEXT, RESERVED_OPCODES, TIMEOUT, Frame, Handshake, WSReadError,
-                       accept_for, close_payload, encode_frame, handshake_request, mib, new_key, parse_close, xor)
+from gatecheck.conformance.client.wsframes import (
+    CONNECTION_CAP,
+    EOF,
+    FRAME_CAP,
+    FRAME_COUNT_CAP,
+    GUID,
+    HANDSHAKE_CAP,
+    OP_BINARY,
+    OP_CLOSE,
+    OP_CONT,
+    OP_PING,
+    OP_PONG,
+    OP_TEXT,
+    RESERVED_OPCODES,
+    TIMEOUT,
+    Frame,
+    Handshake,
+    WSReadError,
+    accept_for,
+    close_payload,
+    encode_frame,
+    handshake_request,
+    mib,
+    new_key,
+    parse_close,
+    xor,
+)
 
-__all__ = ["GUID", "OP_CONT", "OP_TEXT", "OP_BINARY", "OP_CLOSE", "OP_PING", "OP_PONG", "EOF", "TIMEOUT",
-           "Frame", "WSConnection", "Handshake", "WSReadError", "HANDSHAKE_CAP", "FRAME_CAP", "CONNECTION_CAP",
-           "FRAME_COUNT_CAP", "accept_for", "new_key", "handshake_request", "encode_frame",
-           "close_payload", "parse_close", "connect"]
+__all__ = [
+    "GUID",
+    "OP_CONT",
+    "OP_TEXT",
+    "OP_BINARY",
+    "OP_CLOSE",
+    "OP_PING",
+    "OP_PONG",
+    "EOF",
+    "TIMEOUT",
+    "Frame",
+    "WSConnection",
+    "Handshake",
+    "WSReadError",
+    "HANDSHAKE_CAP",
+    "FRAME_CAP",
+    "CONNECTION_CAP",
+    "FRAME_COUNT_CAP",
+    "accept_for",
+    "new_key",
+    "handshake_request",
+    "encode_frame",
+    "close_payload",
+    "parse_close",
+    "connect",
+]
 
 
 class WSConnection(Connection):
@@ -44,13 +91,13 @@ class WSConnection(Connection):
     def __init__(self, address, timeout: float = 5.0, *, tls: bool = False) -> None:
         # wss (``tls=True``): the same client over a TLS socket (ALPN http/1.1, the suite's test certificate)
         super().__init__(address, timeout, tls=tls)
-        self.buffer = bytearray()        # unparsed bytes from the server (bounded by ``buffer_cap``)
+        self.buffer = bytearray()  # unparsed bytes from the server (bounded by ``buffer_cap``)
         self.buffer_cap = HANDSHAKE_CAP  # FRAME_CAP plus a frame head once the handshake is read
-        self.received = 0                # bytes read on this connection (bounded by CONNECTION_CAP)
-        self.frame_count = 0             # frames parsed on this connection (bounded by FRAME_COUNT_CAP)
-        self.end = ""                    # bounded.CLOSED or bounded.RESET once the server ended the connection
+        self.received = 0  # bytes read on this connection (bounded by CONNECTION_CAP)
+        self.frame_count = 0  # frames parsed on this connection (bounded by FRAME_COUNT_CAP)
+        self.end = ""  # bounded.CLOSED or bounded.RESET once the server ended the connection
         self.handshake: Handshake | None = None
-        self.controls: list = []     # control frames read_message() stepped over
+        self.controls: list = []  # control frames read_message() stepped over
         self.data_frames: list = []  # data frames read_message() consumed
 
     # -- bytes ------------------------------------------------------------------------------------
@@ -70,9 +117,11 @@ class WSConnection(Connection):
         before = len(self.buffer)
         end = bounded.recv_once(self.sock, self.buffer, deadline=deadline, cap=self.buffer_cap)
         if end == bounded.OVERFLOW:
-            raise WSReadError(f"read stopped at the {mib(self.buffer_cap)} buffer cap: the server sent that much "
-                              f"without completing a {'frame' if self.handshake else 'handshake response'}; "
-                              f"first bytes {bytes(self.buffer[:120])!r}")
+            raise WSReadError(
+                f"read stopped at the {mib(self.buffer_cap)} buffer cap: the server sent that much "
+                f"without completing a {'frame' if self.handshake else 'handshake response'}; "
+                f"first bytes {bytes(self.buffer[:120])!r}"
+            )
         if end in (bounded.CLOSED, bounded.RESET):
             self.closed, self.end = True, end
             return False
@@ -80,8 +129,10 @@ class WSConnection(Connection):
             return False
         self.received += len(self.buffer) - before
         if self.received > CONNECTION_CAP:
-            raise WSReadError(f"the server sent more than the {mib(CONNECTION_CAP)} connection cap of the checks' client "
-                              f"(one WebSocket connection); stopped reading")
+            raise WSReadError(
+                f"the server sent more than the {mib(CONNECTION_CAP)} connection cap of the checks' client "
+                f"(one WebSocket connection); stopped reading"
+            )
         return True
 
     # -- handshake --------------------------------------------------------------------------------
@@ -111,7 +162,7 @@ class WSConnection(Connection):
         """The Handshake once the buffer holds a complete final (or 101) response; None while it may
         still come. ``final``: nothing more will arrive, so a partial response is malformed."""
         raw = bytes(self.buffer)
-        if raw[:5] != b"HTTP/"[:len(raw[:5])]:
+        if raw[:5] != b"HTTP/"[: len(raw[:5])]:
             raise WSReadError(f"the handshake response is not HTTP/1.x: {raw[:300]!r}")
         try:
             responses, _ = parse_responses(raw, closed=self.closed)
@@ -164,17 +215,19 @@ class WSConnection(Connection):
         if masked:
             if len(buf) < pos + 4:
                 return None
-            key, pos = buf[pos:pos + 4], pos + 4
+            key, pos = buf[pos : pos + 4], pos + 4
         if len(buf) < pos + n:
             return None
-        payload = bytes(buf[pos:pos + n])
+        payload = bytes(buf[pos : pos + n])
         if masked:
             payload = xor(payload, bytes(key))
-        self.buffer = buf[pos + n:]
+        self.buffer = buf[pos + n :]
         self.frame_count = getattr(self, "frame_count", 0) + 1
         if self.frame_count > FRAME_COUNT_CAP:
-            raise WSReadError(f"the server sent more than the {FRAME_COUNT_CAP}-frame connection cap of the checks' client "
-                              f"(one WebSocket connection); stopped reading")
+            raise WSReadError(
+                f"the server sent more than the {FRAME_COUNT_CAP}-frame connection cap of the checks' client "
+                f"(one WebSocket connection); stopped reading"
+            )
         return Frame(bool(b0 & 0x80), (b0 >> 4) & 7, b0 & 0xF, masked, payload, length_bytes)
 
     @staticmethod
@@ -187,11 +240,15 @@ class WSConnection(Connection):
         if length >> 63:
             raise WSReadError(f"the server sent a frame whose 64-bit length has the top bit set: head {head!r}")
         if opcode >= 0x8 and (length > 125 or not fin):
-            raise WSReadError(f"the server sent a control frame (opcode {opcode:#x}) that is fragmented or over "
-                              f"125 bytes ({length}): head {head!r}")
+            raise WSReadError(
+                f"the server sent a control frame (opcode {opcode:#x}) that is fragmented or over "
+                f"125 bytes ({length}): head {head!r}"
+            )
         if length > FRAME_CAP:
-            raise WSReadError(f"the server sent a frame declaring {length} payload bytes, over the "
-                              f"{mib(FRAME_CAP)} frame cap of the checks' client; head {head!r}")
+            raise WSReadError(
+                f"the server sent a frame declaring {length} payload bytes, over the "
+                f"{mib(FRAME_CAP)} frame cap of the checks' client; head {head!r}"
+            )
 
     def read_frame(self, timeout: float | None = None):
         """The next frame, or :data:`EOF` / :data:`TIMEOUT`."""
@@ -234,8 +291,10 @@ class WSConnection(Connection):
                 opcode = frame.opcode
             parts.append(frame.payload)
             if sum(map(len, parts)) > FRAME_CAP:
-                raise WSReadError(f"a message from the server grew past the {mib(FRAME_CAP)} message cap of "
-                                  f"the checks' client ({len(parts)} frames); stopped reading")
+                raise WSReadError(
+                    f"a message from the server grew past the {mib(FRAME_CAP)} message cap of "
+                    f"the checks' client ({len(parts)} frames); stopped reading"
+                )
             self.data_frames.append(frame)
             if frame.fin:
                 return opcode, b"".join(parts)
@@ -257,8 +316,9 @@ class WSConnection(Connection):
         self.close()
 
 
-def connect(address: tuple, path: str, host: str, *, timeout: float = 5.0, tls: bool = False,
-            **handshake) -> WSConnection:
+def connect(
+    address: tuple, path: str, host: str, *, timeout: float = 5.0, tls: bool = False, **handshake
+) -> WSConnection:
     """Open a connection (``tls=True``: wss) and perform the handshake (see :func:`handshake_request` for
     the options). The connection is returned whatever the outcome; ``conn.handshake`` says what came back."""
     conn = WSConnection(address, timeout, tls=tls)

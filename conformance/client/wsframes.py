@@ -4,6 +4,7 @@ Nothing here is normalised, so a check can build what no polite client would (an
 header; any FIN, RSV, opcode, mask and length encoding). Reading frames off a connection is
 :mod:`conformance.client.ws`'s.
 """
+
 from __future__ import annotations
 
 import base64
@@ -14,13 +15,35 @@ from dataclasses import dataclass
 
 from gatecheck.conformance.client.http1 import Response
 
-__all__ = ["GUID", "OP_CONT", "OP_TEXT", "OP_BINARY", "OP_CLOSE", "OP_PING", "OP_PONG", "EOF", "TIMEOUT",
-           "Frame", "Handshake", "WSReadError", "HANDSHAKE_CAP", "FRAME_CAP", "CONNECTION_CAP", "FRAME_COUNT_CAP",
-           "accept_for", "new_key", "handshake_request", "encode_frame", "close_payload", "parse_close", "xor"]
+__all__ = [
+    "GUID",
+    "OP_CONT",
+    "OP_TEXT",
+    "OP_BINARY",
+    "OP_CLOSE",
+    "OP_PING",
+    "OP_PONG",
+    "EOF",
+    "TIMEOUT",
+    "Frame",
+    "Handshake",
+    "WSReadError",
+    "HANDSHAKE_CAP",
+    "FRAME_CAP",
+    "CONNECTION_CAP",
+    "FRAME_COUNT_CAP",
+    "accept_for",
+    "new_key",
+    "handshake_request",
+    "encode_frame",
+    "close_payload",
+    "parse_close",
+    "xor",
+]
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
-EOF = "eof"          # the server closed (or reset) the TCP connection
+EOF = "eof"  # the server closed (or reset) the TCP connection
 TIMEOUT = "timeout"  # nothing (complete) arrived before the deadline
 
 #: the most bytes a handshake response may take before its head (or, for an error, its body) is complete
@@ -57,9 +80,19 @@ def _b(value) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode("latin-1")
 
 
-def handshake_request(path: str, host: str, *, key: str | None = "", version: str | None = "13",
-                      protocols=(), headers=(), method: str = "GET", http_version: str = "HTTP/1.1",
-                      upgrade: str | None = "websocket", connection: str | None = "Upgrade") -> tuple:
+def handshake_request(
+    path: str,
+    host: str,
+    *,
+    key: str | None = "",
+    version: str | None = "13",
+    protocols=(),
+    headers=(),
+    method: str = "GET",
+    http_version: str = "HTTP/1.1",
+    upgrade: str | None = "websocket",
+    connection: str | None = "Upgrade",
+) -> tuple:
     """The opening handshake as bytes, and the key used. ``key=""`` draws a fresh key; ``None`` omits
     the header (as do ``version``, ``upgrade`` and ``connection`` = None). ``protocols`` is one
     Sec-WebSocket-Protocol header (comma-joined) when given as a list of str; pass raw headers in
@@ -82,8 +115,16 @@ def handshake_request(path: str, host: str, *, key: str | None = "", version: st
     return b"\r\n".join(lines) + b"\r\n\r\n", key
 
 
-def encode_frame(opcode: int, payload: bytes = b"", *, fin: bool = True, rsv: int = 0, mask: bool = True,
-                 mask_key: bytes | None = None, length: int | None = None) -> bytes:
+def encode_frame(
+    opcode: int,
+    payload: bytes = b"",
+    *,
+    fin: bool = True,
+    rsv: int = 0,
+    mask: bool = True,
+    mask_key: bytes | None = None,
+    length: int | None = None,
+) -> bytes:
     """One frame from its fields. ``rsv`` is the 3-bit RSV1..RSV3 value (4 = RSV1, 2 = RSV2, 1 = RSV3);
     ``length`` overrides the declared payload length (for lying frames); the minimal length encoding is
     used."""
@@ -107,7 +148,7 @@ def encode_frame(opcode: int, payload: bytes = b"", *, fin: bool = True, rsv: in
 def xor(data: bytes, key: bytes) -> bytes:
     if not data:
         return b""
-    repeated = (key * (len(data) // 4 + 1))[:len(data)]
+    repeated = (key * (len(data) // 4 + 1))[: len(data)]
     return (int.from_bytes(data, "big") ^ int.from_bytes(repeated, "big")).to_bytes(len(data), "big")
 
 
@@ -135,7 +176,7 @@ class Frame:
     opcode: int
     masked: bool
     payload: bytes
-    length_bytes: int      # 0, 2 or 8: how the length was encoded (0 = in the 7-bit field)
+    length_bytes: int  # 0, 2 or 8: how the length was encoded (0 = in the 7-bit field)
 
     @property
     def close_code(self):
@@ -152,8 +193,10 @@ class Frame:
 
     def __repr__(self) -> str:
         body = self.payload if len(self.payload) <= 40 else self.payload[:40] + b"..."
-        return (f"Frame(op={self.opcode:#x}, fin={int(self.fin)}, rsv={self.rsv}, masked={self.masked}, "
-                f"len={len(self.payload)}, payload={body!r})")
+        return (
+            f"Frame(op={self.opcode:#x}, fin={int(self.fin)}, rsv={self.rsv}, masked={self.masked}, "
+            f"len={len(self.payload)}, payload={body!r})"
+        )
 
 
 @dataclass

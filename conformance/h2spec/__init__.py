@@ -3,5 +3,6 @@
 
     python -m gatecheck.conformance.h2spec --write-cases     # regenerate conformance/data/h2spec_cases.txt
 """
+
 from .tool import *  # noqa: F401,F403
 from .tool import __all__  # noqa: F401

@@ -1,4 +1,5 @@
 """``python -m gatecheck.conformance.h2spec --write-cases``."""
+
 import sys
 
 from .caselist import main

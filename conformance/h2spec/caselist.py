@@ -3,6 +3,7 @@ dry runs, without and with ``-S``:
 
     python -m gatecheck.conformance.h2spec --write-cases
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -21,10 +22,12 @@ def write_cases(binary: Path, path: Path = CASES_FILE) -> list:
     default_ids = {case_id for case_id, _ in default}
     strict = len(everything) - len(default_ids)
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-    lines = [f"# h2spec cases, from `h2spec --dryrun -S` ({version}; go install "
-             "github.com/summerwind/h2spec/cmd/h2spec@latest resolves to v2.2.1).",
-             f"# {len(everything)} cases: {len(default_ids)} default + {strict} strict (-S).",
-             "# Regenerate: python -m gatecheck.conformance.h2spec --write-cases"]
+    lines = [
+        f"# h2spec cases, from `h2spec --dryrun -S` ({version}; go install "
+        "github.com/summerwind/h2spec/cmd/h2spec@latest resolves to v2.2.1).",
+        f"# {len(everything)} cases: {len(default_ids)} default + {strict} strict (-S).",
+        "# Regenerate: python -m gatecheck.conformance.h2spec --write-cases",
+    ]
     lines += [f"{case_id}\t{'default' if case_id in default_ids else 'strict'}\t{desc}" for case_id, desc in everything]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -8,6 +8,7 @@ concurrent run waits, then reuses this build), with progress lines. Go comes fro
 and this process runs as root with ``apt-get`` on PATH, Debian's ``golang-go`` is installed first. Otherwise,
 or when the build fails, the answer is one line saying what to do, and the session is marked incomplete.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,7 @@ from .tool import H2SPEC_PACKAGE, INSTALL_HINT, find_h2spec
 
 __all__ = ["ensure_h2spec", "H2specMissing"]
 
-BUILD_TIMEOUT = 900.0   # seconds for `go install` (downloads the module and its dependencies, then compiles)
+BUILD_TIMEOUT = 900.0  # seconds for `go install` (downloads the module and its dependencies, then compiles)
 APT_TIMEOUT = 900.0
 
 
@@ -51,8 +52,10 @@ def _install(say: Callable[[str], None]) -> Path:
         code, tail = _run_with_progress(argv, {**os.environ, "GOBIN": str(staging)}, say, BUILD_TIMEOUT)
         built = staging / "h2spec"
         if code != 0 or not built.is_file():
-            raise H2specMissing(f"`go install {H2SPEC_PACKAGE}` failed (exit {code}): "
-                                f"{tail or 'no output'}; fix that, or {INSTALL_HINT}")
+            raise H2specMissing(
+                f"`go install {H2SPEC_PACKAGE}` failed (exit {code}): "
+                f"{tail or 'no output'}; fix that, or {INSTALL_HINT}"
+            )
         os.replace(built, target / "h2spec")  # atomic: a run that looks meanwhile sees all of it or nothing
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -67,15 +70,18 @@ def _go(say: Callable[[str], None]) -> str:
         return found
     apt = shutil.which("apt-get")
     if apt is None or os.geteuid() != 0:
-        raise H2specMissing(f"Go is missing (needed to build it): install Go "
-                            f"(https://go.dev/dl/ or your system's golang package), or {INSTALL_HINT}")
+        raise H2specMissing(
+            f"Go is missing (needed to build it): install Go "
+            f"(https://go.dev/dl/ or your system's golang package), or {INSTALL_HINT}"
+        )
     say("h2spec needs Go, which is missing: installing Debian's golang-go with apt-get")
     for argv in ([apt, "update", "-q"], [apt, "install", "-y", "-q", "--no-install-recommends", "golang-go"]):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         code, tail = _run_with_progress(argv, env, lambda line: None, APT_TIMEOUT)
         if code != 0:
-            raise H2specMissing(f"`{' '.join(argv)}` failed (exit {code}): {tail}; "
-                                f"install Go yourself, or {INSTALL_HINT}")
+            raise H2specMissing(
+                f"`{' '.join(argv)}` failed (exit {code}): {tail}; install Go yourself, or {INSTALL_HINT}"
+            )
     found = shutil.which("go")
     if not found:
         raise H2specMissing(f"golang-go was installed but no `go` is on PATH; {INSTALL_HINT}")
@@ -88,8 +94,15 @@ def _run_with_progress(argv: list, env: dict, say: Callable[[str], None], timeou
 
     lines: list = []
     try:
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace")
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
     except OSError as exc:
         return 127, str(exc)
     timer = threading.Timer(timeout, proc.kill)

@@ -17,6 +17,7 @@ Rules of this module:
    just closes (e.g. http2/3.5/2, an invalid preface), so unless a case in :data:`HANDSHAKE_EVIDENCE`
    (the server's SETTINGS answered h2spec's preface) passed in the same run, no case counts as passed.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["Case", "CaseResult", "Report", "find_h2spec", "load_cases", "parse_dryrun", "parse_junit", "run",
-           "CASES_FILE", "H2SPEC_PACKAGE", "INSTALL_HINT", "SKIP_CAUSES", "clause_for"]
+__all__ = [
+    "Case",
+    "CaseResult",
+    "Report",
+    "find_h2spec",
+    "load_cases",
+    "parse_dryrun",
+    "parse_junit",
+    "run",
+    "CASES_FILE",
+    "H2SPEC_PACKAGE",
+    "INSTALL_HINT",
+    "SKIP_CAUSES",
+    "clause_for",
+]
 
 CASES_FILE = Path(__file__).resolve().parent.parent / "data" / "h2spec_cases.txt"
 #: the pinned h2spec (its case list is conformance/data/h2spec_cases.txt); h2spec_install.py installs it
@@ -39,9 +53,11 @@ H2SPEC_PACKAGE = "github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible"
 INSTALL_HINT = f"run: GOBIN=${{GATECHECK_CACHE:-~/.cache/gatecheck}}/bin go install {H2SPEC_PACKAGE}"
 
 #: h2spec's root groups: dry-run title -> group key (the first part of a case id)
-ROOTS = {"Generic tests for HTTP/2 server": "generic",
-         "Hypertext Transfer Protocol Version 2 (HTTP/2)": "http2",
-         "HPACK: Header Compression for HTTP/2": "hpack"}
+ROOTS = {
+    "Generic tests for HTTP/2 server": "generic",
+    "Hypertext Transfer Protocol Version 2 (HTTP/2)": "http2",
+    "HPACK: Header Compression for HTTP/2": "hpack",
+}
 
 #: the RFC section each ``generic`` group exercises (h2spec numbers them by its own outline)
 _GENERIC = {"1": "RFC 7540 §3.5", "2": "RFC 7540 §5.1", "4": "RFC 7540 §8.1", "5": "RFC 7541 §6"}
@@ -62,8 +78,8 @@ HANDSHAKE_EVIDENCE = ("http2/3.5/1", "generic/1/1")
 
 @dataclass(frozen=True)
 class Case:
-    id: str            # e.g. "http2/5.1/3"
-    strict: bool       # only run with -S (--strict): h2spec's SHOULD-level cases
+    id: str  # e.g. "http2/5.1/3"
+    strict: bool  # only run with -S (--strict): h2spec's SHOULD-level cases
     description: str
 
     @property
@@ -81,7 +97,7 @@ class Case:
 
 @dataclass
 class CaseResult:
-    outcome: str       # "passed" | "failed" | "skipped"
+    outcome: str  # "passed" | "failed" | "skipped"
     message: str = ""
 
 
@@ -89,14 +105,14 @@ class CaseResult:
 class Report:
     """One h2spec run against one target."""
 
-    command: list                                 # one argv per h2spec invocation
+    command: list  # one argv per h2spec invocation
     returncode: Optional[int]
     stdout: str
     stderr: str
-    results: dict = field(default_factory=dict)   # case id -> CaseResult
-    tests_attr: int = 0                           # sum of the JUnit testsuite ``tests`` attributes
-    summary: Optional[tuple] = None               # (total, passed, skipped, failed) from stdout
-    problem: str = ""                             # why the run as a whole is unusable, if it is
+    results: dict = field(default_factory=dict)  # case id -> CaseResult
+    tests_attr: int = 0  # sum of the JUnit testsuite ``tests`` attributes
+    summary: Optional[tuple] = None  # (total, passed, skipped, failed) from stdout
+    problem: str = ""  # why the run as a whole is unusable, if it is
 
     def tail(self, limit: int = 3000) -> str:
         text = (self.stdout + ("\n" + self.stderr if self.stderr.strip() else "")).strip()
@@ -170,8 +186,18 @@ def load_cases(path: Path = CASES_FILE) -> list:
 _SUMMARY = re.compile(r"(\d+) tests, (\d+) passed, (\d+) skipped, (\d+) failed")
 
 
-def run(binary: Path, host: str, port: int, cases: list, *, path: str = "/", case_timeout: int = 2,
-        deadline: float = 120.0, strict: bool = True, last: tuple = ()) -> Report:
+def run(
+    binary: Path,
+    host: str,
+    port: int,
+    cases: list,
+    *,
+    path: str = "/",
+    case_timeout: int = 2,
+    deadline: float = 120.0,
+    strict: bool = True,
+    last: tuple = (),
+) -> Report:
     """Run h2spec against ``host:port`` with JUnit reports; never raises for what h2spec does.
 
     Cases in ``last`` run in a second invocation after all the others, so whatever they leave behind on
@@ -181,8 +207,17 @@ def run(binary: Path, host: str, port: int, cases: list, *, path: str = "/", cas
     report = Report([], None, "", "")
     started = time.monotonic()
     for selection in (p for p in passes if p or not last):
-        one = _run_once(binary, host, port, cases, selection, path=path, case_timeout=case_timeout,
-                        deadline=max(1.0, deadline - (time.monotonic() - started)), strict=strict)
+        one = _run_once(
+            binary,
+            host,
+            port,
+            cases,
+            selection,
+            path=path,
+            case_timeout=case_timeout,
+            deadline=max(1.0, deadline - (time.monotonic() - started)),
+            strict=strict,
+        )
         report.command.append(one.command)
         report.returncode = one.returncode if report.returncode in (None, 0) else report.returncode
         report.stdout += one.stdout
@@ -204,15 +239,27 @@ def _require_handshake_evidence(report: Report, cases: list) -> None:
     selected = [c.id for c in cases if c.id in HANDSHAKE_EVIDENCE]
     if not selected or any(report.results.get(i, CaseResult("failed")).outcome == "passed" for i in selected):
         return
-    why = (f"no evidence that the server speaks HTTP/2: none of {', '.join(selected)} (the server's SETTINGS "
-           f"after h2spec's preface) passed in this run, so this case's pass shows nothing")
+    why = (
+        f"no evidence that the server speaks HTTP/2: none of {', '.join(selected)} (the server's SETTINGS "
+        f"after h2spec's preface) passed in this run, so this case's pass shows nothing"
+    )
     for case_id, result in report.results.items():
         if result.outcome == "passed":
             report.results[case_id] = CaseResult("failed", f"{why} (h2spec: passed {result.message})".strip())
 
 
-def _run_once(binary: Path, host: str, port: int, cases: list, selection: list, *, path: str,
-              case_timeout: int, deadline: float, strict: bool) -> Report:
+def _run_once(
+    binary: Path,
+    host: str,
+    port: int,
+    cases: list,
+    selection: list,
+    *,
+    path: str,
+    case_timeout: int,
+    deadline: float,
+    strict: bool,
+) -> Report:
     with tempfile.TemporaryDirectory(prefix="h2spec-") as tmp:
         junit = Path(tmp) / "h2spec.xml"
         argv = [str(binary), "-h", host, "-p", str(port), "-P", path, "-o", str(case_timeout), "-j", str(junit)]
@@ -273,8 +320,11 @@ def _reset_means_closed(result: CaseResult) -> CaseResult:
     """
     lines = result.message.splitlines()
     if len(lines) >= 2 and "Connection closed" in lines[:-1] and lines[-1].endswith("connection reset by peer"):
-        return CaseResult("passed", "the server reset the TCP connection, which h2spec means to count as "
-                                    "closing it (its ECONNRESET check misses the wrapped error): " + lines[-1])
+        return CaseResult(
+            "passed",
+            "the server reset the TCP connection, which h2spec means to count as "
+            "closing it (its ECONNRESET check misses the wrapped error): " + lines[-1],
+        )
     return result
 
 

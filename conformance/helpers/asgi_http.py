@@ -2,6 +2,7 @@
 the scripts of responses that leave keys to their defaults or carry a Transfer-Encoding, and a counter of body bytes
 in a response still arriving (with when its first chunk arrived). Moved out of the check module to keep it small;
 the checks stay there."""
+
 from __future__ import annotations
 
 import base64
@@ -11,12 +12,24 @@ import struct
 import time
 
 from gatecheck.conformance.app import new_token, script_request, value_of, wait_steps
-from gatecheck.conformance.helpers.support import body_not_read
 from gatecheck.conformance.client.http1 import Connection, build_request, parse_responses, read_raw
+from gatecheck.conformance.helpers.support import body_not_read
 
-__all__ = ["assert_ping", "b64", "upload", "message_records", "close_as", "DEFAULTS", "DEFAULT_BODY", "TE_CASES",
-           "body_bytes_so_far", "bodiless_request_messages", "te_response", "first_chunk_arrival",
-           "events_of_kept_alive"]
+__all__ = [
+    "assert_ping",
+    "b64",
+    "upload",
+    "message_records",
+    "close_as",
+    "DEFAULTS",
+    "DEFAULT_BODY",
+    "TE_CASES",
+    "body_bytes_so_far",
+    "bodiless_request_messages",
+    "te_response",
+    "first_chunk_arrival",
+    "events_of_kept_alive",
+]
 
 
 def b64(data: bytes) -> dict:
@@ -27,7 +40,8 @@ def assert_ping(resp) -> None:
     """The ``GET /ping`` pipelined behind a scripted response was answered as the fixture answers it."""
     assert resp.status == 200 and resp.body == b"ok", (
         f"the request pipelined after the scripted one got {resp.status} {resp.body[:80]!r}: "
-        "the scripted response left stray bytes or broken framing on the connection")
+        "the scripted response left stray bytes or broken framing on the connection"
+    )
 
 
 def upload(server, how: str, chunks: list) -> dict:
@@ -48,7 +62,7 @@ def upload(server, how: str, chunks: list) -> dict:
             conn.send(part)
         resp = conn.read_responses(1, methods=["POST"]).first
     if how != "content-length":
-        body_not_read(server, resp, None)   # a 411 to a body without Content-Length: not supported
+        body_not_read(server, resp, None)  # a 411 to a body without Content-Length: not supported
     assert resp.status == 200, resp.body[:200]
     return json.loads(resp.body)
 
@@ -70,8 +84,7 @@ def close_as(conn: Connection, how: str) -> None:
 
 #: responses whose messages leave an optional key out, and the body each makes
 DEFAULTS = {
-    "start-without-headers": [["send", {"type": "http.response.start", "status": 200}],
-                              ["body", "abc"]],
+    "start-without-headers": [["send", {"type": "http.response.start", "status": 200}], ["body", "abc"]],
     "body-without-body": [["start", 200], ["send", {"type": "http.response.body"}]],
     "body-without-more-body": [["start", 200], ["send", {"type": "http.response.body", "body": b64(b"abc")}]],
 }
@@ -90,7 +103,7 @@ def body_bytes_so_far(data: bytes) -> int:
     head_end = data.find(b"\r\n\r\n")
     if head_end < 0:
         return 0
-    head, body = data[:head_end].lower(), data[head_end + 4:]
+    head, body = data[:head_end].lower(), data[head_end + 4 :]
     if b"\ntransfer-encoding:" not in head:
         return len(body)
     total, pos = 0, 0
@@ -114,8 +127,14 @@ def bodiless_request_messages(server, how: str) -> list:
     elif how == "POST-content-length-0":
         data = build_request("POST", "/probe", [("Content-Length", "0")], host=server.authority)
     else:
-        data = build_request("POST", "/probe", [("Transfer-Encoding", "chunked")], b"0\r\n\r\n",
-                             host=server.authority, content_length=False)
+        data = build_request(
+            "POST",
+            "/probe",
+            [("Transfer-Encoding", "chunked")],
+            b"0\r\n\r\n",
+            host=server.authority,
+            content_length=False,
+        )
     with Connection(server.address, 5) as conn:
         conn.send(data)
         resp = conn.read_responses(1, methods=["POST"]).first
@@ -147,7 +166,7 @@ def first_chunk_arrival(server, steps: list, token: str, size: int) -> tuple:
     the bytes read). The response ends 3 bytes after that first chunk."""
     seen_at = None
 
-    def complete(data) -> bool:   # called after every read: note when the first chunk was all there
+    def complete(data) -> bool:  # called after every read: note when the first chunk was all there
         nonlocal seen_at
         if seen_at is None and body_bytes_so_far(data) >= size:
             seen_at = time.time()

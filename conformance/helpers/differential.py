@@ -10,6 +10,7 @@ does not allow is in bold; one that no other server shares is marked with a dagg
 from the grammar and from the others stands out, and a new server is compared in one run. Rows where every
 server read the mutation as the grammar allows are counted, not listed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,9 @@ def run_target(text: str, mutations=MUTATIONS, *, log=print) -> dict:
     """{mutation name: (label, problems)} for one target (its server started and stopped here)."""
     adapter, target = resolve(text)
     work = Path(tempfile.mkdtemp(prefix="gatecheck-differential-"))
-    server = StartedServer(target, adapter.target_capabilities(target), event_dir=work / "events",
-                           log_dir=work / "logs", work_dir=work)
+    server = StartedServer(
+        target, adapter.target_capabilities(target), event_dir=work / "events", log_dir=work / "logs", work_dir=work
+    )
     (work / "events").mkdir()
     (work / "logs").mkdir()
     out = {}
@@ -63,24 +65,28 @@ def _grammar(mutation) -> str:
 def render(results: dict, versions: dict) -> str:
     """The Markdown page: a legend, per-server counts, and the rows where some server stands out."""
     names = list(results)
-    lines = ["# Differential view: request framing", "",
-             "Every framing mutation of `conformance/spec/framing.py` (derived from RFC 9112's grammar) sent to each",
-             "server, and how each read it. Regenerate with `python -m gatecheck.conformance.helpers.differential",
-             "--server TARGET ... --out docs/differential.md`; the same mutations are the checks of",
-             "`test_http1_grammar.py`.", "",
-             "A cell is the statuses of the responses (`x`: the server then closed), then what the app read of each",
-             "request: `r83` a complete 83-octet body, `f` a read that failed, `H` the request hidden in the body",
-             "(served only where the grammar reads body octets as a request). The grammar column is what RFC 9112",
-             "reads (`400 x`: invalid, answered 400 and closed; `waits`: incomplete). **Bold**: a reading the",
-             "grammar does not allow; †: no other server read it so.", "",
-             "| server | version | mutations | read as the grammar allows | not |",
-             "| --- | --- | ---: | ---: | ---: |"]
+    lines = [
+        "# Differential view: request framing",
+        "",
+        "Every framing mutation of `conformance/spec/framing.py` (derived from RFC 9112's grammar) sent to each",
+        "server, and how each read it. Regenerate with `python -m gatecheck.conformance.helpers.differential",
+        "--server TARGET ... --out docs/differential.md`; the same mutations are the checks of",
+        "`test_http1_grammar.py`.",
+        "",
+        "A cell is the statuses of the responses (`x`: the server then closed), then what the app read of each",
+        "request: `r83` a complete 83-octet body, `f` a read that failed, `H` the request hidden in the body",
+        "(served only where the grammar reads body octets as a request). The grammar column is what RFC 9112",
+        "reads (`400 x`: invalid, answered 400 and closed; `waits`: incomplete). **Bold**: a reading the",
+        "grammar does not allow; †: no other server read it so.",
+        "",
+        "| server | version | mutations | read as the grammar allows | not |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
     for name in names:
         bad = sum(1 for _, found in results[name].values() if found)
         total = len(results[name])
         lines.append(f"| {name} | {versions.get(name, '')} | {total} | {total - bad} | {bad} |")
-    lines += ["", "| mutation | grammar | " + " | ".join(names) + " |",
-              "| --- | --- |" + " --- |" * len(names)]
+    lines += ["", "| mutation | grammar | " + " | ".join(names) + " |", "| --- | --- |" + " --- |" * len(names)]
     quiet = 0
     for family, mutations in FAMILIES.items():
         for mutation in mutations:
@@ -110,8 +116,9 @@ def _earlier(path) -> tuple:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gatecheck.conformance.helpers.differential",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m gatecheck.conformance.helpers.differential", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--server", action="append", required=True, metavar="TARGET", help="a target (repeat)")
     parser.add_argument("--out", type=Path, help="write the Markdown table here (default: standard output)")
     parser.add_argument("--json", type=Path, help="also keep the readings here, and add those of an earlier run")

@@ -8,6 +8,7 @@ mutation (read as the grammar reads it; answered 400; closed) share one exchange
 observation against the grammar's reading; ``label`` says in a few characters how the server read it (the
 differential table). Every read is bounded (``wire.REPLY_TIMEOUT``, ``wire.CLOSE_WAIT``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,10 +64,10 @@ class Observation:
     data: bytes
     exchange: Exchange | None
     closed: bool
-    waited: bool              # an incomplete request got no answer while the server waited for the rest
-    error: str = ""           # the responses could not be parsed (shown; judged as a failure)
-    seen: dict = field(default_factory=dict)   # token -> Seen
-    tokens: tuple = ()        # (the request's token, the hidden request's token)
+    waited: bool  # an incomplete request got no answer while the server waited for the rest
+    error: str = ""  # the responses could not be parsed (shown; judged as a failure)
+    seen: dict = field(default_factory=dict)  # token -> Seen
+    tokens: tuple = ()  # (the request's token, the hidden request's token)
 
     @property
     def finals(self) -> list:
@@ -111,16 +112,17 @@ def _exchange(server, obs: Observation, methods: list) -> None:
             if obs.mutation.eof:
                 conn.sock.shutdown(socket.SHUT_WR)
         except OSError:
-            pass   # the server may have refused and closed before the last octets
+            pass  # the server may have refused and closed before the last octets
         if reading.end == COMPLETE:
             obs.exchange = conn.read_responses(count, methods=methods)
         elif reading.end == INVALID or obs.mutation.eof:
             obs.exchange = conn.read_responses(count + 1, methods=methods)
             if not conn.closed:
                 conn.wait_closed(CLOSE_WAIT)
-        else:   # incomplete and the client still there: the server waits for the rest, answering nothing yet
-            obs.exchange = conn.read_responses(count + 1, methods=methods, timeout=INCOMPLETE_WAIT if not count
-                                               else REPLY_TIMEOUT)
+        else:  # incomplete and the client still there: the server waits for the rest, answering nothing yet
+            obs.exchange = conn.read_responses(
+                count + 1, methods=methods, timeout=INCOMPLETE_WAIT if not count else REPLY_TIMEOUT
+            )
             obs.waited = len(obs.exchange.final) <= count and not conn.closed
             if not (obs.exchange.final[count:] or conn.closed):
                 obs.exchange = _after(conn, obs.exchange, count, methods)
@@ -179,7 +181,8 @@ def _barrier(server) -> None:
         conn.send(smuggled_request(server, token))
         ex = conn.read_responses(1, methods=["GET"])
     assert ex.final and ex.final[0].status == 200, (
-        f"after the mutation, a plain GET /ping on a new connection got {ex.raw[:200]!r}: no barrier for the log")
+        f"after the mutation, a plain GET /ping on a new connection got {ex.raw[:200]!r}: no barrier for the log"
+    )
     if not server.events(token, timeout=BARRIER_LOG_TIMEOUT):
         _SILENT.add(_log_key(server))
         raise AssertionError(_SILENT_LOG)
@@ -199,12 +202,13 @@ def _app_has_logged(server) -> None:
         with os.scandir(folder) as entries:
             logged = any(True for _ in entries)
     except (OSError, TypeError):
-        logged = True   # no folder to read: the barrier decides, as for any server
+        logged = True  # no folder to read: the barrier decides, as for any server
     if logged:
         _SILENT.discard(_log_key(server))
         return
-    raise AssertionError(f"{_SILENT_LOG} (a served GET /ping left no event, and the app has logged nothing "
-                         "on this server since)")
+    raise AssertionError(
+        f"{_SILENT_LOG} (a served GET /ping left no event, and the app has logged nothing on this server since)"
+    )
 
 
 def _decode(events: list, interface: str) -> Seen:
@@ -233,7 +237,7 @@ def _decode(events: list, interface: str) -> Seen:
 
 
 def _body_matches(seen: Seen, body: bytes, chunked: bool) -> str:
-    """"" when the app's completed read is ``body``; else what it read instead. WSGI shows a sha256; on a
+    """ "" when the app's completed read is ``body``; else what it read instead. WSGI shows a sha256; on a
     chunked request without ``wsgi.input_terminated`` it reads CONTENT_LENGTH (absent: nothing), so no body
     is shown; in content-length mode a short read is one the app can tell (it is not a complete read)."""
     if seen.body is not None:
@@ -253,6 +257,7 @@ def _method_ok(seen: Seen, method: bytes, interface: str) -> bool:
 
 # -- judging --------------------------------------------------------------------------------------------
 
+
 def problems(obs: Observation, interface: str) -> list:
     """How the server's reading of the mutation differs from every answer the grammar allows ([] when none)."""
     if obs.error:
@@ -268,7 +273,7 @@ def problems(obs: Observation, interface: str) -> list:
         elif resp is not None and resp.status >= 400 and obs.mutation.refusable:
             stopped = obs.closed
         elif resp is None and i and obs.closed:
-            stopped = True   # the server closed after the previous response (a server may close at any time)
+            stopped = True  # the server closed after the previous response (a server may close at any time)
         else:
             what = f"answered {resp.status} without the app" if resp is not None else "never reached the app"
             out.append(f"request {i + 1}, complete by the grammar ({len(message.body)}-octet body), {what}")
@@ -309,8 +314,13 @@ def _broken(obs: Observation, interface: str, chunked: bool) -> list:
     tellable = seen is not None and interface == "wsgi" and _tellable(seen, obs)
     # a request invalid only in its trailer section had its body decoded whole: reading that body is no error
     # of framing (the 400 and the close are judged apart)
-    whole = partial is not None and partial.decoded and seen is not None and seen.read == "complete" and not \
-        _body_matches(seen, partial.body, True)
+    whole = (
+        partial is not None
+        and partial.decoded
+        and seen is not None
+        and seen.read == "complete"
+        and not _body_matches(seen, partial.body, True)
+    )
     if seen is not None and seen.read == "complete" and not tellable and not whole:
         body = seen.body if seen.body is not None else f"{seen.length} octets"
         out.append(f"the app read the {obs.reading.end} request as complete: {body!r:.80}")
@@ -322,8 +332,10 @@ def _broken(obs: Observation, interface: str, chunked: bool) -> list:
     if obs.reading.end == INCOMPLETE and not obs.mutation.eof and not obs.waited and not later:
         out.append("the server closed while the client was still sending the incomplete request")
     if not obs.closed and not later:
-        out.append(f"the server neither answered the {obs.reading.end} request nor closed "
-                   f"({REPLY_TIMEOUT + CLOSE_WAIT:.1f} s): it hangs")
+        out.append(
+            f"the server neither answered the {obs.reading.end} request nor closed "
+            f"({REPLY_TIMEOUT + CLOSE_WAIT:.1f} s): it hangs"
+        )
     return out
 
 
@@ -332,7 +344,7 @@ def _tellable(seen: Seen, obs: Observation) -> bool:
     without wsgi.input_terminated the app reads nothing and can tell nothing: no body shown)."""
     if obs.mutation.framing == "chunked":
         return seen.mode == "content-length" and seen.length == 0
-    declared = declared_length(obs.mutation)   # CONTENT_LENGTH: a shorter read is one the app can tell
+    declared = declared_length(obs.mutation)  # CONTENT_LENGTH: a shorter read is one the app can tell
     return seen.length is not None and declared is not None and seen.length < declared
 
 

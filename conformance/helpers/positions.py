@@ -7,6 +7,7 @@ response that ended the connection (RFC 9112 §9.6). A position the server does 
 allows (it closes after a response saying close; it answers the first of pipelined requests and then neither
 the rest nor closes) is *not supported*; any other shortfall fails. Every read is bounded.
 """
+
 from __future__ import annotations
 
 import socket
@@ -25,24 +26,25 @@ __all__ = ["Conversation", "at_position", "alone"]
 
 @dataclass
 class Conversation:
-    finals: list          # the final responses, in order
+    finals: list  # the final responses, in order
     closed: bool
     raw: bytes
-    sent_at: float        # time.time() when the request under test was sent
-    answered_at: float    # time.time() when its response had come
+    sent_at: float  # time.time() when the request under test was sent
+    answered_at: float  # time.time() when its response had come
 
     def response(self, index: int):
         return self.finals[index]
 
 
-def at_position(server, position, target: bytes, method: str = "GET", *, others=None,
-                pause: float = 0.0) -> Conversation:
+def at_position(
+    server, position, target: bytes, method: str = "GET", *, others=None, pause: float = 0.0
+) -> Conversation:
     """The connection's requests as ``position`` says, ``target`` (complete request bytes) at its index;
     ``others`` (request bytes, one per other place; default ``GET /ping``); ``pause`` seconds before the
     request under test on a kept-alive connection."""
     count = PIPELINE if position.pipelined else position.index + 1
     datas = list(others) if others is not None else [request(server) for _ in range(count - 1)]
-    datas = datas[:count - 1]
+    datas = datas[: count - 1]
     datas.insert(position.index, target)
     methods = ["GET"] * count
     methods[position.index] = method
@@ -63,8 +65,8 @@ def _one_by_one(conn: Connection, position, datas: list, methods: list, pause: f
     finals, raw, sent, answered, ex = [], b"", 0.0, 0.0, None
     for i, data in enumerate(datas):
         if i and (not conn.may_send() or says_close(finals[-1]) or not persistent(finals[-1])):
-            break   # the previous response ended the connection: no request after it (RFC 9112 §9.3, §9.6)
-        if i and i == position.index and pause:   # after the response before it: a request alone has none
+            break  # the previous response ended the connection: no request after it (RFC 9112 §9.3, §9.6)
+        if i and i == position.index and pause:  # after the response before it: a request alone has none
             time.sleep(pause)
         sent = time.time() if i == position.index else sent
         try:
@@ -102,15 +104,24 @@ def _reached(server, talk: Conversation, ex: Exchange | None, position, count: i
     shown = f"got {talk.raw[:300]!r}"
     said = talk.finals and (says_close(talk.finals[-1]) or not persistent(talk.finals[-1]))
     if said or (talk.finals and talk.closed and _stops_unprovoked(server, position, len(talk.finals), count, pause)):
-        how = ("with a response that does not persist (RFC 9112 §9.3)" if said
-               else "without saying close, as on a connection of GET /ping only")
-        pytest.skip(f"{UNSUPPORTED_PREFIX} the server ends the connection after {len(talk.finals)} response(s), "
-                    f"{how}: no request reaches position {position.name}")
+        how = (
+            "with a response that does not persist (RFC 9112 §9.3)"
+            if said
+            else "without saying close, as on a connection of GET /ping only"
+        )
+        pytest.skip(
+            f"{UNSUPPORTED_PREFIX} the server ends the connection after {len(talk.finals)} response(s), "
+            f"{how}: no request reaches position {position.name}"
+        )
     if position.pipelined and talk.finals and ex is not None and not talk.closed and ex.timed_out:
-        pytest.skip(f"{UNSUPPORTED_PREFIX} the server answered {len(talk.finals)} of {count} pipelined requests "
-                    "and then neither the rest nor closed: it does not serve pipelined requests")
-    raise AssertionError(f"no answer to the request at position {position.name} ({len(talk.finals)} responses): "
-                         f"{describe(ex) if ex is not None else shown}")
+        pytest.skip(
+            f"{UNSUPPORTED_PREFIX} the server answered {len(talk.finals)} of {count} pipelined requests "
+            "and then neither the rest nor closed: it does not serve pipelined requests"
+        )
+    raise AssertionError(
+        f"no answer to the request at position {position.name} ({len(talk.finals)} responses): "
+        f"{describe(ex) if ex is not None else shown}"
+    )
 
 
 def alone(server, target: bytes, method: str = "GET"):

@@ -23,6 +23,7 @@ Rules of this module:
    WSGI gap, a 2xx without the body or the server's 500 for the app's empty answer) is *not supported*; any
    other answer (a 501 for a valid Transfer-Encoding, a 400) is judged by the check.
 """
+
 from __future__ import annotations
 
 from gatecheck.conformance.app import decode_probe, new_token, run_script, step, wsgi_environ
@@ -30,8 +31,15 @@ from gatecheck.conformance.client.http1 import Connection, ParseError, build_req
 from gatecheck.conformance.spec.results import not_supported
 from gatecheck.fixtures import TOKEN_HEADER
 
-__all__ = ["pipelining_gap", "needs_pipelining", "unlengthed_body_gap", "body_not_read", "refused_for_length",
-           "eof_gap", "needs_simulated_eof"]
+__all__ = [
+    "pipelining_gap",
+    "needs_pipelining",
+    "unlengthed_body_gap",
+    "body_not_read",
+    "refused_for_length",
+    "eof_gap",
+    "needs_simulated_eof",
+]
 
 _TIMEOUT = 3.0
 _PORTABLE_READ = "test_wsgi_input.py::test_chunked_body_is_readable_by_a_portable_app"
@@ -95,8 +103,14 @@ def unlengthed_body_gap(server) -> str | None:
 
 def _unlengthed(server) -> str | None:
     body = b"gatecheck"
-    data = build_request("POST", "/probe/unlengthed", [("Transfer-Encoding", "chunked")],
-                         b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body), host=server.authority, content_length=False)
+    data = build_request(
+        "POST",
+        "/probe/unlengthed",
+        [("Transfer-Encoding", "chunked")],
+        b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body),
+        host=server.authority,
+        content_length=False,
+    )
     try:
         with Connection(server.address, _TIMEOUT) as conn:
             conn.send(data)
@@ -119,9 +133,11 @@ def _unlengthed(server) -> str | None:
         return None
     length, terminated = env.get("CONTENT_LENGTH"), env.get("wsgi.input_terminated")
     if not terminated and length in (None, ""):
-        return (f"for a chunked request the server sets neither CONTENT_LENGTH nor wsgi.input_terminated "
-                f"(CONTENT_LENGTH={length!r}, wsgi.input_terminated={terminated!r}), so a WSGI app has no portable "
-                f"way to read the body (PEP 3333); {_PORTABLE_READ} carries that gap")
+        return (
+            f"for a chunked request the server sets neither CONTENT_LENGTH nor wsgi.input_terminated "
+            f"(CONTENT_LENGTH={length!r}, wsgi.input_terminated={terminated!r}), so a WSGI app has no portable "
+            f"way to read the body (PEP 3333); {_PORTABLE_READ} carries that gap"
+        )
     return None
 
 
@@ -132,7 +148,7 @@ def body_not_read(server, resp, expected: bytes | None = None) -> None:
     if resp.status == 411:
         not_supported(refused_for_length(resp))
     gap = unlengthed_body_gap(server)
-    if gap is None or gap.startswith(_LENGTH_REQUIRED) or expected == b"":   # an empty body needs no read
+    if gap is None or gap.startswith(_LENGTH_REQUIRED) or expected == b"":  # an empty body needs no read
         return
     unread = (200 <= resp.status < 300 and (expected is None or resp.body != expected)) or resp.status == 500
     if unread:
@@ -145,10 +161,9 @@ _LENGTH_REQUIRED = "the server answers"
 def refused_for_length(resp) -> str:
     """The reason for a ``411 (Length Required)``: RFC 9112 §6.3 lets a server refuse a body without
     Content-Length."""
-    return (f"the server answers {resp.status} (Length Required) to a body without Content-Length (RFC 9112 §6.3 "
-            f"allows it)")
-
-
+    return (
+        f"the server answers {resp.status} (Length Required) to a body without Content-Length (RFC 9112 §6.3 allows it)"
+    )
 
 
 _READ_PAST = "test_wsgi_input.py::test_read_past_content_length_returns_the_body_then_empty"
@@ -164,16 +179,23 @@ def eof_gap(server) -> str | None:
 
 def _eof(server) -> str | None:
     body = b"hello"
-    steps = [["read", 64], ["read", 64], ["read", 64],
-             ["start_response", "200 OK", [["Content-Type", "text/plain"]]], ["return_list", ["ok"]]]
+    steps = [
+        ["read", 64],
+        ["read", 64],
+        ["read", 64],
+        ["start_response", "200 OK", [["Content-Type", "text/plain"]]],
+        ["return_list", ["ok"]],
+    ]
     try:
         run = run_script(server, steps, method="POST", body=body, timeout=_TIMEOUT, steps_timeout=0.5)
     except (OSError, ParseError):
         return None
     reads = [step(run.events, i) for i in range(3)]
     if not run.exchange.final and reads[0] is not None:
-        return (f"an app reading past CONTENT_LENGTH is not answered within {_TIMEOUT:.0f} s (its read waits for more "
-                f"input: no end of file is simulated)")
+        return (
+            f"an app reading past CONTENT_LENGTH is not answered within {_TIMEOUT:.0f} s (its read waits for more "
+            f"input: no end of file is simulated)"
+        )
     got = [r.get("result") for r in reads if r is not None and r.get("ok")]
     if len(got) == 3 and all(isinstance(g, bytes) for g in got) and len(b"".join(got)) > len(body):
         return f"reads past CONTENT_LENGTH return bytes that are not the body ({b''.join(got)[:40]!r})"
@@ -184,5 +206,7 @@ def needs_simulated_eof(server) -> None:
     """*Not supported* where ``wsgi.input`` simulates no end of file at CONTENT_LENGTH (rule 1)."""
     gap = eof_gap(server)
     if gap:
-        not_supported(f"this check's app reads wsgi.input to its end, and the server simulates no end of file at "
-                      f"CONTENT_LENGTH ({gap}); that PEP 3333 should is judged by {_READ_PAST}")
+        not_supported(
+            f"this check's app reads wsgi.input to its end, and the server simulates no end of file at "
+            f"CONTENT_LENGTH ({gap}); that PEP 3333 should is judged by {_READ_PAST}"
+        )

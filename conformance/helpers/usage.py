@@ -13,6 +13,7 @@ Rules of this module:
 The ``usage`` fixture (conformance/conftest.py) hands a :class:`Usage` to the checks of
 ``test_robustness.py`` and ``test_vanishing_clients.py``.
 """
+
 from __future__ import annotations
 
 import socket
@@ -21,17 +22,16 @@ import time
 
 import psutil
 
-from gatecheck.servers.tree import descendants
-
-from gatecheck.conformance.helpers.wire import deliver, describe, request
 from gatecheck.conformance.client.connect import connect
+from gatecheck.conformance.helpers.wire import deliver, describe, request
+from gatecheck.servers.tree import descendants
 
 __all__ = ["MiB", "RSS_MARGIN", "FD_MARGIN", "SETTLE", "Usage", "open_fds", "abort", "open_many", "served_promptly"]
 
 MiB = 1 << 20
-RSS_MARGIN = 128 * MiB   # resident growth that stays after settling and counts as a leak
-FD_MARGIN = 16           # descriptors that stay open after every client left
-SETTLE = 5.0             # seconds the server gets to release what the clients held
+RSS_MARGIN = 128 * MiB  # resident growth that stays after settling and counts as a leak
+FD_MARGIN = 16  # descriptors that stay open after every client left
+SETTLE = 5.0  # seconds the server gets to release what the clients held
 
 
 def open_fds(server) -> int:
@@ -77,10 +77,12 @@ class Usage:
         self.record("fds_before", self.fds0)
         self.record("fds_after", fds)
         assert rss - self.rss0 <= RSS_MARGIN or not judge_rss, (
-            f"server RSS grew {self.rss0 / MiB:.0f} → {rss / MiB:.0f} MiB and did not come back within {SETTLE}s")
+            f"server RSS grew {self.rss0 / MiB:.0f} → {rss / MiB:.0f} MiB and did not come back within {SETTLE}s"
+        )
         assert fds - self.fds0 <= FD_MARGIN, (
             f"server holds {fds - self.fds0} more file descriptors ({self.fds0} → {fds}) {SETTLE}s after "
-            f"every client left")
+            f"every client left"
+        )
 
 
 def abort(sock: socket.socket) -> None:
@@ -106,15 +108,16 @@ def open_many(server, count: int, first: bytes | list = b"", within: float = 30.
             try:
                 sock = connect(server, timeout=min(5.0, remaining))
             except socket.timeout:
-                raise AssertionError(f"connect() {n + 1} of {count} timed out after {min(5.0, remaining):.1f} s "
-                                     f"({n} were open)") from None
+                raise AssertionError(
+                    f"connect() {n + 1} of {count} timed out after {min(5.0, remaining):.1f} s ({n} were open)"
+                ) from None
             socks.append(sock)
             fragment = first[n % len(first)] if isinstance(first, list) else first
             if fragment:
                 sock.sendall(fragment)
     except BaseException:
         for sock in socks:
-            abort(sock)   # a reset, as every client here vanishes: a FIN can be lost (test_robustness.py)
+            abort(sock)  # a reset, as every client here vanishes: a FIN can be lost (test_robustness.py)
         raise
     return socks
 
@@ -124,4 +127,5 @@ def served_promptly(server, within: float = 5.0) -> None:
     ex = deliver(server, request(server), timeout=within)
     took = time.monotonic() - started
     assert ex.final and ex.final[0].body == b"ok" and took < within, (
-        f"a normal GET /ping took {took:.1f}s: {describe(ex)}")
+        f"a normal GET /ping took {took:.1f}s: {describe(ex)}"
+    )

@@ -11,6 +11,7 @@ Rules of this module:
    any app that sees it writes ``request.start`` under that token; the log is read after a later request was
    served and logged (the barrier of ``app.py`` rule 4), not after a fixed wait.
 """
+
 from __future__ import annotations
 
 import socket
@@ -18,34 +19,52 @@ import time
 
 import pytest
 
-from gatecheck.fixtures import TOKEN_HEADER
-
 from gatecheck.conformance.app import BARRIER_LOG_TIMEOUT, NEVER_GRACE, new_token
 from gatecheck.conformance.client.http1 import Connection, Exchange, build_request, persistent
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX, not_supported
+from gatecheck.fixtures import TOKEN_HEADER
 
-__all__ = ["REPLY_TIMEOUT", "CLOSE_WAIT", "MODES", "request", "deliver", "assert_rejected", "assert_refused",
-           "assert_closed_after_answer", "status_classes", "assert_closed", "assert_serves", "smuggled_request",
-           "assert_never_parsed", "describe",
-           "says_close", "ends_connection", "assert_answered_in_order", "held_follow_up", "tracked",
-           "assert_app_ran"]
+__all__ = [
+    "REPLY_TIMEOUT",
+    "CLOSE_WAIT",
+    "MODES",
+    "request",
+    "deliver",
+    "assert_rejected",
+    "assert_refused",
+    "assert_closed_after_answer",
+    "status_classes",
+    "assert_closed",
+    "assert_serves",
+    "smuggled_request",
+    "assert_never_parsed",
+    "describe",
+    "says_close",
+    "ends_connection",
+    "assert_answered_in_order",
+    "held_follow_up",
+    "tracked",
+    "assert_app_ran",
+]
 
-REPLY_TIMEOUT = 3.0   # seconds for a reply to a small request on a loaded 2-core box
-CLOSE_WAIT = 1.5      # seconds a server gets to close after its response
+REPLY_TIMEOUT = 3.0  # seconds for a reply to a small request on a loaded 2-core box
+CLOSE_WAIT = 1.5  # seconds a server gets to close after its response
 
 #: how a request's bytes reach the server (h11's tr(): whole, byte by byte, followed by another request)
 MODES = ("whole", "bytewise", "pipelined")
 
 
-def request(server, method: str = "GET", target: str = "/ping", headers=(), body: bytes = b"",
-            version: str = "HTTP/1.1", **kw) -> bytes:
+def request(
+    server, method: str = "GET", target: str = "/ping", headers=(), body: bytes = b"", version: str = "HTTP/1.1", **kw
+) -> bytes:
     """``build_request`` with this server's authority as Host."""
     kw.setdefault("host", server.authority)
     return build_request(method, target, headers, body, version=version, **kw)
 
 
-def tracked(server, method: str = "GET", target: str = "/ping", headers=(), body: bytes = b"",
-            version: str = "HTTP/1.1", **kw) -> tuple:
+def tracked(
+    server, method: str = "GET", target: str = "/ping", headers=(), body: bytes = b"", version: str = "HTTP/1.1", **kw
+) -> tuple:
     """(request bytes, token): ``request`` with an event-log token, so :func:`assert_app_ran` can show that the
     answer is the app's."""
     token = new_token()
@@ -59,12 +78,22 @@ def assert_app_ran(server, *tokens: str, what: str = "the request") -> None:
         events = server.events(token, timeout=BARRIER_LOG_TIMEOUT)
         assert any(e.get("event") == "request.start" for e in events), (
             f"the app's log shows no run of {what}: the answer is not the app's, so it is no evidence "
-            f"(events under its token: {[e.get('event') for e in events][:5]})")
+            f"(events under its token: {[e.get('event') for e in events][:5]})"
+        )
 
 
-def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods=(),
-            timeout: float = REPLY_TIMEOUT, wait_close=False, shut_write: bool = False,
-            then: bytes = b"") -> Exchange:
+def deliver(
+    server,
+    data: bytes,
+    *,
+    mode: str = "whole",
+    count: int = 1,
+    methods=(),
+    timeout: float = REPLY_TIMEOUT,
+    wait_close=False,
+    shut_write: bool = False,
+    then: bytes = b"",
+) -> Exchange:
     """Send ``data`` on a new connection and read up to ``count`` final responses.
 
     ``mode``: "whole" (one write), "bytewise" (one byte per write, Nagle off, a pause between writes)
@@ -87,7 +116,7 @@ def deliver(server, data: bytes, *, mode: str = "whole", count: int = 1, methods
         try:
             if mode == "bytewise":
                 for i in range(len(data)):
-                    conn.send(data[i:i + 1])
+                    conn.send(data[i : i + 1])
                     time.sleep(0.001)
             else:
                 conn.send(data)
@@ -116,14 +145,21 @@ def _follow_up(conn: Connection, result: Exchange, then: bytes) -> Exchange:
         except OSError:
             pass
         more = _read(conn, 1, ["GET"])
-        return Exchange(result.responses + more.responses, more.closed, more.leftover, more.timed_out,
-                        result.raw + more.raw)
+        return Exchange(
+            result.responses + more.responses, more.closed, more.leftover, more.timed_out, result.raw + more.raw
+        )
     held = conn.ending or ("the server closed the connection" if conn.closed else "no response to the first request")
     before = len(conn.buffer)
     if conn.ending and not conn.closed:
         conn.wait_closed(CLOSE_WAIT)
-    return Exchange(result.responses, conn.closed, conn.buffer, result.timed_out, result.raw + conn.buffer[before:],
-                    held=f"the follow-up request was not sent: {held}")
+    return Exchange(
+        result.responses,
+        conn.closed,
+        conn.buffer,
+        result.timed_out,
+        result.raw + conn.buffer[before:],
+        held=f"the follow-up request was not sent: {held}",
+    )
 
 
 def held_follow_up(ex: Exchange, what: str = "the follow-up request") -> None:
@@ -194,7 +230,8 @@ def assert_serves(server) -> None:
     token = new_token()
     ex = deliver(server, smuggled_request(server, token))
     assert ex.final and ex.final[0].status == 200 and ex.final[0].body == b"ok", (
-        f"after the previous input, a plain GET /ping on a new connection {describe(ex)}")
+        f"after the previous input, a plain GET /ping on a new connection {describe(ex)}"
+    )
     assert server.events(token, timeout=BARRIER_LOG_TIMEOUT), "the app's event log shows nothing for a served request"
 
 
@@ -230,13 +267,16 @@ def assert_answered_in_order(ex: Exchange, bodies) -> None:
     answer must be the first requests, in order; the rest were never processed and the client retries them."""
     bodies = list(bodies)
     got = [r.body for r in ex.final]
-    assert got == bodies[:len(got)], f"responses out of order or wrong: {describe(ex)}"
+    assert got == bodies[: len(got)], f"responses out of order or wrong: {describe(ex)}"
     if len(got) < len(bodies):
         if ex.held and not ex.closed and not ex.leftover:
             held_follow_up(ex, "the request after the response")
         if ex.final and not ex.closed and not ex.leftover and ex.timed_out:
-            pytest.skip(f"{UNSUPPORTED_PREFIX} the server answered {len(got)} of {len(bodies)} pipelined requests "
-                        "and then neither answered the rest nor closed: it does not serve pipelined requests")
+            pytest.skip(
+                f"{UNSUPPORTED_PREFIX} the server answered {len(got)} of {len(bodies)} pipelined requests "
+                "and then neither answered the rest nor closed: it does not serve pipelined requests"
+            )
         assert ex.final and ends_connection(ex.final[-1]) and ex.closed, (
             f"{len(got)} of {len(bodies)} pipelined requests answered, without Connection: close and a close: "
-            f"{describe(ex)}")
+            f"{describe(ex)}"
+        )

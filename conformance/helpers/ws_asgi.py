@@ -2,20 +2,27 @@
 received (after a Close frame of the client's), what its send() did after that close, the scope the probe app
 saw, the spec_version and extensions the server advertises (a check of a later version's behaviour is *not
 supported* below it). Moved out of the check module to keep it small."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from gatecheck.fixtures import typed
-
 from gatecheck.conformance.app import value_of, ws_accepted, ws_open, ws_script, ws_steps
 from gatecheck.conformance.client.ws import OP_TEXT
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
+from gatecheck.fixtures import typed
 
-__all__ = ["disconnect_message", "probe_scope", "spec_version", "require_spec", "require_denial",
-           "client_close_disconnect", "late_send_step"]
+__all__ = [
+    "disconnect_message",
+    "probe_scope",
+    "spec_version",
+    "require_spec",
+    "require_denial",
+    "client_close_disconnect",
+    "late_send_step",
+]
 
 
 def disconnect_message(server, token, timeout=5.0) -> dict:
@@ -54,8 +61,10 @@ def require_spec(server, version: str) -> None:
     """Skip (as not supported) unless the WebSocket scope advertises spec_version >= ``version``."""
     have = spec_version(server)
     if have < tuple(int(p) for p in version.split(".")):
-        pytest.skip(f"{UNSUPPORTED_PREFIX} {server.target} advertises WebSocket spec_version "
-                    f"{'.'.join(map(str, have))} < {version}")
+        pytest.skip(
+            f"{UNSUPPORTED_PREFIX} {server.target} advertises WebSocket spec_version "
+            f"{'.'.join(map(str, have))} < {version}"
+        )
 
 
 def require_denial(server) -> None:
@@ -77,8 +86,9 @@ def client_close_disconnect(server, *close) -> dict:
 
 def late_send_step(server) -> dict:
     """The app's step event of a websocket.send made 0.2 s after the client's Close frame arrived."""
-    conn, token = ws_script(server, [["receive"], ["accept"], ["wait_disconnect", 10], ["sleep", 0.2],
-                                   ["send_text", "too late"]])
+    conn, token = ws_script(
+        server, [["receive"], ["accept"], ["wait_disconnect", 10], ["sleep", 0.2], ["send_text", "too late"]]
+    )
     with ws_accepted(conn):
         conn.send_close(1000)
         conn.read_frames_until_close()

@@ -1,13 +1,34 @@
 """The raw WebSocket client as test_websocket.py's checks use it: /ws_echo connections shown accepted or
 alive, echo round trips that check the server's frames, refused handshakes that must still be HTTP, fragments,
 and the protocol violations the checks send (RFC 6455)."""
+
 from __future__ import annotations
 
-from gatecheck.conformance.client.ws import (EOF, OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_TEXT, TIMEOUT,
-                                             close_payload, connect, encode_frame)
+from gatecheck.conformance.client.ws import (
+    EOF,
+    OP_BINARY,
+    OP_CLOSE,
+    OP_CONT,
+    OP_PING,
+    OP_TEXT,
+    TIMEOUT,
+    close_payload,
+    connect,
+    encode_frame,
+)
 
-__all__ = ["open_echo", "Echo", "assert_server_frames", "live_echo", "round_trip", "refused_handshake",
-           "send_fragments", "frame_bytes", "PROTOCOL_ERRORS", "after_violation"]
+__all__ = [
+    "open_echo",
+    "Echo",
+    "assert_server_frames",
+    "live_echo",
+    "round_trip",
+    "refused_handshake",
+    "send_fragments",
+    "frame_bytes",
+    "PROTOCOL_ERRORS",
+    "after_violation",
+]
 
 
 def open_echo(server, path="/ws_echo", **kw):
@@ -68,8 +89,9 @@ def refused_handshake(server, **kw):
         hs = conn.handshake
     finally:
         conn.close()
-    assert hs.response is not None, (f"no HTTP response to the handshake "
-                                     f"({'connection closed' if hs.closed else 'silence'}): {hs.raw[:200]!r}")
+    assert hs.response is not None, (
+        f"no HTTP response to the handshake ({'connection closed' if hs.closed else 'silence'}): {hs.raw[:200]!r}"
+    )
     return hs
 
 

@@ -8,10 +8,23 @@ target). ``model`` tallies each target × area (the share of MUST/SHOULD checks 
 writes the pages: ``index.html`` and ``README.md`` (the overview), ``<target>.html`` and ``<target>.md``
 (its failures and known deviations, each with its clause's sentence and the evidence).
 """
+
 from gatecheck.conformance.matrix.cli import main, write_pages
 from gatecheck.conformance.matrix.htmlpage import render_index_html, render_target_html
 from gatecheck.conformance.matrix.mdpage import render_index_md, render_target_md
 from gatecheck.conformance.matrix.model import AREAS, Matrix, Tally, area_of, load_results, slug
 
-__all__ = ["main", "write_pages", "render_index_html", "render_target_html", "render_index_md", "render_target_md",
-           "AREAS", "Matrix", "Tally", "area_of", "load_results", "slug"]
+__all__ = [
+    "main",
+    "write_pages",
+    "render_index_html",
+    "render_target_html",
+    "render_index_md",
+    "render_target_md",
+    "AREAS",
+    "Matrix",
+    "Tally",
+    "area_of",
+    "load_results",
+    "slug",
+]

@@ -2,6 +2,7 @@
 page per check under ``checks/`` (what each configuration did, with the evidence: the message, the known
 deviation's entry and its upstream link, the bytes sent and received, the server's log, and the command that
 reruns it there)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -45,13 +46,15 @@ def _server_cell(records: list, server: str, check: str) -> str:
         return "<td class=na>·</td>"
     decided = [r for r in records if r["outcome"] not in _UNDECIDED]
     if not decided:
-        return f"<td class=ns title=\"not supported on any configuration of {e(server)}\">n/s</td>"
+        return f'<td class=ns title="not supported on any configuration of {e(server)}">n/s</td>'
     passed = sum(r["outcome"] in PASSED for r in decided)
     known = sum(r["outcome"] == "known" for r in decided)
     words = ", ".join(f"{r['target']}: {r['outcome']}" for r in records)
     note = f"<small class=k>✗{known} known</small>" if known else ""
-    return (f"<td class=\"s {band_of(passed / len(decided))[0]}\" title=\"{e(words)}\"><b>{passed}/{len(decided)}"
-            f"</b>{note}</td>")
+    return (
+        f'<td class="s {band_of(passed / len(decided))[0]}" title="{e(words)}"><b>{passed}/{len(decided)}'
+        f"</b>{note}</td>"
+    )
 
 
 def render_checks_html(m: Matrix, records_of: dict, pages: dict) -> str:
@@ -61,21 +64,27 @@ def render_checks_html(m: Matrix, records_of: dict, pages: dict) -> str:
     body_rows = []
     for area, _ in by_area([{"area": r[0]["area"], "check": c} for c, r in records_of.items()]):
         checks = sorted(c for c, r in records_of.items() if area_of(r[0]["area"]) == area)
-        body_rows.append(f"<tr data-a={area_class(m.areas, area)}><td colspan={len(servers) + 2}>"
-                         f"<h3 class=area>{e(area)} ({len(checks)})</h3></td></tr>")
+        body_rows.append(
+            f"<tr data-a={area_class(m.areas, area)}><td colspan={len(servers) + 2}>"
+            f"<h3 class=area>{e(area)} ({len(checks)})</h3></td></tr>"
+        )
         for check in checks:
             records = records_of[check]
             interfaces = " ".join(sorted({r.get("interface", "") for r in records}))
             cells = "".join(_server_cell([r for r in records if r.get("server") == s], s, check) for s in servers)
-            body_rows.append(f"<tr data-i=\"{e(interfaces)}\" data-a={area_class(m.areas, area)}><td class=c>"
-                             f"<a href=\"checks/{e(pages[check])}\"><code class=id>{e(check)}</code></a></td>"
-                             f"<td class=v>{e(records[0].get('level', ''))}</td>{cells}</tr>")
-    body = (f"<p><a href=\"index.html\">← the matrix</a></p><h1>Every check × every server</h1><p class=lead>"
-            f"{len(records_of)} checks. Each cell: the server's configurations that passed the check, of those that "
-            "decided it (known deviations are failures); n/s: not supported on any; ·: no configuration it applies "
-            f"to. A check opens its page: what every configuration did, with the evidence.</p>"
-            f"{filter_form(m.areas, short_area)}<table class=\"grid checks\"><thead><tr><th class=tg>check</th>"
-            f"<th>level</th>{head}</tr></thead><tbody>{''.join(body_rows)}</tbody></table>")
+            body_rows.append(
+                f'<tr data-i="{e(interfaces)}" data-a={area_class(m.areas, area)}><td class=c>'
+                f'<a href="checks/{e(pages[check])}"><code class=id>{e(check)}</code></a></td>'
+                f"<td class=v>{e(records[0].get('level', ''))}</td>{cells}</tr>"
+            )
+    body = (
+        f'<p><a href="index.html">← the matrix</a></p><h1>Every check × every server</h1><p class=lead>'
+        f"{len(records_of)} checks. Each cell: the server's configurations that passed the check, of those that "
+        "decided it (known deviations are failures); n/s: not supported on any; ·: no configuration it applies "
+        f"to. A check opens its page: what every configuration did, with the evidence.</p>"
+        f'{filter_form(m.areas, short_area)}<table class="grid checks"><thead><tr><th class=tg>check</th>'
+        f"<th>level</th>{head}</tr></thead><tbody>{''.join(body_rows)}</tbody></table>"
+    )
     return page("gatecheck: every check × every server", body, filter_css(m.areas))
 
 
@@ -87,8 +96,10 @@ def _evidence(m: Matrix, record: dict) -> str:
     spec = m.info.get(record["target"], {}).get("spec") or record["target"]
     # a known deviation fails again, bytes and all, without the expectation file that lists it
     options = ["--no-expectations"] if record["outcome"] == "known" else []
-    return (f"<pre>{e(evidence_of(record) or '(no message)')}</pre>{upstream_html(record)}{_details(record)}"
-            f"<p class=meta>rerun: <code>{e(rerun_command(spec, record['check'], options))}</code></p>")
+    return (
+        f"<pre>{e(evidence_of(record) or '(no message)')}</pre>{upstream_html(record)}{_details(record)}"
+        f"<p class=meta>rerun: <code>{e(rerun_command(spec, record['check'], options))}</code></p>"
+    )
 
 
 def render_check_html(m: Matrix, check: str, records: list, order: dict) -> str:
@@ -96,21 +107,30 @@ def render_check_html(m: Matrix, check: str, records: list, order: dict) -> str:
     first = records[0]
     sentence, accepts = sentence_of(first)
     rows = []
-    for record in sorted(records, key=lambda r: (order.get(r.get("server", ""), 99), m.targets.index(r["target"])
-                                                 if r["target"] in m.targets else 0)):
+    for record in sorted(
+        records,
+        key=lambda r: (
+            order.get(r.get("server", ""), 99),
+            m.targets.index(r["target"]) if r["target"] in m.targets else 0,
+        ),
+    ):
         outcome = record["outcome"]
-        rows.append(f"<tr><td>{e(record.get('server', ''))}</td><td><a href=\"../{e(slug(record['target']))}.html\">"
-                    f"{e(record['target'])}</a></td><td>{e(m.version(record['target']))}</td><td class=o><span "
-                    f"class=\"out {e(outcome)}\">{e(OUTCOME_WORDS.get(outcome, outcome))}</span></td>"
-                    f"<td>{_evidence(m, record)}</td></tr>")
+        rows.append(
+            f'<tr><td>{e(record.get("server", ""))}</td><td><a href="../{e(slug(record["target"]))}.html">'
+            f"{e(record['target'])}</a></td><td>{e(m.version(record['target']))}</td><td class=o><span "
+            f'class="out {e(outcome)}">{e(OUTCOME_WORDS.get(outcome, outcome))}</span></td>'
+            f"<td>{_evidence(m, record)}</td></tr>"
+        )
     passed = sum(r["outcome"] in PASSED for r in records)
     decided = sum(r["outcome"] not in _UNDECIDED for r in records)
-    body = (f"<p><a href=\"../index.html\">← the matrix</a> · <a href=\"../checks.html\">every check</a></p>"
-            f"<h1><code class=id>{e(check)}</code></h1><p class=meta>{e(first.get('clause', ''))} · "
-            f"<span class=lvl>{e(first.get('level', ''))}</span> · area {e(first.get('area', ''))} · passed on "
-            f"{passed} of the {decided} configurations that decided it</p>"
-            + (f"<blockquote>{e(sentence)}</blockquote>" if sentence else "")
-            + (f"<p class=accepts><b>Passes when:</b> {e(accepts)}</p>" if accepts else "")
-            + "<table class=list><thead><tr><th>server</th><th>configuration</th><th>version</th><th>outcome</th>"
-            f"<th>evidence</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    body = (
+        f'<p><a href="../index.html">← the matrix</a> · <a href="../checks.html">every check</a></p>'
+        f"<h1><code class=id>{e(check)}</code></h1><p class=meta>{e(first.get('clause', ''))} · "
+        f"<span class=lvl>{e(first.get('level', ''))}</span> · area {e(first.get('area', ''))} · passed on "
+        f"{passed} of the {decided} configurations that decided it</p>"
+        + (f"<blockquote>{e(sentence)}</blockquote>" if sentence else "")
+        + (f"<p class=accepts><b>Passes when:</b> {e(accepts)}</p>" if accepts else "")
+        + "<table class=list><thead><tr><th>server</th><th>configuration</th><th>version</th><th>outcome</th>"
+        f"<th>evidence</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
     return page(f"{check}: gatecheck", body)

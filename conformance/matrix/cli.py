@@ -1,4 +1,5 @@
 """``python -m gatecheck.conformance.matrix RESULTS... --out DIR``: render the matrix pages into DIR."""
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,11 @@ def write_pages(matrix: Matrix, out: Path) -> list:
     (out / "checks").mkdir(parents=True, exist_ok=True)
     records_of = by_check(matrix)
     names = check_pages(records_of)
-    pages = {"index.html": render_index_html(matrix), "README.md": render_index_md(matrix),
-             "checks.html": render_checks_html(matrix, records_of, names)}
+    pages = {
+        "index.html": render_index_html(matrix),
+        "README.md": render_index_md(matrix),
+        "checks.html": render_checks_html(matrix, records_of, names),
+    }
     for target in matrix.targets:
         pages[f"{slug(target)}.html"] = render_target_html(matrix, target, lambda c: f"checks/{names[c]}")
         pages[f"{slug(target)}.md"] = render_target_md(matrix, target)
@@ -55,17 +59,22 @@ def _remove_stale(out: Path, written: set) -> None:
 
 
 def main(argv: list | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gatecheck.conformance.matrix",
-                                     description="The compliance matrix: server targets × spec areas, and a page "
-                                                 "per target, as static HTML and Markdown.",
-                                     epilog=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m gatecheck.conformance.matrix",
+        description="The compliance matrix: server targets × spec areas, and a page "
+        "per target, as static HTML and Markdown.",
+        epilog=USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("results", nargs="+", help="results JSON files (or directories of them)")
     parser.add_argument("--out", default="results/matrix", help="directory for the pages (default results/matrix)")
     args = parser.parse_args(argv)
     missing = [p for p in args.results if not Path(p).exists()]
     if missing:
-        print(f"error: no such results file: {', '.join(missing)}; run the conformance envs first "
-              "(tox -e granian, ...)", file=sys.stderr)
+        print(
+            f"error: no such results file: {', '.join(missing)}; run the conformance envs first (tox -e granian, ...)",
+            file=sys.stderr,
+        )
         return 2
     try:
         matrix = Matrix(*load_results(args.results))
@@ -81,6 +90,8 @@ def main(argv: list | None = None) -> int:
         print(f"error: cannot write the matrix into {args.out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     servers = len({info["server"] for info in matrix.info.values()})
-    print(f"matrix: {matrix.check_count} checks × {len(matrix.targets)} configurations of {servers} servers × "
-          f"{len(matrix.areas)} areas → {len(written)} pages in {args.out} (open {Path(args.out) / 'index.html'})")
+    print(
+        f"matrix: {matrix.check_count} checks × {len(matrix.targets)} configurations of {servers} servers × "
+        f"{len(matrix.areas)} areas → {len(written)} pages in {args.out} (open {Path(args.out) / 'index.html'})"
+    )
     return 0

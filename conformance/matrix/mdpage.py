@@ -1,10 +1,21 @@
 """The matrix as Markdown (GitHub renders it beside the HTML): the same pages, a coloured mark per cell."""
+
 from __future__ import annotations
 
 from gatecheck.conformance.matrix.model import Matrix, evidence_of, sentence_of, slug
 from gatecheck.conformance.matrix.servers import server_rows
-from gatecheck.conformance.matrix.view import (LEGEND_NOTES, OUTCOME_WORDS, SECTIONS, band_of, by_area, cell_view,
-                                               fraction, legend, percent, sections)
+from gatecheck.conformance.matrix.view import (
+    LEGEND_NOTES,
+    OUTCOME_WORDS,
+    SECTIONS,
+    band_of,
+    by_area,
+    cell_view,
+    fraction,
+    legend,
+    percent,
+    sections,
+)
 
 __all__ = ["render_index_md", "render_target_md", "MARKER"]
 
@@ -31,8 +42,11 @@ def _table(m: Matrix, targets: list, link) -> list:
     for t in targets:
         cells = [_cell(cell_view(m.cell(t, a), "")) for a in m.areas]
         row = m.rows[t]
-        out.append(f"| [`{_esc(t)}`]({link(t)}) | " + " | ".join(cells)
-                   + f" | **{_cell(cell_view(row, ''))}** | {fraction(row.policy)} | {fraction(row.info)} |")
+        out.append(
+            f"| [`{_esc(t)}`]({link(t)}) | "
+            + " | ".join(cells)
+            + f" | **{_cell(cell_view(row, ''))}** | {fraction(row.policy)} | {fraction(row.info)} |"
+        )
     return out
 
 
@@ -48,22 +62,31 @@ def _rate(m: Matrix, row, which: str) -> str:
 def _servers(m: Matrix) -> list:
     """One row per server: its best configuration's MUST and SHOULD rates (the spread over its full
     configurations), failing checks with the known deviations among them, crashes, versions."""
-    out = ["| server | versions | best configuration | MUST | SHOULD | failing (known) | crashes |",
-           "| --- | --- | --- | --- | --- | ---: | ---: |"]
+    out = [
+        "| server | versions | best configuration | MUST | SHOULD | failing (known) | crashes |",
+        "| --- | --- | --- | --- | --- | ---: | ---: |",
+    ]
     for row in server_rows(m):
         failing, known = row.failing(m)
         best = f"[`{_esc(row.best)}`]({slug(row.best)}.md)"
-        out.append(f"| {_esc(row.server)} | {_esc(', '.join(row.versions))} | {best} | {_rate(m, row, 'must')} "
-                   f"| {_rate(m, row, 'should')} | {failing} ({known}) | {row.crashes} |")
+        out.append(
+            f"| {_esc(row.server)} | {_esc(', '.join(row.versions))} | {best} | {_rate(m, row, 'must')} "
+            f"| {_rate(m, row, 'should')} | {failing} ({known}) | {row.crashes} |"
+        )
     return out
 
 
 def render_index_md(m: Matrix) -> str:
     servers = len({m.info[t]["server"] for t in m.targets})
-    out = [MARKER, "# gatecheck compliance matrix", "",
-           f"{len(m.targets)} targets of {servers} servers × {len(m.areas)} spec areas; {m.check_count} distinct "
-           "checks. Each cell: the share of the area's MUST/SHOULD checks passed, then passed/decided, failures "
-           "and known deviations. The same page in colour: [index.html](index.html).", ""]
+    out = [
+        MARKER,
+        "# gatecheck compliance matrix",
+        "",
+        f"{len(m.targets)} targets of {servers} servers × {len(m.areas)} spec areas; {m.check_count} distinct "
+        "checks. Each cell: the share of the area's MUST/SHOULD checks passed, then passed/decided, failures "
+        "and known deviations. The same page in colour: [index.html](index.html).",
+        "",
+    ]
     out += ["## Servers", ""] + _servers(m) + ["", "## Configurations", ""]
     out += _table(m, m.targets, lambda t: f"{slug(t)}.md")
     out += ["", "## Legend", ""]
@@ -79,9 +102,13 @@ def render_index_md(m: Matrix) -> str:
 def _entry(record: dict) -> list:
     sentence, accepts = sentence_of(record)
     outcome = record["outcome"]
-    out = [f"#### `{record['check']}`", "",
-           f"{record['level']} · {OUTCOME_WORDS.get(outcome, outcome)} · {record['clause']} · area "
-           f"{record.get('area', '')}", ""]
+    out = [
+        f"#### `{record['check']}`",
+        "",
+        f"{record['level']} · {OUTCOME_WORDS.get(outcome, outcome)} · {record['clause']} · area "
+        f"{record.get('area', '')}",
+        "",
+    ]
     out += [f"> {_esc(sentence)}" if sentence else "(no sentence recorded)", ""]
     if accepts:
         out += [f"Passes when: {_esc(accepts)}", ""]
@@ -95,13 +122,22 @@ def render_target_md(m: Matrix, target: str) -> str:
     listed = sections(m.records.get(target, []))
     info = m.info[target]
     counts = ", ".join(f"{n} {o}" for o, n in sorted(m.rows[target].outcomes.items()))
-    out = [MARKER, "[← the matrix](README.md)", "", f"# `{target}`", "",
-           f"{m.versions(target)} · interface {info['interface']}, HTTP {info.get('http', '')} · features "
-           f"{', '.join(info.get('features', []))}", "", f"Checks × this target: {counts}.", ""]
+    out = [
+        MARKER,
+        "[← the matrix](README.md)",
+        "",
+        f"# `{target}`",
+        "",
+        f"{m.versions(target)} · interface {info['interface']}, HTTP {info.get('http', '')} · features "
+        f"{', '.join(info.get('features', []))}",
+        "",
+        f"Checks × this target: {counts}.",
+        "",
+    ]
     out += _table(m, [target], lambda t: f"{slug(t)}.md") + [""]
     out += [" · ".join(f"[{title}](#{anchor}) ({len(listed[anchor])})" for anchor, title, _ in SECTIONS), ""]
     for anchor, title, about in SECTIONS:
-        out += [f"<a id=\"{anchor}\"></a>", "", f"## {title} ({len(listed[anchor])})", "", f"_{about}_", ""]
+        out += [f'<a id="{anchor}"></a>', "", f"## {title} ({len(listed[anchor])})", "", f"_{about}_", ""]
         for area, records in by_area(listed[anchor]):
             out += [f"### {area} ({len(records)})", ""]
             for record in records:

@@ -9,6 +9,7 @@ deviation lowers the share and is shown as such. Not supported and skipped check
 cell whose records are all not supported is "not supported"; a cell with no record at all is "n/a" (the
 area does not apply to the target's interface).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,13 +18,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gatecheck.conformance.spec.levels import row_for_check
 from gatecheck.conformance.plugin.outcomes import SPEC_GROUP, level_group
 from gatecheck.conformance.plugin.resultsfile import SCHEMA_VERSION
+from gatecheck.conformance.spec.levels import row_for_check
 
 __all__ = ["load_results", "Matrix", "Tally", "AREAS", "area_of", "slug", "SCHEMA_VERSIONS", "Source"]
 
-SCHEMA_VERSIONS = (1, SCHEMA_VERSION)   # 2 only adds the outcomes timeout, interrupted and noted
+SCHEMA_VERSIONS = (1, SCHEMA_VERSION)  # 2 only adds the outcomes timeout, interrupted and noted
 #: spec area → the record areas (check module stems without "test_") it gathers, by prefix; in column order
 AREAS = (
     ("ASGI", ("asgi_",)),
@@ -63,15 +64,16 @@ def slug(target: str) -> str:
 @dataclass
 class Tally:
     """Counts of one cell (or one target's whole row): the spec share, POLICY and INFO apart."""
-    outcomes: dict = field(default_factory=lambda: defaultdict(int))   # every outcome, every level
-    passed: int = 0         # spec group, passed or fixed
-    decided: int = 0        # spec group, decided (see the module docstring)
-    known: int = 0          # spec group, known deviations
-    failed: int = 0         # spec group, failed, error, timeout or interrupted
-    policy: list = field(default_factory=lambda: [0, 0])   # [passed, decided]
-    info: list = field(default_factory=lambda: [0, 0])     # [passed, decided] ("noted" is a failed INFO check)
-    must: list = field(default_factory=lambda: [0, 0])     # [passed, decided] of MUST and MUST NOT
-    should: list = field(default_factory=lambda: [0, 0])   # [passed, decided] of SHOULD and SHOULD NOT
+
+    outcomes: dict = field(default_factory=lambda: defaultdict(int))  # every outcome, every level
+    passed: int = 0  # spec group, passed or fixed
+    decided: int = 0  # spec group, decided (see the module docstring)
+    known: int = 0  # spec group, known deviations
+    failed: int = 0  # spec group, failed, error, timeout or interrupted
+    policy: list = field(default_factory=lambda: [0, 0])  # [passed, decided]
+    info: list = field(default_factory=lambda: [0, 0])  # [passed, decided] ("noted" is a failed INFO check)
+    must: list = field(default_factory=lambda: [0, 0])  # [passed, decided] of MUST and MUST NOT
+    should: list = field(default_factory=lambda: [0, 0])  # [passed, decided] of SHOULD and SHOULD NOT
 
     def merge(self, other: "Tally") -> None:
         """Add ``other``'s counts (a server's area over its configurations)."""
@@ -81,8 +83,12 @@ class Tally:
         self.decided += other.decided
         self.known += other.known
         self.failed += other.failed
-        for mine, theirs in ((self.policy, other.policy), (self.info, other.info), (self.must, other.must),
-                             (self.should, other.should)):
+        for mine, theirs in (
+            (self.policy, other.policy),
+            (self.info, other.info),
+            (self.must, other.must),
+            (self.should, other.should),
+        ):
             mine[0] += theirs[0]
             mine[1] += theirs[1]
 
@@ -114,7 +120,7 @@ class Tally:
 
     @property
     def state(self) -> str:
-        """"n/a" (no record), "n/s" (nothing decided, something not supported), "policy-only", or "share"."""
+        """ "n/a" (no record), "n/s" (nothing decided, something not supported), "policy-only", or "share"."""
         if not self.outcomes:
             return "n/a"
         if self.decided:
@@ -135,8 +141,10 @@ def _read(path) -> dict:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version not in SCHEMA_VERSIONS:
-        raise ValueError(f"{path}: results schema_version {version!r} not supported "
-                         f"(expected one of {', '.join(map(str, SCHEMA_VERSIONS))})")
+        raise ValueError(
+            f"{path}: results schema_version {version!r} not supported "
+            f"(expected one of {', '.join(map(str, SCHEMA_VERSIONS))})"
+        )
     return data
 
 
@@ -150,8 +158,9 @@ def load_results(paths: list) -> tuple:
             targets[target["target"]] = target
         for check in data["checks"]:
             checks[(check["check"], check["target"])] = check
-        sources.append(Source(Path(path).name, data.get("created", ""),
-                              tuple(sorted(t["target"] for t in data["targets"]))))
+        sources.append(
+            Source(Path(path).name, data.get("created", ""), tuple(sorted(t["target"] for t in data["targets"])))
+        )
     return targets, list(checks.values()), sources
 
 
@@ -169,9 +178,9 @@ class Matrix:
         self.info = targets
         self.sources = list(sources)
         self.targets = sorted(targets, key=lambda t: (targets[t]["server"], "tls=on" in t, targets[t]["interface"], t))
-        self.records = defaultdict(list)        # target → records
-        self.cells = defaultdict(Tally)          # (target, area) → Tally
-        self.rows = defaultdict(Tally)           # target → Tally over every area
+        self.records = defaultdict(list)  # target → records
+        self.cells = defaultdict(Tally)  # (target, area) → Tally
+        self.rows = defaultdict(Tally)  # target → Tally over every area
         seen = set()
         for record in sorted(checks, key=lambda r: (r["check"], r["target"])):
             area = area_of(record.get("area", ""))
@@ -218,5 +227,5 @@ def evidence_of(record: dict) -> str:
     "known deviation [clause]: evidence (link)", an intermittent one's "known intermittent deviation [clause]:
     evidence; intermittent: how often", after "held this run; " when it did), else the failure message."""
     message = (record.get("message") or "").strip()
-    message = re.sub(r"(?m)^E {0,7}", "", message)   # pytest's "E       " before each assertion line
+    message = re.sub(r"(?m)^E {0,7}", "", message)  # pytest's "E       " before each assertion line
     return re.sub(r"^(held this run; )?known (intermittent )?deviation \[[^\]]*\]:\s*", "", message)

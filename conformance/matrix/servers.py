@@ -14,6 +14,7 @@ A server's configurations are its targets (``granian:asgi:auto``, ``granian:rsgi
     versions     every server version the configurations recorded
     areas        per spec area, every configuration together: passed ÷ decided over check × configuration pairs
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from gatecheck.conformance.matrix.model import Matrix, Tally
 
 __all__ = ["ServerRow", "server_rows", "is_crash", "FULL_SHARE"]
 
-FULL_SHARE = 0.5    # a full configuration decided at least this share of the server's largest spec count
+FULL_SHARE = 0.5  # a full configuration decided at least this share of the server's largest spec count
 _CRASH_WORDS = ("server process exited during this check", "ended with signal", "without finishing its results")
 
 
@@ -37,12 +38,12 @@ def is_crash(record: dict) -> bool:
 @dataclass
 class ServerRow:
     server: str
-    targets: list                      # its configurations, in the matrix's order
-    full: list                         # the configurations its best and spreads are taken over
+    targets: list  # its configurations, in the matrix's order
+    full: list  # the configurations its best and spreads are taken over
     best: str
     versions: list
     crashes: int = 0
-    areas: dict = field(default_factory=dict)   # area -> Tally over every configuration
+    areas: dict = field(default_factory=dict)  # area -> Tally over every configuration
 
     def rate(self, m: Matrix, target: str, which: str) -> float | None:
         passed, decided = getattr(m.rows[target], which)

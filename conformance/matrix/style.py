@@ -1,6 +1,7 @@
 """The matrix pages' one stylesheet (inline in every page) and the filters, which are CSS only: radio buttons and
 ``:has()`` rules hide the rows of other interfaces and the columns (or check rows) of other areas, so a page needs
 no script and no server (a browser without ``:has()`` shows everything)."""
+
 from __future__ import annotations
 
 from html import escape as e
@@ -67,9 +68,11 @@ table.checks td.s{min-width:4.5em}
 
 
 def band_css() -> str:
-    return "".join(f"td.{css}{{background:{colour}}}.sw.{css}{{background:{colour}}}"
-                   for _, css, colour, _, _ in BANDS) + ".sw.ns{background:repeating-linear-gradient(" \
+    return (
+        "".join(f"td.{css}{{background:{colour}}}.sw.{css}{{background:{colour}}}" for _, css, colour, _, _ in BANDS)
+        + ".sw.ns{background:repeating-linear-gradient("
         "135deg,#eee 0 5px,#d5d5d5 5px 10px)}.sw.na{background:#fafafa;border:1px solid #ddd}.sw.ro{background:#f0f0f0}"
+    )
 
 
 def area_class(areas: list, area: str) -> str:
@@ -83,19 +86,23 @@ def filter_css(areas: list) -> str:
     rules = [f"body:has(#f-{i}:checked) tr[data-i]:not([data-i~={i}]){{display:none}}" for i in INTERFACES]
     for n in range(len(areas)):
         rules.append(f"body:has(#f-a{n}:checked) .ac:not(.a{n}){{display:none}}")
-        rules.append(f"body:has(#f-a{n}:checked) tr[data-a]:not([data-a=a{n}])"
-                     "{display:none}")
+        rules.append(f"body:has(#f-a{n}:checked) tr[data-a]:not([data-a=a{n}]){{display:none}}")
     return "".join(rules)
 
 
 def filter_form(areas: list, short) -> str:
     """The radio buttons of the filters (``short``: an area's column label)."""
+
     def choice(name: str, ident: str, label: str, checked: bool = False, title: str = "") -> str:
-        tip = f" title=\"{e(title)}\"" if title else ""
-        return (f"<input type=radio name={name} id=f-{ident}{' checked' if checked else ''}>"
-                f"<label for=f-{ident}{tip}>{e(label)}</label>")
+        tip = f' title="{e(title)}"' if title else ""
+        return (
+            f"<input type=radio name={name} id=f-{ident}{' checked' if checked else ''}>"
+            f"<label for=f-{ident}{tip}>{e(label)}</label>"
+        )
 
     interfaces = "".join(choice("i", i, i.upper()) for i in INTERFACES)
     by_area = "".join(choice("a", f"a{n}", short(a), title=a) for n, a in enumerate(areas))
-    return (f"<form class=filters><span class=k>interface</span>{choice('i', 'iall', 'all', True)}{interfaces}"
-            f"<span class=k>area</span>{choice('a', 'aall', 'all', True)}{by_area}</form>")
+    return (
+        f"<form class=filters><span class=k>interface</span>{choice('i', 'iall', 'all', True)}{interfaces}"
+        f"<span class=k>area</span>{choice('a', 'aall', 'all', True)}{by_area}</form>"
+    )

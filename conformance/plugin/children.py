@@ -4,6 +4,7 @@ appended to its partial results file, and the environment the children share.
 A child is started in a session of its own (its process group: one signal reaches its servers too) and gets
 SIGTERM from the kernel when the parent dies (``PR_SET_PDEATHSIG``), which ends it as Ctrl-C does.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -19,27 +20,35 @@ from gatecheck.conformance.plugin.shards import SHARD_OPTION
 
 __all__ = ["Child", "child_env"]
 
-_OVERDUE = 120.0     # seconds past its session deadline before a child is killed
+_OVERDUE = 120.0  # seconds past its session deadline before a child is killed
 
 
 class Child:
     """One child session: its targets (``SessionTarget``), its command line and files, its process."""
 
-    def __init__(self, index: int, targets: list, argv: list, scratch: Path, cwd: str, timeout: float,
-                 junit: bool) -> None:
+    def __init__(
+        self, index: int, targets: list, argv: list, scratch: Path, cwd: str, timeout: float, junit: bool
+    ) -> None:
         self.targets = targets
         self.results = scratch / f"child-{index}.json"
         self.xml = scratch / f"child-{index}.xml"
         self.collected = scratch / f"child-{index}.collected.json"
         self.log = scratch / f"child-{index}.log"
-        self.argv = [*argv, "--jobs", "1", "--results-json", str(self.results), "--gatecheck-collected",
-                     str(self.collected)] + (["--junitxml", str(self.xml)] if junit else [])
+        self.argv = [
+            *argv,
+            "--jobs",
+            "1",
+            "--results-json",
+            str(self.results),
+            "--gatecheck-collected",
+            str(self.collected),
+        ] + (["--junitxml", str(self.xml)] if junit else [])
         self.cwd, self.timeout = cwd, timeout
         self.proc: subprocess.Popen | None = None
         self.started = self.ended = 0.0
         self._offset = 0
-        self.group_args: list = []      # the group's own arguments (a shard of it gets the same)
-        self.shard = False              # started to help a running target (rule 6)
+        self.group_args: list = []  # the group's own arguments (a shard of it gets the same)
+        self.shard = False  # started to help a running target (rule 6)
 
     @property
     def claims(self) -> str | None:
@@ -55,9 +64,16 @@ class Child:
     def start(self, env: dict) -> None:
         parent = os.getpid()
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "pytest", *self.argv], cwd=self.cwd, env=env,
-                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True, preexec_fn=lambda: _die_with(parent))
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest", *self.argv],
+                cwd=self.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=lambda: _die_with(parent),
+            )
         self.started = time.monotonic()
 
     def running(self) -> bool:

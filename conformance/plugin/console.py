@@ -5,6 +5,7 @@ them in pytest's short summary too (its ``-r`` default is failures and errors on
 A serial session prints each failure in pytest's report (``reports.attach_details``); a ``--jobs`` run's
 parent prints the same text from its children's records (:func:`write_failures`).
 """
+
 from __future__ import annotations
 
 from gatecheck.conformance.plugin.failures import failure_text, message_lines, rerun_options
@@ -78,5 +79,7 @@ def write_failures(tw, results, config) -> None:
     if failing or listed:
         tw.sep("=", "short test summary info")
     for rec in listed + failing:
-        tw.line(f"{rec['outcome'].upper()} {rec['check']} @ {rec['target']} - {message_lines(rec)[0][:160]}",
-                red=rec["outcome"] in FAILING)
+        tw.line(
+            f"{rec['outcome'].upper()} {rec['check']} @ {rec['target']} - {message_lines(rec)[0][:160]}",
+            red=rec["outcome"] in FAILING,
+        )

@@ -41,6 +41,7 @@ that happened to miss the race does not call it fixed; the message says whether 
 error is still never known. Remove the entry when the server's fix is released (no run can prove a race
 gone).
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -55,14 +56,24 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Deviation", "Applied", "Expectations", "load_expectations", "load_expectation_file",
-           "EXPECTATIONS_DIR", "ExpectationError", "server_version", "CHECK_ID", "expectations_of"]
+__all__ = [
+    "Deviation",
+    "Applied",
+    "Expectations",
+    "load_expectations",
+    "load_expectation_file",
+    "EXPECTATIONS_DIR",
+    "ExpectationError",
+    "server_version",
+    "CHECK_ID",
+    "expectations_of",
+]
 
 EXPECTATIONS_DIR = Path(__file__).resolve().parent.parent / "expectations"
 ANY_SERVER = "*"
 _REQUIRED = ("check", "evidence")
 _KEYS = {"check", "evidence", "targets", "versions", "link", "upstream", "intermittent"}
-_IGNORED = {"clause"}   # the check's own clause is used
+_IGNORED = {"clause"}  # the check's own clause is used
 #: a check id: ``file.py::function`` with optional ``[parameters]`` (``*`` allowed anywhere)
 CHECK_ID = re.compile(r"[\w*.-]+\.py::[\w*]+(\[.*\])?")
 _HEADER = re.compile(r"^[ \t]*\[\[[ \t]*deviation[ \t]*\]\]", re.MULTILINE)
@@ -74,16 +85,16 @@ class ExpectationError(ValueError):
 
 @dataclass(frozen=True)
 class Deviation:
-    server: str                       # the server whose targets it is for, or "*" (an own file without server)
+    server: str  # the server whose targets it is for, or "*" (an own file without server)
     check: str
     evidence: str
     targets: tuple = ()
     link: str = ""
     versions: str = ""
-    source: str = ""                  # the file it was read from
-    line: int | None = None           # the line of its [[deviation]] header
-    intermittent: str = ""            # a race: how often it was seen failing, and where (see the module text)
-    upstream: str = ""                # the server's own issue or pull request about it (a URL)
+    source: str = ""  # the file it was read from
+    line: int | None = None  # the line of its [[deviation]] header
+    intermittent: str = ""  # a race: how often it was seen failing, and where (see the module text)
+    upstream: str = ""  # the server's own issue or pull request about it (a URL)
 
     def names(self, check_id: str) -> bool:
         """Whether its check pattern matches ``check_id``."""
@@ -142,9 +153,11 @@ class Expectations:
     """The session's deviations, in the order read (built-in files first, then each own file)."""
 
     entries: list = field(default_factory=list)
-    files: list = field(default_factory=list)       # every file read, as given
+    files: list = field(default_factory=list)  # every file read, as given
     warnings: list = field(default_factory=list)
-    _index: tuple | None = field(default=None, repr=False, compare=False)  # (entries seen, exact check -> indexes, globs)
+    _index: tuple | None = field(
+        default=None, repr=False, compare=False
+    )  # (entries seen, exact check -> indexes, globs)
 
     def candidates(self, check_id: str, server: str, target: str) -> list:
         """The entries naming ``check_id`` on ``target``, whatever the version (decided once it is known), in
@@ -194,11 +207,14 @@ def expectations_of(config, targets) -> Expectations:
     files = config.getoption("--expectations")
     if config.getoption("--no-expectations"):
         if files or config.getoption("--no-builtin-expectations"):
-            raise ExpectationError("--no-expectations reads no expectation file: leave out --expectations "
-                                   "and --no-builtin-expectations, or --no-expectations")
+            raise ExpectationError(
+                "--no-expectations reads no expectation file: leave out --expectations "
+                "and --no-builtin-expectations, or --no-expectations"
+            )
         return Expectations()
-    return read_expectations([st.target.server for st in targets], files,
-                             builtin=not config.getoption("--no-builtin-expectations"))
+    return read_expectations(
+        [st.target.server for st in targets], files, builtin=not config.getoption("--no-builtin-expectations")
+    )
 
 
 def load_expectations(server: str, directory: Path = EXPECTATIONS_DIR) -> list:
@@ -223,8 +239,10 @@ def _read(path: Path, server: str | None) -> tuple:
     allowed = {"deviation"} if server is not None else {"deviation", "server"}
     unknown = set(data) - allowed
     if unknown:
-        raise ExpectationError(f"{path}: unknown top-level keys {sorted(unknown)}; use [[deviation]] tables"
-                               + ("" if server is not None else " and an optional server = \"NAME\""))
+        raise ExpectationError(
+            f"{path}: unknown top-level keys {sorted(unknown)}; use [[deviation]] tables"
+            + ("" if server is not None else ' and an optional server = "NAME"')
+        )
     owner = server if server is not None else str(data.get("server", ANY_SERVER) or ANY_SERVER)
     entries = data.get("deviation", [])
     lines = [text.count("\n", 0, m.start()) + 1 for m in _HEADER.finditer(text)]
@@ -247,8 +265,10 @@ def _entry(entry: dict, where: str, owner: str, source: str, line: int | None) -
         raise ExpectationError(f"{where}: unknown keys {sorted(extra)} (known: {', '.join(sorted(_KEYS))})")
     check = str(entry["check"])
     if not CHECK_ID.fullmatch(check):
-        raise ExpectationError(f"{where}: check {check!r} is not a check id: write <file>.py::<function>"
-                               "[<parameters>] as the results file's 'check' field spells it (no target part)")
+        raise ExpectationError(
+            f"{where}: check {check!r} is not a check id: write <file>.py::<function>"
+            "[<parameters>] as the results file's 'check' field spells it (no target part)"
+        )
     versions = str(entry.get("versions", "")).strip()
     if versions:
         try:
@@ -257,17 +277,31 @@ def _entry(entry: dict, where: str, owner: str, source: str, line: int | None) -
             raise ExpectationError(f"{where}: versions {versions!r}: {exc}") from None
     intermittent = entry.get("intermittent", "")
     if not isinstance(intermittent, str) or ("intermittent" in entry and not intermittent.strip()):
-        raise ExpectationError(f"{where}: intermittent must say how often the deviation was seen, e.g. "
-                               "\"failed 3 of 40 runs with the CPU saturated, 0 of 12 idle\"")
+        raise ExpectationError(
+            f"{where}: intermittent must say how often the deviation was seen, e.g. "
+            '"failed 3 of 40 runs with the CPU saturated, 0 of 12 idle"'
+        )
     upstream = entry.get("upstream", "")
     if not isinstance(upstream, str) or ("upstream" in entry and not re.match(r"https?://\S+$", upstream.strip())):
-        raise ExpectationError(f"{where}: upstream must be the URL of the server's issue or pull request, e.g. "
-                               "\"https://github.com/emmett-framework/granian/issues/123\"")
+        raise ExpectationError(
+            f"{where}: upstream must be the URL of the server's issue or pull request, e.g. "
+            '"https://github.com/emmett-framework/granian/issues/123"'
+        )
     targets = entry.get("targets", ())
     if isinstance(targets, str) or not all(isinstance(t, str) for t in targets):
-        raise ExpectationError(f"{where}: targets must be a list of patterns, e.g. [\"granian:asgi*\"]")
-    return Deviation(owner, check, str(entry["evidence"]), tuple(targets), str(entry.get("link", "")),
-                     versions, source, line, intermittent.strip(), upstream.strip())
+        raise ExpectationError(f'{where}: targets must be a list of patterns, e.g. ["granian:asgi*"]')
+    return Deviation(
+        owner,
+        check,
+        str(entry["evidence"]),
+        tuple(targets),
+        str(entry.get("link", "")),
+        versions,
+        source,
+        line,
+        intermittent.strip(),
+        upstream.strip(),
+    )
 
 
 @lru_cache(maxsize=None)
@@ -279,7 +313,7 @@ def _specifiers(text: str):
     try:
         return SpecifierSet(text)
     except InvalidSpecifier:
-        raise ValueError("not PEP 440 version specifiers, e.g. \">=2.8,<2.9\"") from None
+        raise ValueError('not PEP 440 version specifiers, e.g. ">=2.8,<2.9"') from None
 
 
 @lru_cache(maxsize=None)

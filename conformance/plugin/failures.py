@@ -12,6 +12,7 @@ record fields, kept for every check whose outcome is not a pass (``DETAILED``):
     out_of_range  an expectation entry for the check that would have applied but for its version range
     upstream      a known deviation's upstream issue or pull request (its entry's ``upstream``)
 """
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,17 @@ from pathlib import Path
 from gatecheck.conformance.client import transcript
 from gatecheck.conformance.plugin.outcomes import FAILING
 
-__all__ = ["DETAILED", "rerun_options", "rerun_command", "details", "failure_text", "FailureRepr", "LOG_CAP",
-           "out_of_range_note", "message_lines"]
+__all__ = [
+    "DETAILED",
+    "rerun_options",
+    "rerun_command",
+    "details",
+    "failure_text",
+    "FailureRepr",
+    "LOG_CAP",
+    "out_of_range_note",
+    "message_lines",
+]
 
 #: outcomes whose record keeps the details (a pass needs none; an unsupported check sent nothing to judge)
 DETAILED = FAILING | {"known", "noted"}
@@ -86,7 +96,7 @@ def _where(item, excinfo) -> str:
 
 def _short_path(path: Path) -> str:
     parts = path.parts
-    return "/".join(parts[parts.index("gatecheck"):]) if "gatecheck" in parts else path.name
+    return "/".join(parts[parts.index("gatecheck") :]) if "gatecheck" in parts else path.name
 
 
 def message_lines(record: dict) -> list:
@@ -98,16 +108,18 @@ def message_lines(record: dict) -> list:
 def failure_text(record: dict, target: str, options=(), versions: str = "") -> str:
     """The failure of one record, as printed: ``target`` is what ``--server`` takes for its target (the target
     record's ``spec``, else its name); ``options`` the session's rerun options; ``versions`` the server's."""
-    lines = [f"target:  {record['target']}" + (f" ({versions})" if versions else ""),
-             f"check:   {record['check']}",
-             f"clause:  {record.get('clause', '')} ({record.get('level', '')})"]
+    lines = [
+        f"target:  {record['target']}" + (f" ({versions})" if versions else ""),
+        f"check:   {record['check']}",
+        f"clause:  {record.get('clause', '')} ({record.get('level', '')})",
+    ]
     if record.get("sentence"):
-        lines += [f"         \"{record['sentence']}\""]
+        lines += [f'         "{record["sentence"]}"']
     if record.get("accepts"):
         lines += [f"allows:  {record['accepts']}"]
     message = message_lines(record)
     label = f"{record['outcome']}:"
-    first = message[0][len(label):].strip() if message[0].startswith(label) else message[0]   # "fixed: ..."
+    first = message[0][len(label) :].strip() if message[0].startswith(label) else message[0]  # "fixed: ..."
     lines += [f"{label:<8} {first}"] + [f"         {line}" for line in message[1:]]
     if record.get("where"):
         lines += [f"at:      {record['where']}"]

@@ -10,6 +10,7 @@ which writes the results document from the partial file (marked ``"incomplete"``
 asked for JUnit, the JUnit XML from the same records, so both count the same checks. Nothing happens when
 the partial file is gone (the session finished normally).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,7 @@ from gatecheck.conformance.plugin.resultsfile import document, partial_record, w
 __all__ = ["finish", "read_partial", "junit_of", "finish_if_killed", "FINISH_JOB"]
 
 INCOMPLETE = "the session was killed before it finished; these are the checks it had decided"
-FINISH_JOB = "finish-results"   # the reaper's name for this command of a session
+FINISH_JOB = "finish-results"  # the reaper's name for this command of a session
 _FAILED = ("failed", "crashed", "timeout", "fixed")
 _ERRORS = ("error", "interrupted")
 _SKIPPED = ("unsupported", "noted", "skipped", "known")
@@ -48,8 +49,13 @@ def junit_of(checks: list, name: str = "gatecheck") -> ET.ElementTree:
     suite = ET.Element("testsuite", name=name)
     for rec in sorted(checks, key=lambda r: (r["check"], r["target"])):
         file, _, func = rec["check"].partition("::")
-        case = ET.SubElement(suite, "testcase", classname=f"conformance.{Path(file).stem}",
-                             name=f"{func} @ {rec['target']}", time=str(rec.get("duration", 0.0)))
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"conformance.{Path(file).stem}",
+            name=f"{func} @ {rec['target']}",
+            time=str(rec.get("duration", 0.0)),
+        )
         props = ET.SubElement(case, "properties")
         for key in ("check", "target"):
             ET.SubElement(props, "property", name=key, value=str(rec[key]))
@@ -99,8 +105,9 @@ def finish_if_killed(config, results) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gatecheck.conformance.plugin.finish",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m gatecheck.conformance.plugin.finish", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("partial", type=Path)
     parser.add_argument("results", type=Path)
     parser.add_argument("--junit", type=Path)

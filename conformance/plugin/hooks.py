@@ -7,6 +7,7 @@ pool, which starts it once and restarts it when it dies → each phase's report 
 (``outcomes.decide``, with the item's matched deviation) → each check's record is appended as soon as it is
 decided → the results document at the end.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -14,47 +15,71 @@ from pathlib import Path
 
 import pytest
 
-from gatecheck.servers import ServerError, TargetError, stop_all
-from gatecheck.servers.reaper import cancel
-
-from gatecheck.conformance.spec.markers import MARKERS, applicable_interfaces, row_of, validate_item
+from gatecheck.conformance.client import transcript
+from gatecheck.conformance.plugin.collection import (  # hooks of this plugin, registered from here
+    pytest_collection_everything,
+    pytest_collection_modifyitems,
+    pytest_generate_tests,
+    pytest_ignore_collect,
+)
 from gatecheck.conformance.plugin.console import verbose_lists
 from gatecheck.conformance.plugin.expectations import ExpectationError, expectations_of
 from gatecheck.conformance.plugin.finish import FINISH_JOB
+from gatecheck.conformance.plugin.inflight import after_call
 from gatecheck.conformance.plugin.interrupts import Deadlines, Interrupts
+from gatecheck.conformance.plugin.merge import write_collected
 from gatecheck.conformance.plugin.options import add_options, check_output_paths, jobs_wanted, session_timeout
 from gatecheck.conformance.plugin.outcomes import decide
-from gatecheck.conformance.plugin.profiles import load_profile
-from gatecheck.conformance.plugin.pool import ServerPool
 from gatecheck.conformance.plugin.outputs import junit_failed, open_results
-from gatecheck.conformance.plugin.resultsfile import NO_TARGET, check_id_of, meta_of, set_meta
-from gatecheck.conformance.plugin.selection import select_items
+from gatecheck.conformance.plugin.pool import ServerPool
+from gatecheck.conformance.plugin.profiles import load_profile
+from gatecheck.conformance.plugin.reports import (
+    attach_details,
+    brief_if_known,
+    deviation,
+    record_cut,
+    report_interrupted,
+    shape,
+)
+from gatecheck.conformance.plugin.resultsfile import meta_of
 from gatecheck.conformance.plugin.session import SESSION as _SESSION
-from gatecheck.conformance.plugin.session import GatecheckSession, item_meta
-from gatecheck.conformance.plugin.watch import _server_watch, server  # noqa: F401  (fixtures of the plugin)
-from gatecheck.conformance.plugin.inflight import after_call
+from gatecheck.conformance.plugin.session import GatecheckSession
 from gatecheck.conformance.plugin.shards import Claims
-from gatecheck.conformance.plugin.merge import write_collected
-from gatecheck.conformance.plugin.reports import DEVIATION, attach_details, brief_if_known, deviation, record_cut
-from gatecheck.conformance.plugin.reports import report_interrupted, shape
-from gatecheck.conformance.client import transcript
 from gatecheck.conformance.plugin.stale import judge_session
 from gatecheck.conformance.plugin.summary import write_gatecheck_summary
 from gatecheck.conformance.plugin.targets import targets_from_options
-from gatecheck.conformance.plugin.tools import ensure_tools
+from gatecheck.conformance.plugin.watch import _server_watch, server  # noqa: F401  (fixtures of the plugin)
+from gatecheck.conformance.spec.markers import MARKERS
+from gatecheck.servers import ServerError, TargetError, stop_all
+from gatecheck.servers.reaper import cancel
 
 __all__ = [
-    "pytest_addoption", "pytest_cmdline_main", "pytest_configure", "pytest_unconfigure", "pytest_report_header",
-    "pytest_generate_tests", "pytest_ignore_collect", "pytest_collection_modifyitems", "pytest_collection_everything",
-    "pytest_runtest_protocol", "pytest_runtest_protocol_records", "pytest_runtest_call", "pytest_runtest_makereport",
-    "pytest_sessionfinish", "pytest_sessionfinish_junit", "pytest_terminal_summary", "pytest_keyboard_interrupt",
-    "pytest_internalerror", "server", "_server_watch", "server_pool",
+    "pytest_addoption",
+    "pytest_cmdline_main",
+    "pytest_configure",
+    "pytest_unconfigure",
+    "pytest_report_header",
+    "pytest_generate_tests",
+    "pytest_ignore_collect",
+    "pytest_collection_modifyitems",
+    "pytest_collection_everything",
+    "pytest_runtest_protocol",
+    "pytest_runtest_protocol_records",
+    "pytest_runtest_call",
+    "pytest_runtest_makereport",
+    "pytest_sessionfinish",
+    "pytest_sessionfinish_junit",
+    "pytest_terminal_summary",
+    "pytest_keyboard_interrupt",
+    "pytest_internalerror",
+    "server",
+    "_server_watch",
+    "server_pool",
 ]
 
 _CALLED = pytest.StashKey[bool]()
 _ELSEWHERE = pytest.StashKey[bool]()  # the check's module is run by another child of its target (shards.py)
 _ACTIVATED: weakref.WeakSet = weakref.WeakSet()
-_CHECKS_DIR = Path(__file__).resolve().parent.parent / "checks"
 
 
 def pytest_addoption(parser):
@@ -94,7 +119,7 @@ def pytest_cmdline_main(config):
     if any(getattr(config.option, name, False) for name in _NOT_A_RUN):
         return None
     if config.getoption("--gatecheck-check") or getattr(config.option, "lf", False):
-        return None   # a rerun of named or last-failed checks: one session selects them (pytest's --lf cache)
+        return None  # a rerun of named or last-failed checks: one session selects them (pytest's --lf cache)
     targets, expectations = _targets_and_expectations(config)
     jobs = jobs_wanted(config.getoption("--jobs"))
     if jobs < 2:
@@ -109,8 +134,9 @@ def _targets_and_expectations(config) -> tuple:
     """The session's targets and expectation entries from its options; a bad one is a usage error."""
     opt = config.getoption
     try:
-        targets = targets_from_options(opt("--server"), opt("--server-cmd"), opt("--interface"),
-                                       opt("--http"), opt("--features"))
+        targets = targets_from_options(
+            opt("--server"), opt("--server-cmd"), opt("--interface"), opt("--http"), opt("--features")
+        )
         return targets, expectations_of(config, targets)
     except (TargetError, ServerError, ExpectationError) as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -132,13 +158,19 @@ def pytest_configure(config):
     results = open_results(config)
     pool = ServerPool(opt("--server-log-dir"), opt("--ready-timeout"), opt("--server-memory"))
     pool.on_start = lambda started: results.add_target(started.session_target, started.versions)
-    pool.on_restart = lambda started: results.restarted(started.target.name, started.stop(), started.last_check,
-                                                        "\n".join(started.log_text().splitlines()[-20:]))
+    pool.on_restart = lambda started: results.restarted(
+        started.target.name, started.stop(), started.last_check, "\n".join(started.log_text().splitlines()[-20:])
+    )
     for st in targets:
         results.add_target(st)
-    gs = GatecheckSession(targets, expectations, results, pool,
-                          Deadlines(opt("--check-timeout"), session_timeout(config, len(targets))),
-                          Interrupts(on_first=lambda: setattr(pool, "stopping", True)))
+    gs = GatecheckSession(
+        targets,
+        expectations,
+        results,
+        pool,
+        Deadlines(opt("--check-timeout"), session_timeout(config, len(targets))),
+        Interrupts(on_first=lambda: setattr(pool, "stopping", True)),
+    )
     if opt("--gatecheck-shard"):
         gs.claims = Claims(opt("--gatecheck-shard"))
     gs.interrupts.install()
@@ -163,95 +195,12 @@ def pytest_report_header(config):
     gs = _session(config)
     if gs is None:
         return None
-    return ["gatecheck targets: " + ", ".join(st.target.name + ("" if st.target.name == str(st.target) else f" ({st.target})")
-                                             for st in gs.targets)]
-
-
-def pytest_generate_tests(metafunc):
-    if "server" not in metafunc.fixturenames or _session(metafunc.config) is None:
-        return
-    wanted = applicable_interfaces(metafunc.definition.iter_markers("interfaces"))
-    needed = [f for mark in metafunc.definition.iter_markers("needs") for f in mark.args]
-    if not {"h2c", "h2c_upgrade", "tls"} & set(needed) and "http1" not in needed:
-        # A check that asks for no HTTP/2 and no TLS speaks HTTP/1.1 on the cleartext listener: an HTTP/2-only
-        # listener (granian --http 2) lacks that, as it would lack a declared needs("http1").
-        needed.append("http1")
-    params = []
-    for st in metafunc.config.stash[_SESSION].targets:
-        if st.interface not in wanted:
-            continue
-        if st.capabilities.tls and "tls" not in needed:
-            # A tls=on listener speaks only TLS and checks that do not ask for "tls" speak cleartext: they do
-            # not apply to it (like a check of another interface), rather than being "not supported".
-            continue
-        missing = st.capabilities.missing(*needed) if needed else []
-        marks = []
-        if missing:
-            reason = f"not supported: {st.target} lacks {', '.join(missing)}"
-            marks = [pytest.mark.gatecheck_unsupported(reason), pytest.mark.skip(reason=reason)]
-        params.append(pytest.param(st, id=st.id, marks=marks))
-    if not params:
-        params = [pytest.param(None, id=NO_TARGET, marks=pytest.mark.gatecheck_not_applicable)]
-    metafunc.parametrize("server", params, indirect=True, scope="session")
-
-
-def pytest_ignore_collect(collection_path, config):
-    """A shard leaves out the check modules another child of its target already claimed (``shards.py`` rule 4)."""
-    gs = config.stash.get(_SESSION, None)
-    if gs is None or gs.claims is None or collection_path.suffix != ".py":
-        return None
-    try:
-        module = collection_path.relative_to(config.rootpath).as_posix()
-    except ValueError:
-        return None
-    return True if gs.claims.taken(module) else None
-
-
-@pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")
-def pytest_collection_everything(session, config, items):
-    """Before anything is deselected (-k, --deselect): every (check, target) collected, for the stale report."""
-    gs = config.stash.get(_SESSION, None)
-    if gs is None:
-        return
-    for item in items:
-        st = item.callspec.params.get("server") if hasattr(item, "callspec") else None
-        gs.collected.add(check_id_of(item), st.target.name if st is not None else None, Path(str(item.path)))
-
-
-def pytest_collection_modifyitems(session, config, items):
-    gs = _session(config)
-    if gs is None:
-        if any(_is_check(item) for item in items):
-            raise pytest.UsageError("gatecheck's checks need a target: add --server TARGET (e.g. --server "
-                                    "granian:asgi) or --server-cmd; `gatecheck servers list` shows the targets")
-        return
-    errors = [msg for item in items if (msg := validate_item(item))]
-    if errors:
-        raise pytest.UsageError("malformed checks:\n  " + "\n  ".join(errors))
-    select_items(config, items, gs.targets)
-    keep, dropped = [], []
-    for item in items:
-        if item.get_closest_marker("gatecheck_not_applicable"):
-            dropped.append(item)
-            continue
-        keep.append(item)
-        st = item.callspec.params.get("server") if hasattr(item, "callspec") else None
-        meta = item_meta(item, st, check_id_of(item), row_of(item))
-        set_meta(item, meta)
-        item.user_properties += [(k, meta[k]) for k in ("check", "target", "clause", "level")]
-        if st is not None:  # the version range is decided once the server has started (_deviation)
-            candidates = gs.expectations.candidates(meta["check"], st.target.server, meta["target"])
-            if candidates:
-                item.stash[DEVIATION] = candidates
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-    items[:] = keep
-    ensure_tools(config, gs.results, keep)
-
-
-def _is_check(item) -> bool:
-    """An item of gatecheck's own checks (the folder of gatecheck.conformance)."""
-    return Path(str(getattr(item, "path", ""))).parent == _CHECKS_DIR
+    return [
+        "gatecheck targets: "
+        + ", ".join(
+            st.target.name + ("" if st.target.name == str(st.target) else f" ({st.target})") for st in gs.targets
+        )
+    ]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -266,8 +215,15 @@ def pytest_runtest_protocol(item, nextitem):
     claims = gs.claims if gs is not None else None
     if claims is not None:
         if not claims.listed:  # the modules with a check to run: one of only unsupported checks takes no time
-            claims.list_modules(list(dict.fromkeys(_module_of(i) for i in item.session.items
-                                                   if i.get_closest_marker("gatecheck_unsupported") is None)))
+            claims.list_modules(
+                list(
+                    dict.fromkeys(
+                        _module_of(i)
+                        for i in item.session.items
+                        if i.get_closest_marker("gatecheck_unsupported") is None
+                    )
+                )
+            )
         if not claims.mine(_module_of(item)):
             item.stash[_ELSEWHERE] = True  # another child runs this module (shards.py rule 3): no record here
             return True
@@ -299,7 +255,7 @@ def pytest_runtest_call(item):
     gs = item.config.stash.get(_SESSION, None)
     if gs is None:
         return (yield)
-    transcript.begin()   # the bytes of this call's connections, for its report if it fails
+    transcript.begin()  # the bytes of this call's connections, for its report if it fails
     with gs.deadlines.around_call():
         try:
             return (yield)
@@ -323,8 +279,7 @@ def pytest_runtest_makereport(item, call):
     brief_if_known(item, call, known)
     report = yield
     unsupported = item.get_closest_marker("gatecheck_unsupported") is not None
-    verdict = decide(call.when, report, call.excinfo, known, unsupported,
-                     meta_of(item).get("level", ""))
+    verdict = decide(call.when, report, call.excinfo, known, unsupported, meta_of(item).get("level", ""))
     if call.when == "call" and verdict.outcome != "interrupted":
         # A server that died during the call makes the call "crashed", a fixture refusal an error (in the
         # call's report, so JUnit keeps one test case per check, as the results do); the watch fixture
@@ -375,8 +330,15 @@ def pytest_sessionfinish(session, exitstatus):
         gs.pool.stop_all()
         stop_all()
         if gs.deadlines.session_over():  # a shard claims the modules it cuts: no other child runs them then
-            record_cut(session, gs, lambda item: meta_of(item) is not None and not item.stash.get(_ELSEWHERE, False)
-                       and (gs.claims is None or gs.claims.mine(_module_of(item))))
+            record_cut(
+                session,
+                gs,
+                lambda item: (
+                    meta_of(item) is not None
+                    and not item.stash.get(_ELSEWHERE, False)
+                    and (gs.claims is None or gs.claims.mine(_module_of(item)))
+                ),
+            )
     finally:
         gs.results.extra["expectations"] = gs.expectation_report = judge_session(gs)
         if session.config.getoption("--gatecheck-collected"):  # a --jobs child: its collection for the parent
@@ -396,5 +358,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     gs = config.stash.get(_SESSION, None)
     if gs is None or not gs.results.records:
         return
-    write_gatecheck_summary(terminalreporter, gs.results, gs.expectation_report, gs.written, gs.write_error,
-                            gs.junit_error)
+    write_gatecheck_summary(
+        terminalreporter, gs.results, gs.expectation_report, gs.written, gs.write_error, gs.junit_error
+    )

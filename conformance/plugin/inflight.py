@@ -19,6 +19,7 @@ Rules of this module:
    fault, then exits) is charged to the check running when it exits; the message says when it logged nothing
    during that check, so a reader looks at the check before.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -35,9 +36,15 @@ _EXIT_GRACE = 0.05  # seconds: waited only when a call failed and its server sti
 
 def begin(item, started) -> None:
     """Before the check: what its server is made of, and how many refusals its app logged so far."""
-    take_started()   # private servers of earlier checks were judged with them
-    item.stash[_STATE] = {"started": started, "handle": started.handle, "members": started.members(),
-                          "refusals": len(started.refusals()), "offset": started.log_size(), "reported": False}
+    take_started()  # private servers of earlier checks were judged with them
+    item.stash[_STATE] = {
+        "started": started,
+        "handle": started.handle,
+        "members": started.members(),
+        "refusals": len(started.refusals()),
+        "offset": started.log_size(),
+        "reported": False,
+    }
 
 
 def after_call(item, pool, failed: bool) -> Verdict | None:
@@ -78,15 +85,25 @@ def _session_crash(state: dict, grace: float, members: bool = True) -> str | Non
     if what is None:
         return None
     during = started.log_since(state["offset"]).strip()
-    earlier = "" if during else (" It logged nothing during this check: if its last lines show a fault, the "
-                                 "request of an earlier check may have caused it.")
-    return (f"crashed: {what} while this check's request was in flight.{earlier}\nlogged during the check:\n"
-            f"{during or '(nothing)'}\nlast log lines:\n{started.last_log_lines() or '(none)'}")
+    earlier = (
+        ""
+        if during
+        else (
+            " It logged nothing during this check: if its last lines show a fault, the "
+            "request of an earlier check may have caused it."
+        )
+    )
+    return (
+        f"crashed: {what} while this check's request was in flight.{earlier}\nlogged during the check:\n"
+        f"{during or '(nothing)'}\nlast log lines:\n{started.last_log_lines() or '(none)'}"
+    )
 
 
 def _private_message(run) -> str:
-    return (f"crashed: the check's private server {run.started.target}: {run.crash} while the check's request was "
-            f"in flight.\nlast log lines:\n{run.log_tail or '(none)'}")
+    return (
+        f"crashed: the check's private server {run.started.target}: {run.crash} while the check's request was "
+        f"in flight.\nlast log lines:\n{run.log_tail or '(none)'}"
+    )
 
 
 def _used(run) -> bool:
@@ -96,9 +113,11 @@ def _used(run) -> bool:
 
 
 def _unused_message(run) -> str:
-    return (f"the check's private server {run.started.target} was found dead before the check used it: {run.crash} "
-            f"before any connection of the check reached it, so the check could not run (no request of it was in "
-            f"flight).\nlast log lines:\n{run.log_tail or '(none)'}")
+    return (
+        f"the check's private server {run.started.target} was found dead before the check used it: {run.crash} "
+        f"before any connection of the check reached it, so the check could not run (no request of it was in "
+        f"flight).\nlast log lines:\n{run.log_tail or '(none)'}"
+    )
 
 
 def refusal_message(refused: list) -> str:
@@ -107,7 +126,9 @@ def refusal_message(refused: list) -> str:
     query = repr(first.get("query"))
     query = query if len(query) <= 160 else query[:150] + "...'"
     more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-    return (f"the fixture app could not run a request of this check{more}: {first.get('reason')}; it was handed "
-            f"the query string {query} for path {first.get('path')!r} ({first.get('interface')}). The check has no "
-            f"evidence either way: its rule is not judged (a server that does not hand the app the query as sent "
-            f"breaks another rule)")
+    return (
+        f"the fixture app could not run a request of this check{more}: {first.get('reason')}; it was handed "
+        f"the query string {query} for path {first.get('path')!r} ({first.get('interface')}). The check has no "
+        f"evidence either way: its rule is not judged (a server that does not hand the app the query as sent "
+        f"breaks another rule)"
+    )

@@ -14,6 +14,7 @@ Rules of this module:
    KeyboardInterrupt, so pytest ends the session through its normal path (exit status 2). Signals after
    the first, or once the session is finishing, are ignored so the clean-up can finish.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -82,8 +83,9 @@ def _other_threads(limit: int = 4) -> str:
         frame = frames.get(thread.ident)
         if thread is threading.current_thread() or frame is None:
             continue
-        where.append(f"{thread.name} at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in "
-                     f"{frame.f_code.co_name}")
+        where.append(
+            f"{thread.name} at {os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
+        )
     if not where:
         return ""
     more = f" and {len(where) - limit} more" if len(where) > limit else ""

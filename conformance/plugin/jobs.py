@@ -32,6 +32,7 @@ Rules of this module:
 6. Once no child waits to start, a free slot starts another child, a shard, for the running target that should
    end last (``shards.py`` rule 2): one target's checks over several children, a module at a time.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,21 +45,39 @@ from pathlib import Path
 
 import pytest
 
-from gatecheck.servers.reaper import remove_after_death, removed
-from gatecheck.tools import cache_dir
-
 from gatecheck.conformance.plugin.children import Child, child_env
 from gatecheck.conformance.plugin.lastfailed import child_cache, merge, seed
 from gatecheck.conformance.plugin.merge import crash_record, exit_status, merge_junit, read_child, read_collected
 from gatecheck.conformance.plugin.options import SESSION_TIMEOUT_PER_TARGET
-from gatecheck.conformance.plugin.shards import MAX_SHARDS, MIN_LEFT, SHARD_OPTION, WORTH, claims_args, progress, time_left
+from gatecheck.conformance.plugin.shards import (
+    MAX_SHARDS,
+    MIN_LEFT,
+    SHARD_OPTION,
+    WORTH,
+    claims_args,
+    progress,
+    time_left,
+)
+from gatecheck.servers.reaper import remove_after_death, removed
+from gatecheck.tools import cache_dir
 
 __all__ = ["Child", "JobRun", "child_args", "target_groups", "run_jobs"]
 
 #: options the parent replaces in a child's command line (each takes one value)
-_REPLACED = ("--server", "--server-cmd", "--interface", "--http", "--features", "--results-json", "--junitxml",
-             "--junit-xml", "--jobs", "--gatecheck-collected", SHARD_OPTION)
-_STOP_GRACE = 30.0   # seconds a child has to finish after SIGTERM
+_REPLACED = (
+    "--server",
+    "--server-cmd",
+    "--interface",
+    "--http",
+    "--features",
+    "--results-json",
+    "--junitxml",
+    "--junit-xml",
+    "--jobs",
+    "--gatecheck-collected",
+    SHARD_OPTION,
+)
+_STOP_GRACE = 30.0  # seconds a child has to finish after SIGTERM
 _POLL = 0.25
 
 
@@ -81,15 +100,16 @@ class JobRun:
 
     def __init__(self, config, groups: list, jobs: int, results, tw) -> None:
         self.results, self.tw, self.jobs = results, tw, jobs
-        self._seed = seed(config)   # the run's lastfailed, which each child's own cache starts from
+        self._seed = seed(config)  # the run's lastfailed, which each child's own cache starts from
         self.scratch = Path(tempfile.mkdtemp(prefix="gatecheck-jobs-"))
         remove_after_death(str(self.scratch))  # a killed parent's scratch goes too
         base = child_args(list(config.invocation_params.args))
         given = config.getoption("--session-timeout")
         cwd, junit = str(config.invocation_params.dir), bool(getattr(config.option, "xmlpath", None))
         self._base, self._cwd, self._given, self._junit = base, cwd, given, junit
-        self.children = [self._new(i, targets, args)
-                         for i, (targets, args) in enumerate(claims_args(groups, self.scratch))]
+        self.children = [
+            self._new(i, targets, args) for i, (targets, args) in enumerate(claims_args(groups, self.scratch))
+        ]
         self.env = child_env(cache_dir() / "pycache")
         self.codes: list = []
         self._warm = False  # rule 5: the first child has collected (its first record came, or it ended)
@@ -133,9 +153,16 @@ class JobRun:
             self._restore()
 
     def _new(self, index: int, targets: list, args: list, shard: bool = False) -> Child:
-        cache = child_cache(self._seed, self.scratch / f"cache-{index}")   # lastfailed.py
-        child = Child(index, targets, self._base + args + cache, self.scratch, self._cwd,
-                      self._given or SESSION_TIMEOUT_PER_TARGET * len(targets), self._junit)
+        cache = child_cache(self._seed, self.scratch / f"cache-{index}")  # lastfailed.py
+        child = Child(
+            index,
+            targets,
+            self._base + args + cache,
+            self.scratch,
+            self._cwd,
+            self._given or SESSION_TIMEOUT_PER_TARGET * len(targets),
+            self._junit,
+        )
         child.group_args, child.shard = args, shard
         return child
 
@@ -181,9 +208,11 @@ class JobRun:
         if crashed and self.interrupted and code in (-signal.SIGTERM, -signal.SIGKILL):
             pass  # stopped by us before it could write its results (e.g. still collecting): interrupted, as serially
         elif crashed:
-            why = (f"the child session checking {child.names} ended with "
-                   f"{'signal ' + str(-code) if code < 0 else 'exit status ' + str(code)} without finishing "
-                   f"its results; its output ends:\n{child.log_tail()}")
+            why = (
+                f"the child session checking {child.names} ended with "
+                f"{'signal ' + str(-code) if code < 0 else 'exit status ' + str(code)} without finishing "
+                f"its results; its output ends:\n{child.log_tail()}"
+            )
             for st in child.targets:
                 self.results.take_check(crash_record(st, why))
             self.results.incomplete.append(why.splitlines()[0])
@@ -204,8 +233,10 @@ class JobRun:
             if rec["target"] in names:
                 counts[rec["outcome"]] = counts.get(rec["outcome"], 0) + 1
         text = ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "no checks"
-        self.tw.line(f"gatecheck [{done}/{len(self.children)}] {child.names}: {text} "
-                     f"({child.ended - child.started:.0f} s, exit status {code})")
+        self.tw.line(
+            f"gatecheck [{done}/{len(self.children)}] {child.names}: {text} "
+            f"({child.ended - child.started:.0f} s, exit status {code})"
+        )
         if code == 4:
             self.tw.line(child.log_tail(3), red=True)
 
@@ -216,8 +247,9 @@ class JobRun:
         return read_collected([child.collected for child in judged]), [st for child in judged for st in child.targets]
 
     def junit(self, out: Path) -> None:
-        merge_junit(out, [child.xml for child in self.children if child.proc is not None],
-                    list(self.results.records.values()))
+        merge_junit(
+            out, [child.xml for child in self.children if child.proc is not None], list(self.results.records.values())
+        )
 
     def status(self) -> int:
         return exit_status(self.codes, self.interrupted is not None, bool(self.results.incomplete))
@@ -274,7 +306,6 @@ def target_groups(config, targets: list) -> list:
 def run_jobs(config, targets: list, expectations, jobs: int) -> int:
     """The whole ``--jobs`` run (rules 1-4); its exit status."""
     from _pytest.config import create_terminal_writer
-    from gatecheck.servers.reaper import cancel
 
     from gatecheck.conformance.plugin.console import write_failures
     from gatecheck.conformance.plugin.expectations import server_version
@@ -282,6 +313,7 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
     from gatecheck.conformance.plugin.resultsfile import Results, ResultsBusy
     from gatecheck.conformance.plugin.stale import judge
     from gatecheck.conformance.plugin.summary import LineWriter, write_gatecheck_summary
+    from gatecheck.servers.reaper import cancel
 
     began = time.monotonic()
     tw = create_terminal_writer(config)
@@ -296,15 +328,22 @@ def run_jobs(config, targets: list, expectations, jobs: int) -> int:
         results.add_target(st)
     run = JobRun(config, target_groups(config, targets), jobs, results, tw)
     n = len(run.children)
-    tw.line(f"gatecheck: {len(targets)} target{'' if len(targets) == 1 else 's'} in {n} child session"
-            f"{'' if n == 1 else 's'}, {run.jobs} at a time; a free slot starts a shard of the target likely to end "
-            "last (--jobs)")
+    tw.line(
+        f"gatecheck: {len(targets)} target{'' if len(targets) == 1 else 's'} in {n} child session"
+        f"{'' if n == 1 else 's'}, {run.jobs} at a time; a free slot starts a shard of the target likely to end "
+        "last (--jobs)"
+    )
     try:
         run.run()
         versions = {name: server_version(t.get("versions", {})) for name, t in results.targets.items()}
         collected, judged = run.collected()
-        report = judge(expectations, [(st.target.server, st.target.name) for st in judged], versions,
-                       set(results.records), collected)
+        report = judge(
+            expectations,
+            [(st.target.server, st.target.name) for st in judged],
+            versions,
+            set(results.records),
+            collected,
+        )
         results.extra["expectations"] = report
         written, write_error = _write(results)
         junit_error = _junit(run, getattr(config.option, "xmlpath", None))
@@ -337,4 +376,3 @@ def _junit(run: JobRun, junit: str | None) -> str:
     except OSError as exc:
         return f"could not write {junit}: {exc.strerror or exc}"
     return ""
-

@@ -7,6 +7,7 @@ node id a child dropped (it ran and passed there) goes, one a child added (it fa
 stay. ``gatecheck conformance`` keeps the cache in gatecheck's cache directory, one per working directory
 (``cli.conformance_args``); a session run with ``-p no:cacheprovider`` has none, and nothing here acts.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from pathlib import Path
 
 __all__ = ["cache_root", "seed", "child_cache", "merge", "KEY"]
 
-KEY = Path("v") / "cache" / "lastfailed"   # where pytest's cache keeps "cache/lastfailed"
+KEY = Path("v") / "cache" / "lastfailed"  # where pytest's cache keeps "cache/lastfailed"
 
 
 def cache_root(config) -> Path | None:

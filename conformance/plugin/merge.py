@@ -12,6 +12,7 @@ Rules of this module:
 3. A child that ended without its results (killed, crashed, usage error) is an error for each of its targets:
    one record ``session`` per target, and the run is incomplete; what it decided before is kept.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,10 +23,17 @@ from gatecheck.conformance.plugin.finish import junit_of, read_partial
 from gatecheck.conformance.plugin.resultsfile import partial_path
 from gatecheck.conformance.plugin.stale import Collected
 
-__all__ = ["read_child", "write_collected", "read_collected", "merge_junit", "crash_record", "exit_status",
-           "CRASH_CHECK"]
+__all__ = [
+    "read_child",
+    "write_collected",
+    "read_collected",
+    "merge_junit",
+    "crash_record",
+    "exit_status",
+    "CRASH_CHECK",
+]
 
-CRASH_CHECK = "session"   # the check id of a crashed child's record for each of its targets
+CRASH_CHECK = "session"  # the check id of a crashed child's record for each of its targets
 
 
 def read_child(results: Path) -> tuple:
@@ -47,8 +55,11 @@ def read_child(results: Path) -> tuple:
 
 def write_collected(path: Path, collected: Collected) -> None:
     """A child's collection (``stale.Collected``), for the parent's judgement of the expectation entries."""
-    data = {"pairs": sorted(collected.pairs, key=lambda p: (p[0], p[1] or "")), "files": sorted(collected.files),
-            "check_dir": str(collected.check_dir) if collected.check_dir else None}
+    data = {
+        "pairs": sorted(collected.pairs, key=lambda p: (p[0], p[1] or "")),
+        "files": sorted(collected.files),
+        "check_dir": str(collected.check_dir) if collected.check_dir else None,
+    }
     path.write_text(json.dumps(data), encoding="utf-8")
 
 
@@ -73,9 +84,20 @@ def read_collected(paths: list) -> Collected:
 
 def crash_record(st, why: str) -> dict:
     """The error record of a target whose child session ended without its results (rule 3)."""
-    return {"check": CRASH_CHECK, "target": st.target.name, "server": st.target.server,
-            "interface": st.interface, "clause": "", "level": "", "sentence": "", "accepts": "",
-            "area": CRASH_CHECK, "outcome": "error", "duration": 0.0, "message": why[:1000]}
+    return {
+        "check": CRASH_CHECK,
+        "target": st.target.name,
+        "server": st.target.server,
+        "interface": st.interface,
+        "clause": "",
+        "level": "",
+        "sentence": "",
+        "accepts": "",
+        "area": CRASH_CHECK,
+        "outcome": "error",
+        "duration": 0.0,
+        "message": why[:1000],
+    }
 
 
 def merge_junit(out: Path, xml_paths: list, records: list) -> None:
@@ -105,8 +127,13 @@ def merge_junit(out: Path, xml_paths: list, records: list) -> None:
     totals = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
     for case in cases.values():
         tags = {e.tag for e in case}
-        kind = "errors" if "error" in tags else "failures" if "failure" in tags else (
-            "skipped" if "skipped" in tags else None)
+        kind = (
+            "errors"
+            if "error" in tags
+            else "failures"
+            if "failure" in tags
+            else ("skipped" if "skipped" in tags else None)
+        )
         if kind:
             totals[kind] += 1
         suite.append(case)

@@ -25,27 +25,59 @@ The decision is made from the phase, the exception the call raised (``call.excin
 matched deviation; nothing is parsed back from report text, except the "not supported:" prefix of a
 check's own ``pytest.skip`` (kept for the check files that still use it; new code raises ``NotSupported``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX, CheckError, NotSupported, ServerCrashed
 
-__all__ = ["OUTCOMES", "FAILING", "FINDINGS", "Verdict", "CheckTimeout", "decide", "worse", "SPEC_GROUP",
-           "level_group", "NEVER_FAILING_LEVELS"]
+__all__ = [
+    "OUTCOMES",
+    "FAILING",
+    "FINDINGS",
+    "Verdict",
+    "CheckTimeout",
+    "decide",
+    "worse",
+    "SPEC_GROUP",
+    "level_group",
+    "NEVER_FAILING_LEVELS",
+]
 
-OUTCOMES = ("passed", "failed", "crashed", "error", "timeout", "interrupted", "noted", "known", "fixed",
-            "unsupported", "skipped")
+OUTCOMES = (
+    "passed",
+    "failed",
+    "crashed",
+    "error",
+    "timeout",
+    "interrupted",
+    "noted",
+    "known",
+    "fixed",
+    "unsupported",
+    "skipped",
+)
 #: outcomes that make the run fail (exit status non-zero)
 FAILING = frozenset({"failed", "crashed", "error", "timeout", "interrupted", "fixed"})
 #: outcomes counted by level in the summary and the results: the server broke the check's rule, or died of it
 FINDINGS = ("failed", "crashed", "timeout")
 #: when two phases disagree, the higher rank is the check's outcome (a teardown error beats a passed call; a
 #: crash beats everything the check said, an interruption aside)
-_RANK = {"passed": 0, "skipped": 1, "unsupported": 1, "noted": 2, "known": 2, "fixed": 3, "failed": 4, "timeout": 5,
-         "error": 6, "crashed": 7, "interrupted": 8}
+_RANK = {
+    "passed": 0,
+    "skipped": 1,
+    "unsupported": 1,
+    "noted": 2,
+    "known": 2,
+    "fixed": 3,
+    "failed": 4,
+    "timeout": 5,
+    "error": 6,
+    "crashed": 7,
+    "interrupted": 8,
+}
 SPEC_GROUP = "MUST/SHOULD (spec)"
 #: levels whose failed call is "noted", never "failed": INFO (the letter) and MAY (a permission)
 NEVER_FAILING_LEVELS = ("INFO", "MAY")
@@ -121,8 +153,10 @@ def _where(excinfo, depth: int = 3) -> str:
 
 
 def _fixed_message(deviation) -> str:
-    return (f"fixed: this check now passes, but it is listed as a known deviation; remove the entry "
-            f"'{deviation.check}' at {deviation.where} ({deviation.reason()})")
+    return (
+        f"fixed: this check now passes, but it is listed as a known deviation; remove the entry "
+        f"'{deviation.check}' at {deviation.where} ({deviation.reason()})"
+    )
 
 
 def _skip_reason(report) -> str:

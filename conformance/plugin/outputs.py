@@ -1,5 +1,6 @@
 """The session's output files as the user sees them: the results opened (locked, finished by the reaper if the
 session is killed), a lost record said at once, a JUnit XML that cannot be written said in one line."""
+
 from __future__ import annotations
 
 import contextlib

@@ -13,18 +13,18 @@ Rules of this module:
    reaper when the session is killed); the server logs too, unless the user named a ``--server-log-dir``,
    which is kept.
 """
+
 from __future__ import annotations
 
 import shutil
 import tempfile
 from pathlib import Path
 
+from gatecheck.conformance.app.started import StartedServer
+from gatecheck.conformance.plugin.targets import SessionTarget
 from gatecheck.servers import Target
 from gatecheck.servers.memory import DEFAULT_BOUND
 from gatecheck.servers.reaper import remove_after_death, removed
-
-from gatecheck.conformance.app.started import StartedServer
-from gatecheck.conformance.plugin.targets import SessionTarget
 
 __all__ = ["ServerPool", "StartFailed"]
 
@@ -43,12 +43,12 @@ class ServerPool:
         self.log_dir = Path(log_dir) if log_dir else self.work_dir / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ready_timeout = ready_timeout
-        self.memory = memory         # the bound on each server's resident memory (--server-memory)
+        self.memory = memory  # the bound on each server's resident memory (--server-memory)
         self.stopping = False
         self._servers: dict = {}
-        self._failed: dict = {}      # target -> (first message, times reported)
-        self.on_start = None         # called with each StartedServer once it is up (the results' targets)
-        self.on_restart = None       # called with each StartedServer found dead, before it is started again
+        self._failed: dict = {}  # target -> (first message, times reported)
+        self.on_start = None  # called with each StartedServer once it is up (the results' targets)
+        self.on_restart = None  # called with each StartedServer found dead, before it is started again
 
     def get(self, st: SessionTarget) -> StartedServer:
         """The ``StartedServer`` of ``st``, started now (or restarted, if it died) unless its target failed
@@ -57,10 +57,15 @@ class ServerPool:
         if self.stopping and not (started is not None and started.alive()):
             raise StartFailed(f"the session is stopping: the server for {st.target} is not started again")
         if started is None:
-            started = StartedServer(st.target, st.capabilities, session_target=st, log_dir=self.log_dir,
-                                    work_dir=self.work_dir,
-                                    event_dir=Path(tempfile.mkdtemp(prefix="events-", dir=self.work_dir)),
-                                    memory=self.memory)
+            started = StartedServer(
+                st.target,
+                st.capabilities,
+                session_target=st,
+                log_dir=self.log_dir,
+                work_dir=self.work_dir,
+                event_dir=Path(tempfile.mkdtemp(prefix="events-", dir=self.work_dir)),
+                memory=self.memory,
+            )
             self._servers[st.target] = started
             self._launch(started, lambda: started.start(ready_timeout=self.ready_timeout))
         elif not started.alive() and st.target not in self._failed:

@@ -13,6 +13,7 @@ property check's verdict changed with them (a literal "/pathsend/" drawn as a pa
 that one server keeps encoded). Hypothesis has no public switch for it: :func:`load_profile` empties that
 pool for the session. The inputs a verdict rests on are explicit ``@example``s of the checks themselves.
 """
+
 from __future__ import annotations
 
 try:
@@ -23,8 +24,12 @@ except ImportError:  # pragma: no cover - hypothesis is a declared test dependen
 __all__ = ["load_profile"]
 
 if settings is not None:
-    _common = dict(deadline=None, database=None, print_blob=True,
-                   suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    _common = dict(
+        deadline=None,
+        database=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
     settings.register_profile("gatecheck", max_examples=12, derandomize=True, **_common)
     settings.register_profile("thorough", max_examples=400, **_common)
 

@@ -2,23 +2,39 @@
 shaped to say what the verdict says, a failure's details (``failures.py``: the rule, the bytes, the server's
 log, the command that reruns it) kept in its record and shown in its report, and the report of a check that
 Ctrl-C or SIGTERM interrupted (``hooks.py`` calls these)."""
+
 from __future__ import annotations
 
 import pytest
 from _pytest.reports import TestReport
 
+from gatecheck.conformance.app.started import read_log
 from gatecheck.conformance.plugin.expectations import Applied, Expectations, server_version
-from gatecheck.conformance.plugin.failures import DETAILED, FailureRepr, details, failure_text, out_of_range_note
-from gatecheck.conformance.plugin.failures import rerun_options
+from gatecheck.conformance.plugin.failures import (
+    DETAILED,
+    FailureRepr,
+    details,
+    failure_text,
+    out_of_range_note,
+    rerun_options,
+)
 from gatecheck.conformance.plugin.outcomes import FAILING, CheckTimeout, Verdict
 from gatecheck.conformance.plugin.resultsfile import meta_of
-from gatecheck.conformance.app.started import read_log
 
-__all__ = ["DEVIATION", "LOG", "report_interrupted", "record_cut", "deviation", "brief_if_known", "shape", "attach_log",
-           "attach_details"]
+__all__ = [
+    "DEVIATION",
+    "LOG",
+    "report_interrupted",
+    "record_cut",
+    "deviation",
+    "brief_if_known",
+    "shape",
+    "attach_log",
+    "attach_details",
+]
 
-DEVIATION = pytest.StashKey[object]()   # an item's candidate expectation entries
-LOG = pytest.StashKey[tuple]()          # (started server, its handle, log offset) while a check runs
+DEVIATION = pytest.StashKey[object]()  # an item's candidate expectation entries
+LOG = pytest.StashKey[tuple]()  # (started server, its handle, log offset) while a check runs
 
 
 def report_interrupted(item, gs) -> None:
@@ -44,8 +60,10 @@ def record_cut(session, gs, ours) -> None:
         gs.results.decided(item)
         cut += 1
     if cut:
-        gs.results.incomplete.append(f"the session deadline of {gs.deadlines.session_timeout:g} s passed: {cut} "
-                                     f"check{'s' if cut != 1 else ''} did not run (records marked incomplete)")
+        gs.results.incomplete.append(
+            f"the session deadline of {gs.deadlines.session_timeout:g} s passed: {cut} "
+            f"check{'s' if cut != 1 else ''} did not run (records marked incomplete)"
+        )
 
 
 def deviation(item, gs) -> Applied | None:
@@ -122,8 +140,9 @@ def attach_details(item, call, report, verdict, gs, known: Applied | None) -> di
         spec = str(st.target) if st is not None else meta["target"]
         record = {**meta, "outcome": verdict.outcome, "message": verdict.message, **extra}
         versions = gs.results.targets.get(meta["target"], {}).get("versions", {})
-        text = failure_text(record, spec, rerun_options(item.config),
-                            ", ".join(f"{k} {v}" for k, v in versions.items()))
+        text = failure_text(
+            record, spec, rerun_options(item.config), ", ".join(f"{k} {v}" for k, v in versions.items())
+        )
         if item.config.getoption("tbstyle", "auto") == "auto":
             report.longrepr = FailureRepr(text, (verdict.message.strip().splitlines() or [""])[0][:200])
         else:

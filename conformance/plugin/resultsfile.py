@@ -32,6 +32,7 @@ fields} and {"record": "check", ...check fields}. The session holds an exclusive
 file while it runs: a second run on the same ``--results-json`` is refused in one line. An append that fails (a
 full disk) is said at once, the run fails, and the summary says how many records the partial file kept.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -43,11 +44,23 @@ from pathlib import Path
 
 import pytest
 
-from gatecheck.conformance.spec.results import NO_TARGET, check_id_of
 from gatecheck.conformance.plugin.outcomes import FINDINGS, OUTCOMES, Verdict, level_group, worse
+from gatecheck.conformance.spec.results import NO_TARGET, check_id_of
 
-__all__ = ["Results", "ResultsBusy", "check_id_of", "partial_path", "partial_record", "SCHEMA_VERSION", "set_meta",
-           "meta_of", "document", "document_text", "write_document", "NO_TARGET"]
+__all__ = [
+    "Results",
+    "ResultsBusy",
+    "check_id_of",
+    "partial_path",
+    "partial_record",
+    "SCHEMA_VERSION",
+    "set_meta",
+    "meta_of",
+    "document",
+    "document_text",
+    "write_document",
+    "NO_TARGET",
+]
 
 SCHEMA_VERSION = 2
 _META_KEY = pytest.StashKey[dict]()
@@ -78,13 +91,13 @@ class Results:
         self.records: dict = {}
         self.targets: dict = {}
         self._written: set = set()
-        self.extra: dict = {}        # further top-level sections of the document ("expectations")
+        self.extra: dict = {}  # further top-level sections of the document ("expectations")
         self.incomplete: list = []  # why the session did not run all it selected, e.g. "h2spec not installed — ..."
-        self.restarts: list = []     # servers found dead between or during checks and started again
-        self.last_check: dict = {}   # target -> the check decided last on it
-        self.kept = 0                # check records appended to the partial file
-        self.lost = ""               # the first failed append (the partial file then lacks records)
-        self.on_loss = None          # called once with that message, as it happens
+        self.restarts: list = []  # servers found dead between or during checks and started again
+        self.last_check: dict = {}  # target -> the check decided last on it
+        self.kept = 0  # check records appended to the partial file
+        self.lost = ""  # the first failed append (the partial file then lacks records)
+        self.on_loss = None  # called once with that message, as it happens
         self._lock = None
 
     def open(self) -> None:
@@ -97,18 +110,27 @@ class Results:
         except OSError:
             holder = _holder(fd)
             os.close(fd)
-            raise ResultsBusy(f"--results-json {self.path}: another gatecheck run{holder} is writing it; wait "
-                              "for it to end or give this run another --results-json") from None
+            raise ResultsBusy(
+                f"--results-json {self.path}: another gatecheck run{holder} is writing it; wait "
+                "for it to end or give this run another --results-json"
+            ) from None
         self._lock = fd
         os.ftruncate(fd, 0)
         header = {"record": "session", "schema_version": SCHEMA_VERSION, "created": _now(), "pid": os.getpid()}
         os.write(fd, (json.dumps(header) + "\n").encode())
 
     def add_target(self, st, versions: dict | None = None) -> None:
-        record = self.targets.setdefault(st.target.name, {
-            "target": st.target.name, "server": st.target.server, "interface": st.target.interface,
-            "http": st.target.http, "features": st.capabilities.features(), "versions": {},
-        })
+        record = self.targets.setdefault(
+            st.target.name,
+            {
+                "target": st.target.name,
+                "server": st.target.server,
+                "interface": st.target.interface,
+                "http": st.target.http,
+                "features": st.capabilities.features(),
+                "versions": {},
+            },
+        )
         if st.target.name != str(st.target):
             record["spec"] = str(st.target)  # a named or command target: what was started
         if versions and record["versions"] != versions:
@@ -120,8 +142,9 @@ class Results:
         meta = meta_of(item)
         if meta is None:
             return None
-        rec = self.records.setdefault((meta["check"], meta["target"]),
-                                      {**meta, "outcome": None, "duration": 0.0, "message": ""})
+        rec = self.records.setdefault(
+            (meta["check"], meta["target"]), {**meta, "outcome": None, "duration": 0.0, "message": ""}
+        )
         rec["duration"] = round(rec["duration"] + duration, 4)
         if verdict is not None and worse(rec["outcome"], verdict.outcome):
             rec["outcome"], rec["message"] = verdict.outcome, verdict.message[:1000]
@@ -144,8 +167,12 @@ class Results:
         """``target``'s server was found dead and is started again: a restart record (``after`` the check that
         used it last, its exit code, the end of its log), in the partial file now and in the document's
         ``restarts``."""
-        record = {"target": target, "after": after or self.last_check.get(target, ""), "exit_code": exit_code,
-                  "log": log[-2000:]}
+        record = {
+            "target": target,
+            "after": after or self.last_check.get(target, ""),
+            "exit_code": exit_code,
+            "log": log[-2000:],
+        }
         self._take_restart(record)
 
     def _take_restart(self, record: dict) -> bool:
@@ -274,14 +301,16 @@ class Results:
             if not self.lost:
                 self.lost = f"could not append to {self.partial}: {exc.strerror or exc}"
                 if self.on_loss is not None:
-                    self.on_loss(f"gatecheck: {self.lost}; records decided from now on are kept in memory only, "
-                                 "until the results document is written")
+                    self.on_loss(
+                        f"gatecheck: {self.lost}; records decided from now on are kept in memory only, "
+                        "until the results document is written"
+                    )
             return
         self.kept += checks
 
 
 def _holder(fd: int) -> str:
-    """" (pid N)" of the run whose header the locked partial file holds, or ""."""
+    """ " (pid N)" of the run whose header the locked partial file holds, or ""."""
     try:
         first = os.pread(fd, 4096, 0).split(b"\n", 1)[0]
         return f" (pid {int(json.loads(first)['pid'])})"

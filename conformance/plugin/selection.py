@@ -8,6 +8,7 @@ against the installed checks folder (:func:`split_args`): the file is what pytes
 folder, and the rest is handed to the plugin (``--gatecheck-check``), which keeps the items it names
 (:func:`select_items`). ``*`` in a name matches anything, as in expectation entries.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,15 +22,60 @@ __all__ = ["OPTION", "split_args", "select_items", "VALUE_OPTIONS"]
 
 OPTION = "--gatecheck-check"
 #: options whose value is the next argument (pytest's and gatecheck's): that argument is never a check
-VALUE_OPTIONS = frozenset({
-    "-k", "-m", "-o", "-c", "-p", "-r", "--tb", "--server", "--server-cmd", "--interface", "--http", "--features",
-    "--results-json", "--server-log-dir", "--ready-timeout", "--check-timeout", "--session-timeout",
-    "--expectations", "--jobs", "--junitxml", "--junit-xml", "--junit-prefix", "--rootdir", "--confcutdir",
-    "--basetemp", "--deselect", "--ignore", "--ignore-glob", "--hypothesis-profile", "--hypothesis-seed",
-    "--maxfail", "--durations", "--durations-min", "--log-level", "--log-file", "--capture", "--override-ini",
-    "--config-file", "--lfnf", "--last-failed-no-failures", "--import-mode", "--color", "--code-highlight",
-    "--cache-show", "--pyargs-root", "--hypothesis-verbosity", "--hypothesis-show-statistics", OPTION,
-    "--gatecheck-collected", "--gatecheck-shard"})
+VALUE_OPTIONS = frozenset(
+    {
+        "-k",
+        "-m",
+        "-o",
+        "-c",
+        "-p",
+        "-r",
+        "--tb",
+        "--server",
+        "--server-cmd",
+        "--interface",
+        "--http",
+        "--features",
+        "--results-json",
+        "--server-log-dir",
+        "--ready-timeout",
+        "--check-timeout",
+        "--session-timeout",
+        "--expectations",
+        "--jobs",
+        "--junitxml",
+        "--junit-xml",
+        "--junit-prefix",
+        "--rootdir",
+        "--confcutdir",
+        "--basetemp",
+        "--deselect",
+        "--ignore",
+        "--ignore-glob",
+        "--hypothesis-profile",
+        "--hypothesis-seed",
+        "--maxfail",
+        "--durations",
+        "--durations-min",
+        "--log-level",
+        "--log-file",
+        "--capture",
+        "--override-ini",
+        "--config-file",
+        "--lfnf",
+        "--last-failed-no-failures",
+        "--import-mode",
+        "--color",
+        "--code-highlight",
+        "--cache-show",
+        "--pyargs-root",
+        "--hypothesis-verbosity",
+        "--hypothesis-show-statistics",
+        OPTION,
+        "--gatecheck-collected",
+        "--gatecheck-shard",
+    }
+)
 _CHECK_ARG = re.compile(r"^(?:.*[/\\])?(test_\w+\.py)(?:::(.+))?$")
 
 
@@ -97,12 +143,13 @@ def select_items(config, items: list, targets: list) -> None:
         matched |= hits
         (keep if hits or Path(str(item.path)).name not in files else dropped).append(item)
     missing = [f"{file}::{name}" if name else file for i, (file, name) in enumerate(named) if i not in matched]
-    if missing and not config.getoption("--gatecheck-collected"):   # a --jobs child has part of the targets
+    if missing and not config.getoption("--gatecheck-collected"):  # a --jobs child has part of the targets
         shown = ", ".join(st.target.name for st in targets)
         raise pytest.UsageError(
             f"no check of this run matches {', '.join(missing)} on its targets ({shown}). Name a check as the "
             "results file's 'check' field spells it (test_x.py::test_function[parameters]) with --server TARGET, "
-            "or as pytest printed it, with the target it names among the --server options")
+            "or as pytest printed it, with the target it names among the --server options"
+        )
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep

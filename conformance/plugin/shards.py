@@ -28,20 +28,31 @@ Rules of this module:
    The first child of a target finds nothing claimed, so its collection is a serial run's, and the run's
    collection (the union over its children, for the stale report) is complete.
 """
+
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
 
-__all__ = ["MAX_SHARDS", "MIN_LEFT", "MODULES", "SHARD_OPTION", "WORTH", "Claims", "claims_args", "modules_left",
-           "progress", "time_left"]
+__all__ = [
+    "MAX_SHARDS",
+    "MIN_LEFT",
+    "MODULES",
+    "SHARD_OPTION",
+    "WORTH",
+    "Claims",
+    "claims_args",
+    "modules_left",
+    "progress",
+    "time_left",
+]
 
-MAX_SHARDS = 8              # children per target: beyond this a shard's start-up outweighs what it takes over
-MIN_LEFT = 3                # unclaimed modules a target needs before another shard joins it
-WORTH = 10.0                # seconds a target should still need before another shard joins it: a shard's start-up
-                            # and collection take 1.2 s of CPU, about 5 s on a busy 2-core machine (rule 2)
-MODULES = "modules.json"   # in a claims directory: the modules its children would run
+MAX_SHARDS = 8  # children per target: beyond this a shard's start-up outweighs what it takes over
+MIN_LEFT = 3  # unclaimed modules a target needs before another shard joins it
+WORTH = 10.0  # seconds a target should still need before another shard joins it: a shard's start-up
+# and collection take 1.2 s of CPU, about 5 s on a busy 2-core machine (rule 2)
+MODULES = "modules.json"  # in a claims directory: the modules its children would run
 SHARD_OPTION = "--gatecheck-shard"
 
 

@@ -14,6 +14,7 @@ version its ``versions`` range holds:
 
 Entries for servers that the session does not check are not judged.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -50,9 +51,12 @@ def write_summary(tr, report: dict) -> None:
     if not report or not report["entries"]:
         return
     stale = report["stale"]
-    tr.write_line(f"expectations: {report['entries']} entries for these targets, {report['matched']} matched a "
-                  f"check that ran, {report['out_of_range']} outside their version range, {len(stale)} stale"
-                  + (":" if stale else ""), yellow=bool(stale))
+    tr.write_line(
+        f"expectations: {report['entries']} entries for these targets, {report['matched']} matched a "
+        f"check that ran, {report['out_of_range']} outside their version range, {len(stale)} stale"
+        + (":" if stale else ""),
+        yellow=bool(stale),
+    )
     for entry in stale:
         where = f"{entry['file']}:{entry['line']}" if entry["line"] else entry["file"]
         tr.write_line(f"  stale {where} {entry['check']}: {entry['why']}", yellow=True)
@@ -70,12 +74,21 @@ def judge(expectations: Expectations, targets: list, versions: dict, ran: set, c
         if not mine:
             continue
         report["entries"] += 1
-        verdict = _verdict(entry, [t for t in mine if entry.in_range(versions.get(t))], ran_by_check, collected,
-                           collected_by_check)
+        verdict = _verdict(
+            entry, [t for t in mine if entry.in_range(versions.get(t))], ran_by_check, collected, collected_by_check
+        )
         if verdict == "stale":
-            report["stale"].append({"file": entry.source, "line": entry.line, "check": entry.check,
-                                    "server": entry.server, "targets": list(entry.targets),
-                                    "versions": entry.versions, "why": _why(entry, mine, collected)})
+            report["stale"].append(
+                {
+                    "file": entry.source,
+                    "line": entry.line,
+                    "check": entry.check,
+                    "server": entry.server,
+                    "targets": list(entry.targets),
+                    "versions": entry.versions,
+                    "why": _why(entry, mine, collected),
+                }
+            )
         elif verdict in ("matched", "out_of_range"):
             report[verdict] += 1
     return report

@@ -1,6 +1,7 @@
 """The ``gatecheck`` section of the terminal summary: outcome counts, failures by level, stale expectation
 entries, what the session could not run, where the results went. A serial session writes it from its own
 records; a ``--jobs`` run from the merged records of its child sessions (``jobs.py``), so both read alike."""
+
 from __future__ import annotations
 
 from gatecheck.conformance.plugin.console import LISTS_HINT, write_targets
@@ -20,17 +21,21 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
     findings = results.findings_by_level()
     if findings:
         order = [SPEC_GROUP, "POLICY", "MAY", "INFO"]
-        parts = [f"{group} {_count(findings.get(group, {}))}" for group in order
-                 if group in findings or group != "MAY"]
-        tr.write_line("failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
-                      "not spec requirements)")
+        parts = [f"{group} {_count(findings.get(group, {}))}" for group in order if group in findings or group != "MAY"]
+        tr.write_line(
+            "failed by level: " + ", ".join(parts) + " (POLICY and INFO are the suite's readings, "
+            "not spec requirements)"
+        )
     write_summary(tr, report)
     for reason in results.incomplete:
         tr.write_line(f"incomplete: {reason}", red=True)
     for restart in results.restarts:
         after = f" after {restart['after']}" if restart.get("after") else " before its first check"
-        tr.write_line(f"restarted: the server of {restart['target']} was found dead{after} (exit code "
-                      f"{restart['exit_code']}) and started again", yellow=True)
+        tr.write_line(
+            f"restarted: the server of {restart['target']} was found dead{after} (exit code "
+            f"{restart['exit_code']}) and started again",
+            yellow=True,
+        )
     if write_error:
         tr.write_line(f"results: {write_error}; {results.kept_line()}", red=True)
     elif written:
@@ -41,7 +46,7 @@ def write_gatecheck_summary(tr, results, report: dict, written: bool, write_erro
 
 
 def _count(outcomes: dict) -> str:
-    """"4" or "4 (1 crashed)": a level's findings, the crashes named."""
+    """ "4" or "4 (1 crashed)": a level's findings, the crashes named."""
     total = sum(outcomes.values())
     crashed = outcomes.get("crashed", 0)
     return f"{total} ({crashed} crashed)" if crashed else str(total)

@@ -5,6 +5,7 @@
 
 With neither, the session checks Granian's three interfaces with its defaults.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -33,8 +34,9 @@ class SessionTarget:
         return self.target.interface
 
 
-def targets_from_options(servers: list, server_cmd: str | None, interface: str | None, http: str | None,
-                         features: str | None) -> list:
+def targets_from_options(
+    servers: list, server_cmd: str | None, interface: str | None, http: str | None, features: str | None
+) -> list:
     texts = list(servers or [])
     result = []
     for text in texts:
@@ -64,8 +66,10 @@ def targets_from_options(servers: list, server_cmd: str | None, interface: str |
     for st in unique:
         other = ids.setdefault(st.id, st.target)
         if other != st.target:
-            raise TargetError(f"two targets are both called {st.id!r} ({other} and {st.target}); "
-                              f"give them distinct names with the name= option (e.g. name=second)")
+            raise TargetError(
+                f"two targets are both called {st.id!r} ({other} and {st.target}); "
+                f"give them distinct names with the name= option (e.g. name=second)"
+            )
     return unique
 
 
@@ -73,6 +77,7 @@ def _session_target(target: Target) -> SessionTarget:
     adapter, resolved = resolve(target)
     if not resolved.interface:
         # e.g. robyn: a framework with its own server and app, there for load profiles only
-        raise TargetError(f"{target}: {adapter.name} serves no asgi/rsgi/wsgi app, so no check applies to it "
-                          f"({adapter.description})")
+        raise TargetError(
+            f"{target}: {adapter.name} serves no asgi/rsgi/wsgi app, so no check applies to it ({adapter.description})"
+        )
     return SessionTarget(resolved, adapter.target_capabilities(resolved))

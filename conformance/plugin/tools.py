@@ -2,6 +2,7 @@
 (``conformance/h2spec/install.py``); where it cannot be, the session is incomplete (one line now, the summary,
 the results' ``incomplete``, exit status 1).
 """
+
 from __future__ import annotations
 
 __all__ = ["ensure_tools", "say"]
@@ -11,8 +12,8 @@ def ensure_tools(config, results, items) -> None:
     """Before the first check: h2spec found or installed when a selected check needs it; otherwise the
     session is incomplete (said in the summary and the results, and the exit status is non-zero)."""
     if config.option.collectonly or not any(
-            item.path.name == "test_h2spec.py" and not item.get_closest_marker("gatecheck_unsupported")
-            for item in items):
+        item.path.name == "test_h2spec.py" and not item.get_closest_marker("gatecheck_unsupported") for item in items
+    ):
         return
     from gatecheck.conformance.h2spec.install import ensure_h2spec
 

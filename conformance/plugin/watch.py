@@ -2,6 +2,7 @@
 ``_server_watch`` restarts a dead server before a check and charges a server that dies during one to it
 (``inflight.py``: the outcome "crashed").
 """
+
 from __future__ import annotations
 
 import pytest
@@ -54,5 +55,5 @@ def _server_watch(request):
     if crashed is not None or not started.alive():
         pool.get(started.session_target)  # restart now; a failure is reported by the next check of this target
     if crashed:
-        request.node.stash[LOG] = (started, None, 0)   # the crash message carries the log
+        request.node.stash[LOG] = (started, None, 0)  # the crash message carries the log
         raise ServerCrashed(crashed)

@@ -26,6 +26,7 @@ types them ``Iterable[[byte string, byte string]]``) and the body messages (``bo
 one, the 2nd or 3rd request of a kept-alive connection (each sent after the previous response), or the
 1st, 2nd or 3rd of a pipeline of three (all sent in one write, ``GET /ping`` filling the other places).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,11 +36,39 @@ import pytest
 from gatecheck import fixtures
 from gatecheck.conformance.spec.markers import spec
 
-__all__ = ["ByteClass", "KEEP", "REJECT_OR_SP", "REJECT_OR_KEEP", "REJECT", "TCHAR", "OTHER_CTL", "OBS_TEXT",
-           "H1_VALUE_CLASSES", "H2_VALUE_CLASSES", "H1_NAME_CLASSES", "H2_NAME_CLASSES", "APP_VALUE_CLASSES",
-           "APP_NAME_CLASSES", "byte_params", "Position", "PIPELINE", "POSITIONS", "position_params", "show",
-           "WsgiShape", "WSGI_SHAPES", "WSGI_BODY_SHAPES", "WSGI_CLOSING_SHAPES", "WSGI_RAISING_SHAPES",
-           "wsgi_steps", "shape_params", "ASGI_HEADER_SHAPES", "ASGI_BODY_SHAPES", "RSGI_METHODS", "rsgi_steps"]
+__all__ = [
+    "ByteClass",
+    "KEEP",
+    "REJECT_OR_SP",
+    "REJECT_OR_KEEP",
+    "REJECT",
+    "TCHAR",
+    "OTHER_CTL",
+    "OBS_TEXT",
+    "H1_VALUE_CLASSES",
+    "H2_VALUE_CLASSES",
+    "H1_NAME_CLASSES",
+    "H2_NAME_CLASSES",
+    "APP_VALUE_CLASSES",
+    "APP_NAME_CLASSES",
+    "byte_params",
+    "Position",
+    "PIPELINE",
+    "POSITIONS",
+    "position_params",
+    "show",
+    "WsgiShape",
+    "WSGI_SHAPES",
+    "WSGI_BODY_SHAPES",
+    "WSGI_CLOSING_SHAPES",
+    "WSGI_RAISING_SHAPES",
+    "wsgi_steps",
+    "shape_params",
+    "ASGI_HEADER_SHAPES",
+    "ASGI_BODY_SHAPES",
+    "RSGI_METHODS",
+    "rsgi_steps",
+]
 
 KEEP, REJECT_OR_SP, REJECT_OR_KEEP, REJECT = "keep", "reject-or-sp", "reject-or-keep", "reject"
 
@@ -48,7 +77,7 @@ TCHAR = frozenset(b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghi
 #: the C0 controls and DEL other than HTAB, LF, CR and NUL (each has its own rule)
 OTHER_CTL = bytes(b for b in range(0x20) if b not in b"\x00\t\n\r") + b"\x7f"
 OBS_TEXT = bytes(range(0x80, 0x100))
-_DELIMITERS = bytes(b for b in range(0x21, 0x7f) if b not in TCHAR)   # "(),/:;<=>?@[\]{}
+_DELIMITERS = bytes(b for b in range(0x21, 0x7F) if b not in TCHAR)  # "(),/:;<=>?@[\]{}
 _WS = b"\t "
 
 
@@ -59,7 +88,7 @@ class ByteClass:
     verdict: str
     clause: str
     level: str
-    batch: bool = False   # the octets go out together in one message (the rule allows: none is refused)
+    batch: bool = False  # the octets go out together in one message (the rule allows: none is refused)
 
 
 def _c(name, octets, verdict, clause, level) -> ByteClass:
@@ -136,8 +165,8 @@ def show(octet: int) -> str:
 @dataclass(frozen=True)
 class Position:
     name: str
-    index: int        # 0-based position of the request under test on its connection
-    pipelined: bool   # one write of PIPELINE requests (else each request after the previous response)
+    index: int  # 0-based position of the request under test on its connection
+    pipelined: bool  # one write of PIPELINE requests (else each request after the previous response)
 
 
 #: how many requests a pipeline holds (the request under test at ``index``, ``GET /ping`` elsewhere)
@@ -166,9 +195,9 @@ _FILE = (fixtures.STATIC_DIR / fixtures.STATIC_SMALL).read_bytes()
 @dataclass(frozen=True)
 class WsgiShape:
     name: str
-    body: bytes            # what the app hands over in all (empty when next() raises first)
+    body: bytes  # what the app hands over in all (empty when next() raises first)
     closed_by: str | None  # the event that shows the iterable's close() ran (None: nothing to observe)
-    raises: bool = False   # a next() raises: the response cannot complete
+    raises: bool = False  # a next() raises: the response cannot complete
 
 
 #: the WSGI response shapes (the fixture's /script WSGI interpreter builds each: ``wsgi_steps``)
@@ -223,20 +252,39 @@ ASGI_HEADER_SHAPES = ("lists", "tuples", "tuple", "iterable")
 #: ASGI: response bodies as the allowed message shapes (``body`` bytes, default b""; ``more_body`` default
 #: False): (name, the http.response.body messages, the body they make). One message with a default left
 #: out is test_omitted_keys_take_their_defaults's (test_asgi_messages.py).
-_B = {"body": {"b64": "YWJj"}}   # b"abc"
+_B = {"body": {"b64": "YWJj"}}  # b"abc"
 ASGI_BODY_SHAPES = (
     ("more-body-false", [{"type": "http.response.body", **_B, "more_body": False}], b"abc"),
-    ("two-messages", [{"type": "http.response.body", **_B, "more_body": True},
-                      {"type": "http.response.body", "body": {"b64": "ZGVm"}}], b"abcdef"),
-    ("last-without-body-key", [{"type": "http.response.body", **_B, "more_body": True},
-                               {"type": "http.response.body"}], b"abc"),
-    ("empty-then-bytes", [{"type": "http.response.body", "body": {"b64": ""}, "more_body": True},
-                          {"type": "http.response.body", **_B}], b"abc"),
+    (
+        "two-messages",
+        [
+            {"type": "http.response.body", **_B, "more_body": True},
+            {"type": "http.response.body", "body": {"b64": "ZGVm"}},
+        ],
+        b"abcdef",
+    ),
+    (
+        "last-without-body-key",
+        [{"type": "http.response.body", **_B, "more_body": True}, {"type": "http.response.body"}],
+        b"abc",
+    ),
+    (
+        "empty-then-bytes",
+        [{"type": "http.response.body", "body": {"b64": ""}, "more_body": True}, {"type": "http.response.body", **_B}],
+        b"abc",
+    ),
 )
 
 #: RSGI: every response method, as steps with a status, headers and the body each sends
-RSGI_METHODS = ("response_empty", "response_str", "response_bytes", "response_file", "response_file_range",
-                "response_stream-bytes", "response_stream-str")
+RSGI_METHODS = (
+    "response_empty",
+    "response_str",
+    "response_bytes",
+    "response_file",
+    "response_file_range",
+    "response_stream-bytes",
+    "response_stream-str",
+)
 
 
 def rsgi_steps(method: str, status: int, headers: list) -> list:

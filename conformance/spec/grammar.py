@@ -10,6 +10,7 @@ avoid the places where those would change the reading.
 
 Rules of this module: pure functions of bytes, no I/O; it reads requests only (no responses, no HTTP/2).
 """
+
 from __future__ import annotations
 
 import re
@@ -31,9 +32,9 @@ class Message:
     """One complete request as the grammar reads it."""
 
     method: bytes
-    token: str | None   # its x-gatecheck-token field value, when it has one
+    token: str | None  # its x-gatecheck-token field value, when it has one
     body: bytes
-    decoded: bool = False   # (a request that did not complete) its chunk-data had all come: ``body`` is it
+    decoded: bool = False  # (a request that did not complete) its chunk-data had all come: ``body`` is it
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Reading:
     messages: tuple
     end: str
     why: str = ""
-    partial: Message | None = None   # the request that did not complete, when its head did (method, token)
+    partial: Message | None = None  # the request that did not complete, when its head did (method, token)
 
 
 class _Stop(Exception):
@@ -147,7 +148,7 @@ _VALUE = re.compile(rb"[\x21-\x7e\x80-\xff]([\x21-\x7e\x80-\xff \t]*[\x21-\x7e\x
 def _field_line(line: bytes, what: str) -> tuple:
     name, colon, rest = line.partition(b":")
     if not colon or not _token(name):
-        raise _Invalid(f"a {what} line is not field-name \":\" field-value")
+        raise _Invalid(f'a {what} line is not field-name ":" field-value')
     value = rest.strip(b" \t")
     if not _VALUE.fullmatch(value):
         raise _Invalid(f"the {what} {name!r} has a value outside field-content")
@@ -193,8 +194,8 @@ def _message(data: bytes, pos: int) -> tuple:
         elif len(data) - pos < length:
             raise _Incomplete(f"{len(data) - pos} of {length} octets of the body")
         else:
-            body, pos = data[pos:pos + length], pos + length
-    except _Stop as exc:   # the head was complete: the app may have been handed it before the body failed
+            body, pos = data[pos : pos + length], pos + length
+    except _Stop as exc:  # the head was complete: the app may have been handed it before the body failed
         decoded = getattr(exc, "body", None)
         exc.head = Message(method, token, decoded or b"", decoded is not None)
         raise
@@ -233,8 +234,9 @@ def _length(fields) -> int | None:
 _BWS = rb"[ \t]*"
 _QUOTED = rb'"(?:[\t \x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t \x21-\x7e\x80-\xff])*"'
 _TOK = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_EXT = re.compile(rb"(?:" + _BWS + rb";" + _BWS + _TOK + rb"(?:" + _BWS + rb"=" + _BWS + rb"(?:" + _TOK + rb"|"
-                  + _QUOTED + rb"))?)*")
+_EXT = re.compile(
+    rb"(?:" + _BWS + rb";" + _BWS + _TOK + rb"(?:" + _BWS + rb"=" + _BWS + rb"(?:" + _TOK + rb"|" + _QUOTED + rb"))?)*"
+)
 
 
 def _chunked(data: bytes, pos: int) -> tuple:
@@ -249,16 +251,16 @@ def _chunked(data: bytes, pos: int) -> tuple:
         if length == 0:
             try:
                 _, pos = _fields(data, pos, "trailer section")
-            except _Invalid as exc:   # the body was decoded whole: the trailer section is what is invalid
+            except _Invalid as exc:  # the body was decoded whole: the trailer section is what is invalid
                 exc.body = bytes(body)
                 raise
             return bytes(body), pos
         if len(data) - pos < length:
             raise _Incomplete(f"{len(data) - pos} of {length} octets of chunk-data")
-        body += data[pos:pos + length]
+        body += data[pos : pos + length]
         pos += length
-        after = data[pos:pos + 2]
-        if after != b"\r\n"[:len(after)]:
+        after = data[pos : pos + 2]
+        if after != b"\r\n"[: len(after)]:
             raise _Invalid("chunk-data is not followed by CRLF")
         if len(after) < 2:
             raise _Incomplete("the CRLF after chunk-data has not come yet")

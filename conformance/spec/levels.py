@@ -30,6 +30,7 @@ The level is the sentence. How a sentence shows its level (``keyword_in_sentence
 - DEFINED, POLICY and INFO need no keyword, nor does a "per parameter" row (its sentence is the tool's own
   statement of what it checks; the cases' sections carry the keywords).
 """
+
 from __future__ import annotations
 
 import re
@@ -43,8 +44,18 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Row", "LEVELS_DIR", "PER_PARAMETER", "LevelsError", "load_table", "row_for", "row_for_check",
-           "split_check_id", "keyword_in_sentence", "KEYWORDS"]
+__all__ = [
+    "Row",
+    "LEVELS_DIR",
+    "PER_PARAMETER",
+    "LevelsError",
+    "load_table",
+    "row_for",
+    "row_for_check",
+    "split_check_id",
+    "keyword_in_sentence",
+    "KEYWORDS",
+]
 
 LEVELS_DIR = Path(__file__).resolve().parent.parent / "levels"
 _KEYS = ("clause", "level", "sentence", "accepts")
@@ -107,8 +118,9 @@ def load_table(stem: str, directory: Path = LEVELS_DIR) -> dict:
         if not isinstance(body, dict):
             raise LevelsError(f"{path}: {name} must be a table")
         row = _row(body, f"{path}: [{name}]")
-        params = {key: _row(over, f"{path}: [{name}.params.{key!r}]", row)
-                  for key, over in body.get("params", {}).items()}
+        params = {
+            key: _row(over, f"{path}: [{name}.params.{key!r}]", row) for key, over in body.get("params", {}).items()
+        }
         table[name] = _Entry(row, params)
     return table
 

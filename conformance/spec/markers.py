@@ -10,6 +10,7 @@ A check without ``spec`` is a collection error: every check must cite its clause
 and the answers that pass live in the levels table (``conformance/levels/*.toml``, read by
 ``conformance/spec/levels.py``); ``row_of(item)`` gives (clause, level, sentence, accepts) for an item.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -15,6 +15,7 @@ says a message "will be ignored" and the server raises instead). Such checks are
 *noted*, shown apart, and never fails a run (conformance/plugin/outcomes.py). Each row names the check,
 what the app does, what the text says and what contradicts it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,8 +24,19 @@ import pytest
 
 from gatecheck.conformance.spec.markers import spec
 
-__all__ = ["Observable", "OBSERVABLES", "observable_params", "observable_row", "observable_names",
-           "EXC_INFO_STEPS", "LATE_MESSAGES", "Letter", "LETTERS", "letter_params", "SENDABLE"]
+__all__ = [
+    "Observable",
+    "OBSERVABLES",
+    "observable_params",
+    "observable_row",
+    "observable_names",
+    "EXC_INFO_STEPS",
+    "LATE_MESSAGES",
+    "Letter",
+    "LETTERS",
+    "letter_params",
+    "SENDABLE",
+]
 
 #: close codes an endpoint may put in a Close frame (RFC 6455 §7.4.1, §7.4.2; 1012-1014 registered since)
 SENDABLE = frozenset([1000, 1001, 1002, 1003, *range(1007, 1015), *range(3000, 5000)])
@@ -32,14 +44,14 @@ SENDABLE = frozenset([1000, 1001, 1002, 1003, *range(1007, 1015), *range(3000, 5
 
 @dataclass(frozen=True)
 class Observable:
-    check: str        # "test_<file>.py::<function>" that reads it
-    name: str         # the parameter id ("" for a check of one row)
-    interface: str    # asgi | rsgi | wsgi
-    over: str         # websocket | http1 | h2
-    app: str          # what the app does, in words
-    steps: tuple      # the fixture script steps that do it
-    observable: str   # what the check reads
-    allowed: tuple    # the answers the text allows (None: no value at all)
+    check: str  # "test_<file>.py::<function>" that reads it
+    name: str  # the parameter id ("" for a check of one row)
+    interface: str  # asgi | rsgi | wsgi
+    over: str  # websocket | http1 | h2
+    app: str  # what the app does, in words
+    steps: tuple  # the fixture script steps that do it
+    observable: str  # what the check reads
+    allowed: tuple  # the answers the text allows (None: no value at all)
     clause: str
     level: str
 
@@ -54,9 +66,11 @@ _EXC_INFO_H2 = "test_h2_mapping.py::test_wsgi_exc_info_before_headers_replaces_s
 
 #: WSGI: the first start_response, then the error handler's with exc_info, before any body
 _OCTETS = ["Content-Type", "application/octet-stream"]
-EXC_INFO_STEPS = (["start_response", "200 OK", [_OCTETS, ["X-First", "1"]]],
-                  ["start_response_exc_info", "500 Internal Server Error", [_OCTETS, ["X-Second", "2"]]],
-                  ["yield", "error page"])
+EXC_INFO_STEPS = (
+    ["start_response", "200 OK", [_OCTETS, ["X-First", "1"]]],
+    ["start_response_exc_info", "500 Internal Server Error", [_OCTETS, ["X-Second", "2"]]],
+    ["yield", "error page"],
+)
 
 _A_CLOSE, _R_PROTO, _RFC_741 = "ASGI WWW §Close", "RSGI §Websocket protocol interface", "RFC 6455 §7.4.1"
 _CLOSE_CODE, _STATUS = "the Close frame's status code", "the HTTP status of the handshake's answer"
@@ -64,28 +78,68 @@ _CLOSE_CODE, _STATUS = "the Close frame's status code", "the HTTP status of the 
 
 def _asgi_close(code) -> Observable:
     step = ["close"] if code is None else ["close", code]
-    return Observable(_ASGI_CODE, str(code), "asgi", "websocket", f"websocket.close {step[1:] or 'without code'} "
-                      "after accepting", (["receive"], ["accept"], step), _CLOSE_CODE, (code or 1000,), _A_CLOSE, "MUST")
+    return Observable(
+        _ASGI_CODE,
+        str(code),
+        "asgi",
+        "websocket",
+        f"websocket.close {step[1:] or 'without code'} after accepting",
+        (["receive"], ["accept"], step),
+        _CLOSE_CODE,
+        (code or 1000,),
+        _A_CLOSE,
+        "MUST",
+    )
 
 
 def _rsgi_close(code: int) -> Observable:
-    return Observable(_RSGI_CODE, str(code), "rsgi", "websocket", f"protocol.close({code}) after accept()",
-                      (["accept"], ["close", code]), _CLOSE_CODE, (code,), _R_PROTO, "POLICY")
+    return Observable(
+        _RSGI_CODE,
+        str(code),
+        "rsgi",
+        "websocket",
+        f"protocol.close({code}) after accept()",
+        (["accept"], ["close", code]),
+        _CLOSE_CODE,
+        (code,),
+        _R_PROTO,
+        "POLICY",
+    )
 
 
 def _rsgi_refuse(status: int) -> Observable:
-    return Observable(_RSGI_STATUS, str(status), "rsgi", "websocket", f"protocol.close({status}) before accept()",
-                      (["close", status],), _STATUS, (status,), _R_PROTO, "POLICY")
+    return Observable(
+        _RSGI_STATUS,
+        str(status),
+        "rsgi",
+        "websocket",
+        f"protocol.close({status}) before accept()",
+        (["close", status],),
+        _STATUS,
+        (status,),
+        _R_PROTO,
+        "POLICY",
+    )
 
 
 def _ended(interface: str, ending: str) -> Observable:
     accept = (["receive"], ["accept"]) if interface == "asgi" else (["accept"],)
-    if ending == "raise":   # 1011: "an unexpected condition that prevented it from fulfilling the request"
+    if ending == "raise":  # 1011: "an unexpected condition that prevented it from fulfilling the request"
         allowed, level = (None, 1011), "DEFINED"
-    else:                   # the app's purpose may be fulfilled or not: any code a Close frame may carry
+    else:  # the app's purpose may be fulfilled or not: any code a Close frame may carry
         allowed, level = (None, *sorted(SENDABLE)), "MUST NOT"
-    return Observable(_ENDED, ending, interface, "websocket", f"the app {ending}s after accepting, without closing",
-                      (*accept, [ending]), _CLOSE_CODE + " (if the server sends one)", allowed, _RFC_741, level)
+    return Observable(
+        _ENDED,
+        ending,
+        interface,
+        "websocket",
+        f"the app {ending}s after accepting, without closing",
+        (*accept, [ending]),
+        _CLOSE_CODE + " (if the server sends one)",
+        allowed,
+        _RFC_741,
+        level,
+    )
 
 
 OBSERVABLES = (
@@ -94,8 +148,18 @@ OBSERVABLES = (
     *(_asgi_close(code) for code in (None, 1000, 3000, 4001)),
     # ASGI: "If this is sent before the socket is accepted, the server must close the connection with a
     # HTTP 403 error code (Forbidden), and not complete the WebSocket handshake."
-    Observable(_ASGI_403, "", "asgi", "websocket", "websocket.close before accepting", (["receive"], ["close", 1000]),
-               _STATUS, (403,), _A_CLOSE, "MUST"),
+    Observable(
+        _ASGI_403,
+        "",
+        "asgi",
+        "websocket",
+        "websocket.close before accepting",
+        (["receive"], ["close", 1000]),
+        _STATUS,
+        (403,),
+        _A_CLOSE,
+        "MUST",
+    ),
     # RSGI names only ``close(status)``: the suite's reading, a close code after accept(), a status before
     *(_rsgi_close(code) for code in (1000, 3000, 4001)),
     *(_rsgi_refuse(status) for status in (403, 401, 404)),
@@ -104,10 +168,21 @@ OBSERVABLES = (
     *(_ended(interface, ending) for ending in ("raise", "return") for interface in ("asgi", "rsgi")),
     # PEP 3333: the error handler's start_response(status, headers, exc_info) before anything was sent
     # replaces the stored status ("should"), over HTTP/1.1 and HTTP/2
-    *(Observable(check, "", "wsgi", over, "start_response('200 OK', X-First), then start_response('500 ...', "
-                 "X-Second, exc_info) before any body", EXC_INFO_STEPS, "the response status and headers", (500,),
-                 "PEP 3333 §The start_response() Callable", "SHOULD")
-      for check, over in ((_EXC_INFO, "http1"), (_EXC_INFO_H2, "h2"))),
+    *(
+        Observable(
+            check,
+            "",
+            "wsgi",
+            over,
+            "start_response('200 OK', X-First), then start_response('500 ...', X-Second, exc_info) before any body",
+            EXC_INFO_STEPS,
+            "the response status and headers",
+            (500,),
+            "PEP 3333 §The start_response() Callable",
+            "SHOULD",
+        )
+        for check, over in ((_EXC_INFO, "http1"), (_EXC_INFO_H2, "h2"))
+    ),
 )
 
 
@@ -153,37 +228,58 @@ LATE_MESSAGES = {
 
 @dataclass(frozen=True)
 class Letter:
-    check: str        # "test_<file>.py::<function>"
-    interface: str    # asgi | rsgi | wsgi | http
-    app: str          # what the app (or client) does
-    text: str         # what the text says, quoted
-    contradiction: str   # what a server does instead (the noted outcome)
+    check: str  # "test_<file>.py::<function>"
+    interface: str  # asgi | rsgi | wsgi | http
+    app: str  # what the app (or client) does
+    text: str  # what the text says, quoted
+    contradiction: str  # what a server does instead (the noted outcome)
     clause: str
     cases: tuple = ("",)  # the check's parameter ids ("": none)
     level: str = "INFO"
 
 
-_IGNORED = ("If ``False``, and the server is not expecting *Response Trailers* response will be taken as complete "
-            "and closed, and any further messages on the channel will be ignored.")
+_IGNORED = (
+    "If ``False``, and the server is not expecting *Response Trailers* response will be taken as complete "
+    "and closed, and any further messages on the channel will be ignored."
+)
 
 LETTERS = (
-    Letter("test_asgi_messages.py::test_send_after_completion_returns_normally", "asgi",
-           "sends a message after the response completed", _IGNORED, "send() raises",
-           "ASGI WWW §Response Body", tuple(LATE_MESSAGES)),
-    Letter("test_asgi_messages.py::test_connection_survives_messages_after_completion", "asgi",
-           "sends a message after the response completed", _IGNORED,
-           "the connection is dropped (the request pipelined behind it goes unanswered)",
-           "ASGI WWW §Response Body", tuple(LATE_MESSAGES)),
-    Letter("test_asgi_messages.py::test_receive_after_disconnect_keeps_returning_disconnect", "asgi",
-           "calls receive() again after it returned http.disconnect once the response was sent",
-           "Sent to the application if receive is called after a response has been sent or after the HTTP "
-           "connection has been closed.", "a later receive() raises, waits, or returns another message",
-           "ASGI WWW §Disconnect"),
-    Letter("test_http1_fields.py::test_unsupported_major_version_is_505_or_served", "http",
-           "(the client) sends a request line with HTTP/9.9",
-           "A server can send a 505 (HTTP Version Not Supported) response if it wishes, for any reason, to "
-           "refuse service of the client's major protocol version.", "neither a 505 nor the request served",
-           "RFC 9110 §6.2"),
+    Letter(
+        "test_asgi_messages.py::test_send_after_completion_returns_normally",
+        "asgi",
+        "sends a message after the response completed",
+        _IGNORED,
+        "send() raises",
+        "ASGI WWW §Response Body",
+        tuple(LATE_MESSAGES),
+    ),
+    Letter(
+        "test_asgi_messages.py::test_connection_survives_messages_after_completion",
+        "asgi",
+        "sends a message after the response completed",
+        _IGNORED,
+        "the connection is dropped (the request pipelined behind it goes unanswered)",
+        "ASGI WWW §Response Body",
+        tuple(LATE_MESSAGES),
+    ),
+    Letter(
+        "test_asgi_messages.py::test_receive_after_disconnect_keeps_returning_disconnect",
+        "asgi",
+        "calls receive() again after it returned http.disconnect once the response was sent",
+        "Sent to the application if receive is called after a response has been sent or after the HTTP "
+        "connection has been closed.",
+        "a later receive() raises, waits, or returns another message",
+        "ASGI WWW §Disconnect",
+    ),
+    Letter(
+        "test_http1_fields.py::test_unsupported_major_version_is_505_or_served",
+        "http",
+        "(the client) sends a request line with HTTP/9.9",
+        "A server can send a 505 (HTTP Version Not Supported) response if it wishes, for any reason, to "
+        "refuse service of the client's major protocol version.",
+        "neither a 505 nor the request served",
+        "RFC 9110 §6.2",
+    ),
 )
 
 

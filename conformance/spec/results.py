@@ -7,17 +7,25 @@ Rules of this module: it is below the plugin. The plugin (``conformance/plugin/o
 from what is raised here; checks and helpers import this module, never the plugin. ``UNSUPPORTED_PREFIX`` is
 the older spelling (a ``pytest.skip`` reason starting with it), still recognised for the checks that use it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-__all__ = ["not_supported", "NotSupported", "UNSUPPORTED_PREFIX", "NO_TARGET", "check_id_of", "CheckError",
-           "ServerCrashed"]
+__all__ = [
+    "not_supported",
+    "NotSupported",
+    "UNSUPPORTED_PREFIX",
+    "NO_TARGET",
+    "check_id_of",
+    "CheckError",
+    "ServerCrashed",
+]
 
 UNSUPPORTED_PREFIX = "not supported:"
-NO_TARGET = "no-target"     # the server parameter's id on a check that applies to none of the targets
+NO_TARGET = "no-target"  # the server parameter's id on a check that applies to none of the targets
 
 
 class NotSupported(pytest.skip.Exception):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .model import COUNTED, LATENCY_METRICS, METRICS, CaseResult, GateCase, GateOptions
 from .stats import estimate_ratio, stability_warnings, t_interval_ratio
 from .verdict import Decision, decide
-from .model import COUNTED, LATENCY_METRICS, METRICS, CaseResult, GateCase, GateOptions
 
 __all__ = ["analyse"]
 
@@ -37,8 +37,9 @@ def _counted(run: Dict[str, Any]) -> bool:
     return run.get("lane") == COUNTED
 
 
-def _complete_pairs(runs: Sequence[Dict[str, Any]], name: str,
-                    max_pair: Optional[int]) -> Dict[int, Dict[str, Dict[str, Any]]]:
+def _complete_pairs(
+    runs: Sequence[Dict[str, Any]], name: str, max_pair: Optional[int]
+) -> Dict[int, Dict[str, Dict[str, Any]]]:
     """pair -> side -> record, for the pairs of case ``name`` that have both sides."""
     by_pair: Dict[int, Dict[str, Dict[str, Any]]] = {}
     for run in runs:
@@ -47,13 +48,19 @@ def _complete_pairs(runs: Sequence[Dict[str, Any]], name: str,
     return {p: sides for p, sides in sorted(by_pair.items()) if "base" in sides and "head" in sides}
 
 
-def _count_decision(case: GateCase, counted: Sequence[Dict[str, Any]], opts: GateOptions,
-                    out: Tuple[Dict[str, Any], Dict[str, List[float]], Dict[str, List[float]]]) -> None:
+def _count_decision(
+    case: GateCase,
+    counted: Sequence[Dict[str, Any]],
+    opts: GateOptions,
+    out: Tuple[Dict[str, Any], Dict[str, List[float]], Dict[str, List[float]]],
+) -> None:
     """The counted metric of ``case`` into ``out`` (decisions, BASE values, HEAD values): geometric mean of the
     per-pair ratios with a t interval (:func:`load.gate.stats.t_interval_ratio`), at its own threshold."""
     decisions, base_vals, head_vals = out
-    pairs = [(s["base"].get("instructions_per_request"), s["head"].get("instructions_per_request"))
-             for s in _complete_pairs(counted, case.name, None).values()]
+    pairs = [
+        (s["base"].get("instructions_per_request"), s["head"].get("instructions_per_request"))
+        for s in _complete_pairs(counted, case.name, None).values()
+    ]
     pairs = [(b, h) for b, h in pairs if b and h and b > 0 and h > 0]
     base_vals[COUNTED], head_vals[COUNTED] = [b for b, _ in pairs], [h for _, h in pairs]
     if len(pairs) < 2:
@@ -96,29 +103,45 @@ def analyse(runs: Sequence[Dict[str, Any]], opts: GateOptions, max_pair: Optiona
             if len(pairs) < 2:
                 decisions[metric] = None
                 continue
-            est = estimate_ratio(base_vals[metric], head_vals[metric], opts.statistic, opts.level(metric),
-                                 opts.resamples, opts.seed)
+            est = estimate_ratio(
+                base_vals[metric], head_vals[metric], opts.statistic, opts.level(metric), opts.resamples, opts.seed
+            )
             decisions[metric] = decide(est, opts.threshold, higher, opts.size_by)
             if metric == "rps":
                 warnings += stability_warnings(f"BASE {label}", base_vals[metric])
                 warnings += stability_warnings(f"HEAD {label}", head_vals[metric])
         warnings += _warnings(complete, clean, head_errors, base_errors)
-        out.append(CaseResult(case, decisions, base_vals, head_vals, len(complete) - len(clean), head_errors,
-                              base_errors, tuple(warnings)))
+        out.append(
+            CaseResult(
+                case,
+                decisions,
+                base_vals,
+                head_vals,
+                len(complete) - len(clean),
+                head_errors,
+                base_errors,
+                tuple(warnings),
+            )
+        )
     return out
 
 
-def _warnings(complete: Dict[int, Dict[str, Dict[str, Any]]], clean: List[Any], head_errors: int,
-              base_errors: int) -> List[str]:
+def _warnings(
+    complete: Dict[int, Dict[str, Dict[str, Any]]], clean: List[Any], head_errors: int, base_errors: int
+) -> List[str]:
     """A saturated oha, and the pairs left out for errors."""
     warnings = []
     bound = sum(1 for s in complete.values() for r in s.values() if r.get("generator_bound"))
     if bound > len(complete) // 2:
-        warnings.append(f"oha saturated its CPUs in {bound} of {2 * len(complete)} runs: the RPS measures oha as much "
-                        "as the server; give oha more CPUs (--oha-cpus) or gate a heavier route")
+        warnings.append(
+            f"oha saturated its CPUs in {bound} of {2 * len(complete)} runs: the RPS measures oha as much "
+            "as the server; give oha more CPUs (--oha-cpus) or gate a heavier route"
+        )
     if head_errors or base_errors:
-        warnings.append(f"{len(complete) - len(clean)} pair(s) left out: HEAD had errors or non-2xx in {head_errors}, "
-                        f"BASE in {base_errors}; see the raw runs in pairs.json")
+        warnings.append(
+            f"{len(complete) - len(clean)} pair(s) left out: HEAD had errors or non-2xx in {head_errors}, "
+            f"BASE in {base_errors}; see the raw runs in pairs.json"
+        )
     return warnings
 
 

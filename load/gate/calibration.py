@@ -46,8 +46,17 @@ import math
 import statistics
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-__all__ = ["nominal_cost", "target_ratio", "fit_cost", "robust_cost", "calibrate_cost", "DELAY_WAIT_US",
-           "nominal_every", "calibrate_delay", "calibrate_loops"]
+__all__ = [
+    "nominal_cost",
+    "target_ratio",
+    "fit_cost",
+    "robust_cost",
+    "calibrate_cost",
+    "DELAY_WAIT_US",
+    "nominal_every",
+    "calibrate_delay",
+    "calibrate_loops",
+]
 
 
 def target_ratio(slowdown: float) -> float:
@@ -100,7 +109,7 @@ def robust_cost(points: Sequence[Tuple[float, float]], slowdown: float) -> Tuple
     if len(costs) < 2:
         raise ValueError("need points at two or more distinct costs")
     logs = [(c, math.log(r)) for c, r in points if r > 0]
-    slopes = [(y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(logs) for x2, y2 in logs[i + 1:] if x2 != x1]
+    slopes = [(y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(logs) for x2, y2 in logs[i + 1 :] if x2 != x1]
     slope = statistics.median(slopes) if slopes else 0.0
     intercept = statistics.median(y - slope * x for x, y in logs) if logs else 0.0
     if not slope > 0:
@@ -110,8 +119,12 @@ def robust_cost(points: Sequence[Tuple[float, float]], slowdown: float) -> Tuple
     return min(max(cost, costs[0] / 4.0), costs[-1] * 4.0), intercept, slope
 
 
-def calibrate_cost(cpu_per_request: Callable[[float], float], slowdown: float, rounds: int = 3,
-                   log: Callable[[str], None] = lambda s: None) -> Tuple[float, Dict[str, Any]]:
+def calibrate_cost(
+    cpu_per_request: Callable[[float], float],
+    slowdown: float,
+    rounds: int = 3,
+    log: Callable[[str], None] = lambda s: None,
+) -> Tuple[float, Dict[str, Any]]:
     """Measure and return ``(cost_us, details)`` for ``slowdown`` (rule 3).
 
     ``cpu_per_request(cost_us)`` runs one measurement on a fresh server burning ``cost_us`` (0 = BASE)
@@ -131,8 +144,10 @@ def calibrate_cost(cpu_per_request: Callable[[float], float], slowdown: float, r
         bases.append(base)
         for c in costs:
             ratios.setdefault(c, []).append(cpu_per_request(c) / base)
-        log(f"calibration {label}: BASE {base:.1f} µs/request; "
-            + ", ".join(f"+{c:.2f} µs burn -> x{ratios[c][-1]:.3f}" for c in costs))
+        log(
+            f"calibration {label}: BASE {base:.1f} µs/request; "
+            + ", ".join(f"+{c:.2f} µs burn -> x{ratios[c][-1]:.3f}" for c in costs)
+        )
 
     trial = nominal_cost(bases[0], slowdown)
     for i in range(rounds):
@@ -144,18 +159,24 @@ def calibrate_cost(cpu_per_request: Callable[[float], float], slowdown: float, r
     cost, intercept, slope = robust_cost([(c, r) for c, rs in ratios.items() for r in rs], slowdown)
     per_request = statistics.median(bases)
     return cost, {
-        "slowdown": slowdown, "target_ratio": want, "per_request_us": per_request,
-        "nominal_cost_us": nominal_cost(per_request, slowdown), "first_line_cost_us": guess, "cost_us": cost,
-        "rounds": rounds, "line": {"log_ratio_intercept": round(intercept, 6), "log_ratio_per_us": round(slope, 6)},
+        "slowdown": slowdown,
+        "target_ratio": want,
+        "per_request_us": per_request,
+        "nominal_cost_us": nominal_cost(per_request, slowdown),
+        "first_line_cost_us": guess,
+        "cost_us": cost,
+        "rounds": rounds,
+        "line": {"log_ratio_intercept": round(intercept, 6), "log_ratio_per_us": round(slope, 6)},
         "points": [[round(c, 4), round(r, 5)] for c, rs in ratios.items() for r in rs],
         "median_ratios": [[round(c, 4), round(statistics.median(rs), 5)] for c, rs in ratios.items()],
         "source": "measured: trial costs against BASE, a first line, then a Theil-Sen line of log ratio through "
-                  "every round (load/calibration.py)",
+        "every round (load/calibration.py)",
     }
 
 
-def calibrate_loops(per_request: float, per_unit: float, per_call: float,
-                    slowdown: float) -> Tuple[int, Dict[str, Any]]:
+def calibrate_loops(
+    per_request: float, per_unit: float, per_call: float, slowdown: float
+) -> Tuple[int, Dict[str, Any]]:
     """``(units, details)``: the units of ``fixtures.payloads.spin`` per request that make HEAD execute
     :func:`target_ratio` times BASE's ``per_request`` instructions, sized by counting (rule 5). BASE calls
     ``spin(0)`` on every request, so HEAD's extra work is ``units * per_unit`` (``per_call`` is recorded, not
@@ -166,11 +187,15 @@ def calibrate_loops(per_request: float, per_unit: float, per_call: float,
     want = target_ratio(slowdown)
     units = max(1, round(per_request * (want - 1.0) / per_unit))
     return units, {
-        "slowdown": slowdown, "target_ratio": want, "instructions_per_request": round(per_request, 1),
-        "instructions_per_unit": round(per_unit, 3), "instructions_per_call": round(per_call, 1),
-        "loops": units, "expected_ratio": round(1.0 + units * per_unit / per_request, 5),
+        "slowdown": slowdown,
+        "target_ratio": want,
+        "instructions_per_request": round(per_request, 1),
+        "instructions_per_unit": round(per_unit, 3),
+        "instructions_per_call": round(per_call, 1),
+        "loops": units,
+        "expected_ratio": round(1.0 + units * per_unit / per_request, 5),
         "source": "counted: BASE's instructions per request under callgrind, and the loop's per unit in a bare "
-                  "interpreter (load/gate/calibration.py)",
+        "interpreter (load/gate/calibration.py)",
     }
 
 
@@ -198,8 +223,13 @@ def _every_for(every: int, ratio: float, increase: float, fallback: int) -> int:
     return max(1, round(every * (ratio - 1.0) / increase))
 
 
-def calibrate_delay(measure: Callable[[int], Tuple[float, float]], increase: float, wait_us: float = DELAY_WAIT_US,
-                    rounds: int = 3, log: Callable[[str], None] = lambda s: None) -> Tuple[int, Dict[str, Any]]:
+def calibrate_delay(
+    measure: Callable[[int], Tuple[float, float]],
+    increase: float,
+    wait_us: float = DELAY_WAIT_US,
+    rounds: int = 3,
+    log: Callable[[str], None] = lambda s: None,
+) -> Tuple[int, Dict[str, Any]]:
     """Measure and return ``(every, details)``: the period N such that waiting ``wait_us`` on every N-th
     request raises BASE's mean latency at low concurrency by ``increase`` (e.g. 0.10 for x1.10).
 
@@ -220,8 +250,10 @@ def calibrate_delay(measure: Callable[[int], Tuple[float, float]], increase: flo
         base, ratio = measure(every)
         bases.append(base)
         ratios.setdefault(every, []).append(ratio)
-        log(f"delay calibration {label}: BASE {base:.1f} µs mean latency; {wait_us:.0f} µs wait every {every} "
-            f"request(s) -> x{ratio:.3f}")
+        log(
+            f"delay calibration {label}: BASE {base:.1f} µs mean latency; {wait_us:.0f} µs wait every {every} "
+            f"request(s) -> x{ratio:.3f}"
+        )
         return statistics.median(ratios[every])
 
     nominal = nominal_every(bases[0], increase, wait_us)
@@ -233,8 +265,14 @@ def calibrate_delay(measure: Callable[[int], Tuple[float, float]], increase: flo
         second = measure_round(guess, f"round {rounds + i + 1}/{2 * rounds}")
     every = clamp(_every_for(guess, second, increase, guess))
     return every, {
-        "increase": increase, "target_ratio": 1.0 + increase, "mean_latency_us": statistics.median(bases),
-        "wait_us": wait_us, "nominal_every": nominal, "first_every": guess, "every": every, "rounds": rounds,
+        "increase": increase,
+        "target_ratio": 1.0 + increase,
+        "mean_latency_us": statistics.median(bases),
+        "wait_us": wait_us,
+        "nominal_every": nominal,
+        "first_every": guess,
+        "every": every,
+        "rounds": rounds,
         "points": [[n, round(r, 5)] for n, rs in ratios.items() for r in rs],
         "median_ratios": [[n, round(statistics.median(rs), 5)] for n, rs in ratios.items()],
         "source": "measured: trial periods against BASE, interleaved, corrected twice (load/calibration.py)",

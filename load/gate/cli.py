@@ -25,6 +25,7 @@ from .running import run_gate
 
 __all__ = ["percent", "delay_spec", "alpha_weights_spec", "add_arguments", "cases_from_args", "main_from_args", "main"]
 
+
 def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
     """The cases to gate: the profile's (each at its highest concurrency) or ``--route`` × ``--concurrency``."""
     from ..plan import load_profile, route
@@ -34,8 +35,14 @@ def cases_from_args(args: argparse.Namespace) -> Tuple[GateCase, ...]:
         if args.routes:
             raise GateError("give --profile or --route, not both")
         profile = load_profile(args.profile)
-        return tuple(GateCase(setup_for(c.target_for(args.target.server, profile.default_server), app=c.app, env=c.env),
-                              c.route, max(c.concurrency)) for c in profile.cases)
+        return tuple(
+            GateCase(
+                setup_for(c.target_for(args.target.server, profile.default_server), app=c.app, env=c.env),
+                c.route,
+                max(c.concurrency),
+            )
+            for c in profile.cases
+        )
     names = args.routes or ["json"]
     for name in names:
         route(name)  # RouteError lists the known names
@@ -85,34 +92,72 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
     cases = cases_from_args(args)
     adapter = get_adapter(cases[0].setup.target.server)
     server_cpus, oha_cpus = _pinning(args)
-    opts = GateOptions(cases=cases, threshold=args.threshold, pairs=args.pairs, max_pairs=args.max_pairs,
-                       budget=args.budget, duration=args.duration, warmup=args.warmup, confidence=args.confidence,
-                       statistic=args.statistic, seed=seed, head_cost_us=args.head_cost,
-                       fail_on=tuple(m for m in args.fail_on if m != "count" or args.count_pairs),
-                       restart_every=args.restart_every, server_cpus=server_cpus, oha_cpus=oha_cpus,
-                       latency_duration=args.latency_duration, size_by=args.size_by, alpha_weights=args.alpha_weights,
-                       count_pairs=args.count_pairs, count_restart_every=args.count_restart_every,
-                       count_requests=args.count_requests,
-                       count_warmup=args.count_requests, count_threshold=args.count_threshold,
-                       head_loops=args.head_loops, **_delay_options(args.head_delay))
-    base_env, head_env = ensure_pair(args.base, args.head, package=adapter.package, module=adapter.module,
-                                     extras=args.extras, python=args.python, rebuild=args.rebuild_envs,
-                                     timeout=args.env_timeout, log=log)
+    opts = GateOptions(
+        cases=cases,
+        threshold=args.threshold,
+        pairs=args.pairs,
+        max_pairs=args.max_pairs,
+        budget=args.budget,
+        duration=args.duration,
+        warmup=args.warmup,
+        confidence=args.confidence,
+        statistic=args.statistic,
+        seed=seed,
+        head_cost_us=args.head_cost,
+        fail_on=tuple(m for m in args.fail_on if m != "count" or args.count_pairs),
+        restart_every=args.restart_every,
+        server_cpus=server_cpus,
+        oha_cpus=oha_cpus,
+        latency_duration=args.latency_duration,
+        size_by=args.size_by,
+        alpha_weights=args.alpha_weights,
+        count_pairs=args.count_pairs,
+        count_restart_every=args.count_restart_every,
+        count_requests=args.count_requests,
+        count_warmup=args.count_requests,
+        count_threshold=args.count_threshold,
+        head_loops=args.head_loops,
+        **_delay_options(args.head_delay),
+    )
+    base_env, head_env = ensure_pair(
+        args.base,
+        args.head,
+        package=adapter.package,
+        module=adapter.module,
+        extras=args.extras,
+        python=args.python,
+        rebuild=args.rebuild_envs,
+        timeout=args.env_timeout,
+        log=log,
+    )
     log(f"BASE: {base_env.describe()}\nHEAD: {head_env.describe()}")
-    log(f"gating {len(cases)} case(s), {opts.pairs}..{opts.max_pairs} pairs of {opts.duration:g} s runs, "
-        f"server on CPUs {server_cpus}, oha on CPUs {oha_cpus}; output -> {out_dir}")
+    log(
+        f"gating {len(cases)} case(s), {opts.pairs}..{opts.max_pairs} pairs of {opts.duration:g} s runs, "
+        f"server on CPUs {server_cpus}, oha on CPUs {oha_cpus}; output -> {out_dir}"
+    )
     return opts, base_env, head_env
 
 
 def _gate(args: argparse.Namespace, out_dir: Path, seed: int, log) -> tuple:
     """Prepare, run the gate and write its outputs: (the result, the paths written)."""
-    info = lambda env: {"spec": env.spec.text, "kind": env.spec.kind, "server_version": env.server_version,
-                        "env_key": env.key}
+    info = lambda env: {
+        "spec": env.spec.text,
+        "kind": env.spec.kind,
+        "server_version": env.server_version,
+        "env_key": env.key,
+    }
     opts, base_env, head_env = _prepare(args, out_dir, seed, log)
-    result = run_gate(opts, base_python=base_env.python, head_python=head_env.python, base_info=info(base_env),
-                      head_info=info(head_env), out_dir=out_dir, head_slowdown=args.head_slowdown,
-                      head_delay_increase=args.head_delay[1] if args.head_delay and args.head_delay[0] == "increase"
-                      else None, log=log)
+    result = run_gate(
+        opts,
+        base_python=base_env.python,
+        head_python=head_env.python,
+        base_info=info(base_env),
+        head_info=info(head_env),
+        out_dir=out_dir,
+        head_slowdown=args.head_slowdown,
+        head_delay_increase=args.head_delay[1] if args.head_delay and args.head_delay[0] == "increase" else None,
+        log=log,
+    )
     return result, write_outputs(result, out_dir, args.benchmark_storage)
 
 
@@ -129,20 +174,37 @@ def main_from_args(args: argparse.Namespace) -> int:
     out_dir = args.out or Path("results") / ("gate-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
     try:
         result, paths = _gate(args, out_dir, seed, log)
-    except (GateError, EnvError, ServerError, OhaError, RouteError, RouteCheckError, ProfileError, ResultsError,
-            CountError, ValueError) as exc:
+    except (
+        GateError,
+        EnvError,
+        ServerError,
+        OhaError,
+        RouteError,
+        RouteCheckError,
+        ProfileError,
+        ResultsError,
+        CountError,
+        ValueError,
+    ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         kept = out_dir / "runs.jsonl"
-        print(f"interrupted: {kept} keeps every run measured so far" if kept.exists()
-              else "interrupted before the first pair: nothing was measured", file=sys.stderr)
+        print(
+            f"interrupted: {kept} keeps every run measured so far"
+            if kept.exists()
+            else "interrupted before the first pair: nothing was measured",
+            file=sys.stderr,
+        )
         return INTERRUPTED
     print(render_markdown(result))
     log("wrote " + ", ".join(str(p) for p in paths.values()))
     if result.interrupted:
-        print(f"interrupted: {len(result.runs)} run(s) in {result.pairs} complete pair(s) measured so far, "
-              f"kept in {out_dir}", file=sys.stderr)
+        print(
+            f"interrupted: {len(result.runs)} run(s) in {result.pairs} complete pair(s) measured so far, "
+            f"kept in {out_dir}",
+            file=sys.stderr,
+        )
         return INTERRUPTED
     return result.exit_status
 

@@ -47,8 +47,9 @@ FAILED = 3  # exit status of a lane that could not count
 _READY_TIMEOUT = 300.0  # a server's start-up runs under valgrind (uninstrumented), slower on a busy machine
 
 
-def _start_both(pipeline: Pipeline, case: GateCase, spec: Mapping[str, Any], pair: int, folder: Path,
-                release: threading.Event) -> Dict[str, Any]:
+def _start_both(
+    pipeline: Pipeline, case: GateCase, spec: Mapping[str, Any], pair: int, folder: Path, release: threading.Event
+) -> Dict[str, Any]:
     """BASE's and HEAD's counted servers for ``case``, started at once; side -> handle. Each is started from a
     thread that lives until ``release`` is set: a server dies with the thread that started it (its parent-death
     signal follows the thread), so ``release`` is set only once both are stopped."""
@@ -58,9 +59,13 @@ def _start_both(pipeline: Pipeline, case: GateCase, spec: Mapping[str, Any], pai
 
     def start(side: str) -> None:
         try:
-            handles[side] = pipeline.start(case.setup, python=spec["pythons"][side],
-                                           env={**spec["envs"][side], **COUNT_ENV},
-                                           wrap=callgrind_wrap(folder, f"{side}-{pair}"), ready_timeout=_READY_TIMEOUT)
+            handles[side] = pipeline.start(
+                case.setup,
+                python=spec["pythons"][side],
+                env={**spec["envs"][side], **COUNT_ENV},
+                wrap=callgrind_wrap(folder, f"{side}-{pair}"),
+                ready_timeout=_READY_TIMEOUT,
+            )
         except BaseException as exc:  # noqa: B902 - re-raised below, in the lane's thread
             errors.append(exc)
         started.wait()
@@ -84,8 +89,14 @@ def _cleanup(folder: Path, labels: Sequence[str]) -> None:
             f.unlink(missing_ok=True)
 
 
-def _block(pipeline: Pipeline, case: GateCase, spec: Mapping[str, Any], pairs: Sequence[int], rng: random.Random,
-           log: Callable[[str], None]) -> List[Dict[str, Any]]:
+def _block(
+    pipeline: Pipeline,
+    case: GateCase,
+    spec: Mapping[str, Any],
+    pairs: Sequence[int],
+    rng: random.Random,
+    log: Callable[[str], None],
+) -> List[Dict[str, Any]]:
     """Counted pairs ``pairs`` of ``case`` on one fresh BASE and one fresh HEAD server: both started, one batch
     per pair (which side the client asks first drawn per pair), both stopped; two records per pair."""
     folder = Path(spec["out_dir"]) / "counted"
@@ -95,9 +106,16 @@ def _block(pipeline: Pipeline, case: GateCase, spec: Mapping[str, Any], pairs: S
     labels = {side: f"{side}-{pairs[0]}" for side in ("base", "head")}
     orders = [rng.sample(["base", "head"], 2) for _ in pairs]
     try:
-        batches = count_batches(handles, lookup_route(case.route).resolve(), requests=spec["requests"],
-                                warmup=spec["warmup"], out_dir=folder, labels=labels, orders=orders,
-                                pause=spec.get("pause", 0.0))
+        batches = count_batches(
+            handles,
+            lookup_route(case.route).resolve(),
+            requests=spec["requests"],
+            warmup=spec["warmup"],
+            out_dir=folder,
+            labels=labels,
+            orders=orders,
+            pause=spec.get("pause", 0.0),
+        )
     finally:
         for h in handles.values():
             h.stop()
@@ -105,16 +123,30 @@ def _block(pipeline: Pipeline, case: GateCase, spec: Mapping[str, Any], pairs: S
         _cleanup(folder, list(labels.values()))
     records = []
     for pair, order, res in zip(pairs, orders, batches):
-        log(f"counted pair {pair + 1} of {case.name}: BASE {res['base']['instructions_per_request']:,.0f}, HEAD "
-            f"{res['head']['instructions_per_request']:,.0f} instructions per request")
-        records += [dict(res[side], kind="gate-run", lane=COUNTED, case=case.name, pair=pair, side=side, position=i,
-                         processes_pair=pairs[0]) for i, side in enumerate(order)]
+        log(
+            f"counted pair {pair + 1} of {case.name}: BASE {res['base']['instructions_per_request']:,.0f}, HEAD "
+            f"{res['head']['instructions_per_request']:,.0f} instructions per request"
+        )
+        records += [
+            dict(
+                res[side],
+                kind="gate-run",
+                lane=COUNTED,
+                case=case.name,
+                pair=pair,
+                side=side,
+                position=i,
+                processes_pair=pairs[0],
+            )
+            for i, side in enumerate(order)
+        ]
     log(f"  {len(pairs)} pair(s) on one BASE and one HEAD server in {time.monotonic() - t0:.0f} s")
     return records
 
 
-def run_lane(spec: Mapping[str, Any], log: Callable[[str], None] = lambda s: None,
-             pipeline: Optional[Pipeline] = None) -> int:
+def run_lane(
+    spec: Mapping[str, Any], log: Callable[[str], None] = lambda s: None, pipeline: Optional[Pipeline] = None
+) -> int:
     """Every counted pair of every HTTP/1 case of an HTTP route (the counted client speaks HTTP/1.1), fresh
     servers every ``restart_every`` pairs, records appended to ``runs.jsonl`` as each server pair ends; returns
     how many pairs were measured."""
@@ -150,8 +182,12 @@ class CountLane:
         spec_path.write_text(json.dumps(spec, indent=1, sort_keys=True), encoding="utf-8")
         self.log_path = self.out_dir / "logs" / LOG_FILE
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-c", _RUN, str(spec_path)],
-                                     stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _RUN, str(spec_path)],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
 
     def wait(self, timeout: float) -> Optional[str]:
         """Wait for the lane to end; None when it counted every pair, else why not (one line)."""
@@ -197,4 +233,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         log(f"error: {type(exc).__name__}: {exc}" if not isinstance(exc, CountError) else f"error: {exc}")
         return FAILED
     return 0
-

@@ -18,8 +18,20 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 from ..run import COUNT_ENV, Pipeline, callgrind_wrap, count_batch, count_program, cpu_times
 from .model import COST_ENV, COST_EVERY_ENV, DELAY_ENV, DELAY_EVERY_ENV, LOOPS_ENV, GateCase, GateError
 
-__all__ = ["tree_cpu_ns", "BURST_US", "cost_burst", "NEVER", "idle_env", "injected_env", "measure_cpu", "burn_probe",
-           "delay_probe", "count_probe", "spin_cost", "LatencyFn"]
+__all__ = [
+    "tree_cpu_ns",
+    "BURST_US",
+    "cost_burst",
+    "NEVER",
+    "idle_env",
+    "injected_env",
+    "measure_cpu",
+    "burn_probe",
+    "delay_probe",
+    "count_probe",
+    "spin_cost",
+    "LatencyFn",
+]
 
 LatencyFn = Callable[..., Dict[str, Dict[str, Any]]]
 
@@ -75,7 +87,7 @@ def cost_burst(cost_us: float) -> Tuple[float, int]:
     return BURST_US, every
 
 
-NEVER = 2 ** 62  # a period no run reaches: the injection's machinery runs on every request, nothing is ever due
+NEVER = 2**62  # a period no run reaches: the injection's machinery runs on every request, nothing is ever due
 
 
 def idle_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1), loops: int = 0) -> Dict[str, str]:
@@ -110,8 +122,9 @@ def injected_env(cost_us: float = 0.0, delay: Tuple[float, int] = (0.0, 1), loop
     return env
 
 
-def measure_cpu(pipeline: Pipeline, srv: Any, route: Any, case: GateCase, duration: float,
-                cpus: Optional[Sequence[int]] = None) -> Tuple[Any, Optional[int], Any]:
+def measure_cpu(
+    pipeline: Pipeline, srv: Any, route: Any, case: GateCase, duration: float, cpus: Optional[Sequence[int]] = None
+) -> Tuple[Any, Optional[int], Any]:
     """One measured run with the server tree's CPU nanoseconds around it (None where not readable) and,
     with ``cpus``, those CPUs' busy and steal time over it (a :class:`load.run.pinning.CpuTimes` or None)."""
     pid = getattr(srv, "pid", None)
@@ -123,10 +136,12 @@ def measure_cpu(pipeline: Pipeline, srv: Any, route: Any, case: GateCase, durati
     return run, cpu_ns, box
 
 
-def burn_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, warmup: float,
-               duration: float) -> Callable[[float], float]:
+def burn_probe(
+    pipeline: Pipeline, case: GateCase, route: Any, *, python: str, warmup: float, duration: float
+) -> Callable[[float], float]:
     """``cost_us -> server CPU µs per 2xx response`` of ``python``'s install burning ``cost_us`` per request,
     one warm run on a fresh process each call: what :func:`load.gate.calibration.calibrate_cost` measures with."""
+
     def cpu_per_request(cost: float) -> float:
         env = injected_env(cost) if cost else idle_env(BURST_US)  # 0: BASE as the gate runs it beside a burning HEAD
         with pipeline.start(case.setup, python=python, env=env) as srv:
@@ -137,36 +152,52 @@ def burn_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, w
             raise GateError(f"calibration: no 2xx answer on {case.name} (burning {cost:.2f} µs per request)")
         cpu = cpu_ns / 1e9 if cpu_ns else run.server_cpu_seconds
         return cpu / run.result.ok * 1e6
+
     return cpu_per_request
 
 
-def delay_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, latency_fn: LatencyFn,
-                duration: float, wait_us: float) -> Callable[[int], Tuple[float, float]]:
+def delay_probe(
+    pipeline: Pipeline,
+    case: GateCase,
+    route: Any,
+    *,
+    python: str,
+    latency_fn: LatencyFn,
+    duration: float,
+    wait_us: float,
+) -> Callable[[int], Tuple[float, float]]:
     """``every -> (BASE mean latency µs, trial/BASE ratio)``: two fresh servers of ``python``'s install,
     the trial one waiting ``wait_us`` on every ``every``-th request (0: never), measured interleaved:
     what :func:`load.gate.calibration.calibrate_delay` measures with."""
+
     def measure(every: int) -> Tuple[float, float]:
         idle = idle_env(delay=(wait_us, 1))  # BASE as the gate runs it beside a waiting HEAD
         trial = injected_env(delay=(wait_us, every)) if every else idle
-        with pipeline.start(case.setup, python=python, env=idle) as base, \
-                pipeline.start(case.setup, python=python, env=trial) as head:
+        with (
+            pipeline.start(case.setup, python=python, env=idle) as base,
+            pipeline.start(case.setup, python=python, env=trial) as head,
+        ):
             latency_fn({"base": base, "head": head}, route, min(duration, 0.5), pipeline.oha_cpus)  # warm both
             res = latency_fn({"base": base, "head": head}, route, duration, pipeline.oha_cpus)
         if not res["base"].get("ok") or not res["head"].get("ok"):
             raise GateError(f"calibration: no 2xx answer at one connection on {case.name}")
         return res["base"]["avg_ms"] * 1000, res["head"]["avg_ms"] / res["base"]["avg_ms"]
+
     return measure
 
 
-def count_probe(pipeline: Pipeline, case: GateCase, route: Any, *, python: str, requests: int, warmup: int,
-                out_dir: Path) -> float:
+def count_probe(
+    pipeline: Pipeline, case: GateCase, route: Any, *, python: str, requests: int, warmup: int, out_dir: Path
+) -> float:
     """BASE's instructions per request as the gate runs it beside a looping HEAD: one counted server of
     ``python``'s install (``load.run.counting``), ``warmup`` uncounted then ``requests`` counted requests."""
     env = {**idle_env(loops=1), **COUNT_ENV}  # spin(0) on every request, as BASE runs beside a spinning HEAD
-    with pipeline.start(case.setup, python=python, env=env, wrap=callgrind_wrap(out_dir, "calibrate"),
-                        ready_timeout=300.0) as srv:
-        res = count_batch({"base": srv}, route, requests=requests, warmup=warmup, out_dir=out_dir,
-                          labels={"base": "calibrate"})
+    with pipeline.start(
+        case.setup, python=python, env=env, wrap=callgrind_wrap(out_dir, "calibrate"), ready_timeout=300.0
+    ) as srv:
+        res = count_batch(
+            {"base": srv}, route, requests=requests, warmup=warmup, out_dir=out_dir, labels={"base": "calibrate"}
+        )
     for f in out_dir.glob("calibrate.callgrind.*"):
         f.unlink(missing_ok=True)
     return res["base"]["instructions_per_request"]
@@ -186,6 +217,8 @@ def spin_cost(python: str, out_dir: Path, calls: int = 1000, loops: int = 100) -
     from gatecheck.fixtures.payloads import spin
 
     code = "_UNITS = [1] * 4096\n" + inspect.getsource(spin) + _SPIN_DRIVER
-    empty, called, looped = (count_program(python, code, [str(n), str(k)], out_dir, f"spin-{n}-{k}")
-                             for n, k in ((0, 0), (0, calls), (loops, calls)))
+    empty, called, looped = (
+        count_program(python, code, [str(n), str(k)], out_dir, f"spin-{n}-{k}")
+        for n, k in ((0, 0), (0, calls), (loops, calls))
+    )
     return (looped - called) / (calls * loops), (called - empty) / calls

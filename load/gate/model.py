@@ -17,9 +17,24 @@ from ..run import ServerSetup, setup_for
 from .stats import family_confidence, weighted_levels
 from .verdict import Decision, Verdict
 
-__all__ = ["DEFAULT_ALPHA_WEIGHTS", "GateCase", "GateOptions", "GateResult", "CaseResult", "GateError", "METRICS", "LATENCY_METRICS",
-           "COUNTED", "STATISTIC_LABELS", "COST_ENV", "COST_EVERY_ENV", "LOOPS_ENV", "DELAY_ENV", "DELAY_EVERY_ENV",
-           "INCONCLUSIVE_STATUS"]
+__all__ = [
+    "DEFAULT_ALPHA_WEIGHTS",
+    "GateCase",
+    "GateOptions",
+    "GateResult",
+    "CaseResult",
+    "GateError",
+    "METRICS",
+    "LATENCY_METRICS",
+    "COUNTED",
+    "STATISTIC_LABELS",
+    "COST_ENV",
+    "COST_EVERY_ENV",
+    "LOOPS_ENV",
+    "DELAY_ENV",
+    "DELAY_EVERY_ENV",
+    "INCONCLUSIVE_STATUS",
+]
 
 # COST_ENV: the fixture apps burn this many µs of CPU on every COST_EVERY_ENV-th payload/json/echo request
 # (the gate injects an average cost per request as such bursts, running.cost_burst); DELAY_ENV: ... and wait
@@ -66,8 +81,8 @@ class GateError(RuntimeError):
     """The gate could not run (bad input, install failure, server or oha failure): exit status 2."""
 
 
-
 # ---- the nouns ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class GateCase:
@@ -87,8 +102,14 @@ class GateCase:
 
     def to_dict(self) -> Dict[str, Any]:
         """The case as pairs.json's ``options.cases`` stores it."""
-        return {"target": str(self.setup.target), "route": self.route, "concurrency": self.concurrency,
-                "app": self.setup.app, "env": [list(kv) for kv in self.setup.env], "http2": self.http2}
+        return {
+            "target": str(self.setup.target),
+            "route": self.route,
+            "concurrency": self.concurrency,
+            "app": self.setup.app,
+            "env": [list(kv) for kv in self.setup.env],
+            "http2": self.http2,
+        }
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> GateCase:
@@ -137,12 +158,16 @@ class GateOptions:
     count_requests: int = 300
     count_warmup: int = 300
     count_threshold: float = 0.01
-    count_pause: float = 0.002  # each server rests between counted requests (pilots: per-pair spread 0.2-0.3%, not 0.35%)
+    count_pause: float = (
+        0.002  # each server rests between counted requests (pilots: per-pair spread 0.2-0.3%, not 0.35%)
+    )
     head_loops: int = 0  # HEAD's app spins this many loop iterations per request (counted work; fixtures.spin)
 
     def __post_init__(self) -> None:
         if self.pairs < 8:
-            raise ValueError(f"the gate needs at least 8 pairs (the bootstrap under-covers below that), got {self.pairs}")
+            raise ValueError(
+                f"the gate needs at least 8 pairs (the bootstrap under-covers below that), got {self.pairs}"
+            )
         if self.max_pairs < self.pairs:
             raise ValueError(f"--max-pairs {self.max_pairs} is below --pairs {self.pairs}")
         unknown = set(self.fail_on) - set(METRICS)
@@ -161,10 +186,17 @@ class GateOptions:
             weighted_levels(self.confidence, self.weights)  # refuses a weight that is not > 0
         if COUNTED in self.fail_on and self.count_pairs == 1:
             raise ValueError("--fail-on count needs at least 2 counted pairs (--count-pairs; 0: not counted)")
-        if not 0 < self.count_threshold < 1 or self.count_requests < 1 or self.count_warmup < 0 \
-                or self.count_restart_every < 1 or self.count_pause < 0:
-            raise ValueError("the counted lane needs a threshold in (0, 1), requests >= 1, a warm-up >= 0, "
-                             "fresh servers every >= 1 pairs and a pause >= 0")
+        if (
+            not 0 < self.count_threshold < 1
+            or self.count_requests < 1
+            or self.count_warmup < 0
+            or self.count_restart_every < 1
+            or self.count_pause < 0
+        ):
+            raise ValueError(
+                "the counted lane needs a threshold in (0, 1), requests >= 1, a warm-up >= 0, "
+                "fresh servers every >= 1 pairs and a pause >= 0"
+            )
 
     def threshold_for(self, metric: str) -> float:
         """The slowdown ``metric`` must catch: the counted metric's own, else ``threshold``."""
@@ -218,8 +250,9 @@ class CaseResult:
 
     def inconclusive(self, fail_on: Sequence[str]) -> list:
         """The gated metrics whose intervals cannot exclude a change of the threshold's size."""
-        return [m for m, d in self.decisions.items() if m in fail_on and d is not None
-                and d.verdict is Verdict.INCONCLUSIVE]
+        return [
+            m for m, d in self.decisions.items() if m in fail_on and d is not None and d.verdict is Verdict.INCONCLUSIVE
+        ]
 
 
 @dataclass
@@ -274,11 +307,29 @@ class GateResult:
 
 
 def _case_result_dict(r: CaseResult) -> Dict[str, Any]:
-    out: Dict[str, Any] = {"case": r.case.name, "excluded_pairs": r.excluded_pairs, "head_errors": r.head_errors,
-                           "base_errors": r.base_errors, "warnings": list(r.warnings), "metrics": {}}
+    out: Dict[str, Any] = {
+        "case": r.case.name,
+        "excluded_pairs": r.excluded_pairs,
+        "head_errors": r.head_errors,
+        "base_errors": r.base_errors,
+        "warnings": list(r.warnings),
+        "metrics": {},
+    }
     for metric, d in r.decisions.items():
-        out["metrics"][metric] = None if d is None else {
-            "verdict": d.verdict.value, "ratio": d.estimate.ratio, "low": d.estimate.low, "high": d.estimate.high,
-            "n": d.estimate.n, "change": d.change, "more_pairs": d.more_pairs, "reason": d.reason,
-            "base": r.base[metric], "head": r.head[metric]}
+        out["metrics"][metric] = (
+            None
+            if d is None
+            else {
+                "verdict": d.verdict.value,
+                "ratio": d.estimate.ratio,
+                "low": d.estimate.low,
+                "high": d.estimate.high,
+                "n": d.estimate.n,
+                "change": d.change,
+                "more_pairs": d.more_pairs,
+                "reason": d.reason,
+                "base": r.base[metric],
+                "head": r.head[metric],
+            }
+        )
     return out

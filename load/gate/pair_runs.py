@@ -15,8 +15,9 @@ from .model import GateCase, GateError, GateOptions
 __all__ = ["PairRuns"]
 
 
-def _interleaved(handles: Dict[str, Any], route: Any, duration: float,
-                 cpus: Optional[Sequence[int]] = None) -> Dict[str, Dict[str, Any]]:
+def _interleaved(
+    handles: Dict[str, Any], route: Any, duration: float, cpus: Optional[Sequence[int]] = None
+) -> Dict[str, Dict[str, Any]]:
     """The default low-concurrency run: :func:`load.run.latency.interleaved_latency` over the handles' URLs."""
     return interleaved_latency({side: h.url for side, h in handles.items()}, route, duration, cpus)
 
@@ -38,16 +39,19 @@ def _run_record(run: Any, case: GateCase, pair: int, side: str, position: int) -
     return rec
 
 
-def _low_latency_run(latency_fn: LatencyFn, handles: Dict[str, Any], route: Any, case: GateCase,
-                     opts: GateOptions) -> Dict[str, Dict[str, Any]]:
+def _low_latency_run(
+    latency_fn: LatencyFn, handles: Dict[str, Any], route: Any, case: GateCase, opts: GateOptions
+) -> Dict[str, Dict[str, Any]]:
     """Both sides' low-concurrency latencies in one pair, interleaved request by request (the ``lat``
     metrics); a side that answers nothing stops the gate like one that answers nothing under load."""
     res = latency_fn(handles, route, opts.latency_duration, opts.oha_cpus)
     for side, rec in res.items():
         if not rec.get("ok"):
             srv = handles[side]
-            raise GateError(f"{side.upper()} answered no request with 2xx at one connection on {case.name}; server log "
-                            f"tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
+            raise GateError(
+                f"{side.upper()} answered no request with 2xx at one connection on {case.name}; server log "
+                f"tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}"
+            )
     return res
 
 
@@ -69,8 +73,9 @@ class PairRuns:
                     self.pipeline.measure(self.servers[key], route, case.concurrency, opts.warmup, http2=case.http2)
         records = {side: self._main_run(case, pair, side, position) for position, side in enumerate(order)}
         if opts.latency_duration > 0 and not case.http2:  # the latency client speaks HTTP/1.1
-            low = _low_latency_run(self.latency_fn, {side: self.servers[(case.name, side)] for side in order},
-                                   route, case, opts)
+            low = _low_latency_run(
+                self.latency_fn, {side: self.servers[(case.name, side)] for side in order}, route, case, opts
+            )
             for side in order:
                 records[side]["low_latency"] = low[side]
         for side in order:
@@ -83,11 +88,14 @@ class PairRuns:
     def _main_run(self, case: GateCase, pair: int, side: str, position: int) -> Dict[str, Any]:
         """One side's run at the case's concurrency, with its server CPU and the CPUs' diagnostics."""
         srv = self.servers[(case.name, side)]
-        run, cpu_ns, used = measure_cpu(self.pipeline, srv, self.routes[case.route], case, self.opts.duration,
-                                        self.server_cpus)
+        run, cpu_ns, used = measure_cpu(
+            self.pipeline, srv, self.routes[case.route], case, self.opts.duration, self.server_cpus
+        )
         if run.result.all_failed:
-            raise GateError(f"{side.upper()} answered no request with 2xx on {case.name} in pair {pair + 1}; "
-                            f"server log tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}")
+            raise GateError(
+                f"{side.upper()} answered no request with 2xx on {case.name} in pair {pair + 1}; "
+                f"server log tail:\n{srv.log_tail(20) if hasattr(srv, 'log_tail') else ''}"
+            )
         rec = _run_record(run, case, pair, side, position)
         if cpu_ns:
             rec["server_cpu_ns"] = cpu_ns

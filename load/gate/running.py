@@ -86,14 +86,22 @@ class _Session(PairRuns):
     def _calibrate_cost(self, slowdown: float) -> float:
         """The burn for ``slowdown`` on the first case (:func:`load.gate.calibration.calibrate_cost`)."""
         case = self.opts.cases[0]
-        cpu_per_request = burn_probe(self.pipeline, case, self.routes[case.route], python=self.pythons["base"],
-                                     warmup=self.opts.warmup, duration=self.opts.duration)
+        cpu_per_request = burn_probe(
+            self.pipeline,
+            case,
+            self.routes[case.route],
+            python=self.pythons["base"],
+            warmup=self.opts.warmup,
+            duration=self.opts.duration,
+        )
         self.log(f"calibrating the injected cost for a {slowdown:.0%} slowdown on {case.name} (BASE's install)")
         cost_us, calib = calibrate_cost(cpu_per_request, slowdown, rounds=3, log=self.log)
         self.result.calibration = dict(calib, case=case.name)
-        self.log(f"calibration: BASE {calib['per_request_us']:.1f} µs of server CPU per request -> {cost_us:.2f} µs "
-                 f"burnt per request on HEAD (x{calib['target_ratio']:.3f}; the additive model said "
-                 f"{calib['nominal_cost_us']:.2f})")
+        self.log(
+            f"calibration: BASE {calib['per_request_us']:.1f} µs of server CPU per request -> {cost_us:.2f} µs "
+            f"burnt per request on HEAD (x{calib['target_ratio']:.3f}; the additive model said "
+            f"{calib['nominal_cost_us']:.2f})"
+        )
         return cost_us
 
     def _calibrate_loops(self, slowdown: float) -> int:
@@ -103,23 +111,34 @@ class _Session(PairRuns):
         import threading
 
         case, opts = self.opts.cases[0], self.opts
-        self.log(f"calibrating the injected work for {slowdown:.0%} more instructions per request on {case.name} "
-                 "(counting BASE's install)")
+        self.log(
+            f"calibrating the injected work for {slowdown:.0%} more instructions per request on {case.name} "
+            "(counting BASE's install)"
+        )
         folder, spin = self.out_dir / "counted", {}
         t = threading.Thread(target=lambda: spin.update(cost=spin_cost(self.pythons["head"], folder)))
         t.start()
         try:
-            per_request = count_probe(self.pipeline, case, self.routes[case.route], python=self.pythons["base"],
-                                      requests=opts.count_requests, warmup=opts.count_warmup, out_dir=folder)
+            per_request = count_probe(
+                self.pipeline,
+                case,
+                self.routes[case.route],
+                python=self.pythons["base"],
+                requests=opts.count_requests,
+                warmup=opts.count_warmup,
+                out_dir=folder,
+            )
         finally:
             t.join()
         if "cost" not in spin:
             raise GateError("calibration: the loop's instructions could not be counted (see the log above)")
         loops, calib = calibrate_loops(per_request, *spin["cost"], slowdown)
         self.result.calibration = dict(calib, case=case.name)
-        self.log(f"calibration: BASE {per_request:,.0f} instructions per request; a unit of work "
-                 f"{spin['cost'][0]:.1f} -> HEAD spins {loops} units per request (x{calib['expected_ratio']:.4f} "
-                 f"for x{calib['target_ratio']:.4f})")
+        self.log(
+            f"calibration: BASE {per_request:,.0f} instructions per request; a unit of work "
+            f"{spin['cost'][0]:.1f} -> HEAD spins {loops} units per request (x{calib['expected_ratio']:.4f} "
+            f"for x{calib['target_ratio']:.4f})"
+        )
         return loops
 
     def start_lane(self, lane_fn: Callable[..., Any]) -> Any:
@@ -127,12 +146,22 @@ class _Session(PairRuns):
         opts = self.opts
         if not opts.count_pairs:
             return None
-        spec = {"cases": [c.to_dict() for c in opts.cases], "pythons": dict(self.pythons),
-                "envs": {side: self.env(side) for side in ("base", "head")}, "pairs": opts.count_pairs,
-                "restart_every": opts.count_restart_every, "requests": opts.count_requests,
-                "warmup": opts.count_warmup, "pause": opts.count_pause, "seed": opts.seed, "out_dir": str(self.out_dir)}
-        self.log(f"counting instructions per request beside the timed pairs: {opts.count_pairs} counted pairs of "
-                 f"{opts.count_requests} requests per side, fresh servers every {opts.count_restart_every}")
+        spec = {
+            "cases": [c.to_dict() for c in opts.cases],
+            "pythons": dict(self.pythons),
+            "envs": {side: self.env(side) for side in ("base", "head")},
+            "pairs": opts.count_pairs,
+            "restart_every": opts.count_restart_every,
+            "requests": opts.count_requests,
+            "warmup": opts.count_warmup,
+            "pause": opts.count_pause,
+            "seed": opts.seed,
+            "out_dir": str(self.out_dir),
+        }
+        self.log(
+            f"counting instructions per request beside the timed pairs: {opts.count_pairs} counted pairs of "
+            f"{opts.count_requests} requests per side, fresh servers every {opts.count_restart_every}"
+        )
         return lane_fn(spec, self.out_dir)
 
     def finish_lane(self, lane: Any, timeout: float = 900.0) -> None:
@@ -157,13 +186,22 @@ class _Session(PairRuns):
         """HEAD's (wait µs, every N) for a mean latency ``1 + increase`` times BASE's, measured on BASE's
         install on the first case (:func:`load.gate.calibration.calibrate_delay`); stored in the calibration."""
         case, opts = self.opts.cases[0], self.opts
-        probe = delay_probe(self.pipeline, case, self.routes[case.route], python=self.pythons["base"],
-                            latency_fn=self.latency_fn, duration=max(opts.latency_duration, 1.0), wait_us=DELAY_WAIT_US)
+        probe = delay_probe(
+            self.pipeline,
+            case,
+            self.routes[case.route],
+            python=self.pythons["base"],
+            latency_fn=self.latency_fn,
+            duration=max(opts.latency_duration, 1.0),
+            wait_us=DELAY_WAIT_US,
+        )
         self.log(f"calibrating the injected wait for a {increase:.0%} latency increase on {case.name} (BASE's install)")
         every, calib = calibrate_delay(probe, increase, DELAY_WAIT_US, rounds=3, log=self.log)
         self.result.calibration = dict(self.result.calibration or {}, delay=dict(calib, case=case.name))
-        self.log(f"calibration: BASE {calib['mean_latency_us']:.0f} µs mean latency at one connection -> "
-                 f"HEAD waits {DELAY_WAIT_US:.0f} µs on every {every} request(s) (nominal {calib['nominal_every']})")
+        self.log(
+            f"calibration: BASE {calib['mean_latency_us']:.0f} µs mean latency at one connection -> "
+            f"HEAD waits {DELAY_WAIT_US:.0f} µs on every {every} request(s) (nominal {calib['nominal_every']})"
+        )
         return DELAY_WAIT_US, every
 
     def check_routes(self) -> None:
@@ -196,9 +234,11 @@ class _Session(PairRuns):
                 self.measure_case(case, pair, order)
             result.pairs = pair + 1
             pair_seconds.append(self.clock() - p0)
-            self.log(f"pair {pair + 1}: " + ", ".join(
-                f"{r['side']} {r['rps']:,.0f}" for r in result.runs if r["pair"] == pair)
-                + f" RPS ({self.clock() - self.t0:.0f} s)")
+            self.log(
+                f"pair {pair + 1}: "
+                + ", ".join(f"{r['side']} {r['rps']:,.0f}" for r in result.runs if r["pair"] == pair)
+                + f" RPS ({self.clock() - self.t0:.0f} s)"
+            )
             if result.pairs >= opts.pairs:
                 a0 = self.clock()
                 if _decisive(self.analyse(), opts.fail_on):
@@ -221,8 +261,9 @@ def _pipeline(opts: GateOptions, out_dir: Path, start: Seam, measure_fn: Seam, c
     return Pipeline(out_dir, server_cpus=opts.server_cpus, oha_cpus=opts.oha_cpus, **seams)
 
 
-def _without_counting(opts: GateOptions, missing: Callable[[], Optional[str]],
-                      log: Callable[[str], None]) -> Tuple[GateOptions, str]:
+def _without_counting(
+    opts: GateOptions, missing: Callable[[], Optional[str]], log: Callable[[str], None]
+) -> Tuple[GateOptions, str]:
     """``opts`` as run: where valgrind cannot count, without the counted metric (gated on the timed ones,
     their levels as without it), and the one line that says so."""
     if not opts.count_pairs:
@@ -266,13 +307,26 @@ def run_gate(
     rng = random.Random(opts.seed)
     t0 = clock()
     opts, note = _without_counting(opts, counting_missing, log)
-    result = GateResult(base=dict(base_info or {}, python=base_python), head=dict(head_info or {}, python=head_python),
-                        options=opts, started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                        count_note=note)
+    result = GateResult(
+        base=dict(base_info or {}, python=base_python),
+        head=dict(head_info or {}, python=head_python),
+        options=opts,
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        count_note=note,
+    )
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    session = _Session(opts, result, {"base": base_python, "head": head_python},
-                       _pipeline(opts, Path(out_dir), start, measure_fn, check_fn), latency_fn,
-                       {c.route: route_fn(c.route) for c in opts.cases}, Path(out_dir), log, clock, t0)
+    session = _Session(
+        opts,
+        result,
+        {"base": base_python, "head": head_python},
+        _pipeline(opts, Path(out_dir), start, measure_fn, check_fn),
+        latency_fn,
+        {c.route: route_fn(c.route) for c in opts.cases},
+        Path(out_dir),
+        log,
+        clock,
+        t0,
+    )
     session.calibrate(head_slowdown, head_delay_increase)
     _run(session, session.start_lane(lane_fn), rng)
     result.results = session.analyse()

@@ -306,8 +306,10 @@ def _betacf(a: float, b: float, x: float) -> float:
     d = 1.0 / (d if abs(d) > tiny else tiny)
     h = d
     for m in range(1, 300):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
             d = 1.0 + num * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + num / c
@@ -381,10 +383,14 @@ def stability_warnings(name: str, values: Sequence[float], max_cv: float = 0.10)
     cv = coefficient_of_variation(values)
     m = statistics.fmean(values)
     if cv >= max_cv:
-        out.append(f"{name}: runs vary a lot (coefficient of variation {cv:.1%} >= {max_cv:.0%}); "
-                   "the machine is busy or throttling: close other work, pin CPUs, or rerun with more pairs")
+        out.append(
+            f"{name}: runs vary a lot (coefficient of variation {cv:.1%} >= {max_cv:.0%}); "
+            "the machine is busy or throttling: close other work, pin CPUs, or rerun with more pairs"
+        )
     far = [v for v in values if abs(v - m) > 0.5 * m]
     if far:
-        out.append(f"{name}: {len(far)} run(s) are more than 50% from the mean; "
-                   "look for errors or a disturbance in those runs, then rerun")
+        out.append(
+            f"{name}: {len(far)} run(s) are more than 50% from the mean; "
+            "look for errors or a disturbance in those runs, then rerun"
+        )
     return out

@@ -111,23 +111,45 @@ def decide(estimate: Estimate, threshold: float, higher_is_better: bool, size_by
     worst, best = _reach(estimate, change, threshold, higher_is_better, size_by)
     if worse_side and worst >= threshold:
         reach = "" if worst == -change else f", reaching {worst:.1%} worse: a {threshold:.0%} slowdown is not ruled out"
-        return Decision(Verdict.REGRESSION, estimate, change, threshold, higher_is_better, None,
-                        f"{-change:.1%} worse, {ci} entirely on the worse side of 1{reach}")
+        return Decision(
+            Verdict.REGRESSION,
+            estimate,
+            change,
+            threshold,
+            higher_is_better,
+            None,
+            f"{-change:.1%} worse, {ci} entirely on the worse side of 1{reach}",
+        )
     if better_side and best >= threshold:
         reach = "" if best == change else f", reaching {best:.1%} better"
-        return Decision(Verdict.IMPROVEMENT, estimate, change, threshold, higher_is_better, None,
-                        f"{change:.1%} better, {ci} entirely on the better side of 1{reach}")
+        return Decision(
+            Verdict.IMPROVEMENT,
+            estimate,
+            change,
+            threshold,
+            higher_is_better,
+            None,
+            f"{change:.1%} better, {ci} entirely on the better side of 1{reach}",
+        )
     if estimate.width > threshold:
         total = pairs_needed(estimate.n, estimate.width, threshold)
-        return Decision(Verdict.INCONCLUSIVE, estimate, change, threshold, higher_is_better, total - estimate.n,
-                        f"{ci} is {estimate.width:.1%} wide, wider than the {threshold:.0%} threshold; "
-                        f"about {total - estimate.n} more pairs ({total} in all) should narrow it")
+        return Decision(
+            Verdict.INCONCLUSIVE,
+            estimate,
+            change,
+            threshold,
+            higher_is_better,
+            total - estimate.n,
+            f"{ci} is {estimate.width:.1%} wide, wider than the {threshold:.0%} threshold; "
+            f"about {total - estimate.n} more pairs ({total} in all) should narrow it",
+        )
     reason = _no_change_reason(change, threshold, worse_side, better_side, size_by, ci)
     return Decision(Verdict.NO_CHANGE, estimate, change, threshold, higher_is_better, None, reason)
 
 
-def _reach(estimate: Estimate, change: float, threshold: float, higher_is_better: bool,
-           size_by: str) -> Tuple[float, float]:
+def _reach(
+    estimate: Estimate, change: float, threshold: float, higher_is_better: bool, size_by: str
+) -> Tuple[float, float]:
     """How far the change reaches, worse and better: the point estimate, or the interval's far end with the
     estimate at least halfway there (nearer a change of the threshold's size than to none)."""
     lo, hi = estimate.low, estimate.high
@@ -138,12 +160,16 @@ def _reach(estimate: Estimate, change: float, threshold: float, higher_is_better
     return worst, best
 
 
-def _no_change_reason(change: float, threshold: float, worse_side: bool, better_side: bool, size_by: str,
-                      ci: str) -> str:
+def _no_change_reason(
+    change: float, threshold: float, worse_side: bool, better_side: bool, size_by: str, ci: str
+) -> str:
     """Why a decisive interval is no significant change: significant but too small, or containing 1."""
     if worse_side or better_side:
         word = "worse" if worse_side else "better"
-        below = "below" if size_by == "estimate" else (
-            "its interval ends below" if abs(change) >= threshold / 2 else "under half of")
+        below = (
+            "below"
+            if size_by == "estimate"
+            else ("its interval ends below" if abs(change) >= threshold / 2 else "under half of")
+        )
         return f"{abs(change):.1%} {word}, significant but {below} the {threshold:.0%} threshold ({ci})"
     return f"{ci} contains 1 and excludes a {threshold:.0%} change"

@@ -13,7 +13,15 @@ from typing import Callable
 
 from .cpulist import parse_cpu_list
 
-__all__ = ["positive_int", "positive_float", "non_negative_float", "at_least", "percent", "cpu_list", "server_or_target"]
+__all__ = [
+    "positive_int",
+    "positive_float",
+    "non_negative_float",
+    "at_least",
+    "percent",
+    "cpu_list",
+    "server_or_target",
+]
 
 
 def _number(text: str, kind: Callable[[str], float], ok: Callable[[float], bool], expected: str):
@@ -40,6 +48,7 @@ def non_negative_float(text: str) -> float:
 
 def at_least(minimum: int, what: str) -> Callable[[str], int]:
     """A whole number >= ``minimum``; ``what`` names the option in the message."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -48,6 +57,7 @@ def at_least(minimum: int, what: str) -> Callable[[str], int]:
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{what} must be a whole number >= {minimum}, got {text!r}")
         return value
+
     return parse
 
 
@@ -57,9 +67,13 @@ def percent(text: str) -> float:
     try:
         value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage such as '5%' or a fraction such as 0.05, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a percentage such as '5%' or a fraction such as 0.05, got {text!r}"
+        ) from None
     if not raw.endswith("%") and value >= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is ambiguous: write '{raw}%' for a percentage, or a fraction below 1")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is ambiguous: write '{raw}%' for a percentage, or a fraction below 1"
+        )
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"expected a change between 0% and 100%, got {text!r}")
     return value

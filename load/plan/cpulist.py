@@ -3,6 +3,7 @@
 Rules of this module: pure functions of text and numbers; ``parse_cpu_list`` rejects anything else than
 numbers and ranges, quoting the text; ``format_cpu_list`` is its inverse on sorted, distinct CPUs.
 """
+
 from __future__ import annotations
 
 from typing import Sequence

@@ -7,6 +7,7 @@ Rules of this module:
   seconds once all are open, as the seed's clients do.
 - Data only: no clock, no machine. The runner applies it; the report describes it from the records.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace

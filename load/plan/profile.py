@@ -27,6 +27,7 @@ Case keys (TOML)::
     messages = 20000                messages each client sends, for a WebSocket route (``ws_broadcast``,
                                     ``load.run.wsbroadcast``): there ``concurrency`` is the number of clients
 """
+
 from __future__ import annotations
 
 import sys
@@ -41,17 +42,52 @@ else:  # pragma: no cover - exercised on 3.9/3.10 tox envs
 
 from gatecheck.servers import Target, TargetError
 
-from .routes import RouteError, route as lookup_route
+from .routes import RouteError
+from .routes import route as lookup_route
 
-__all__ = ["Case", "Profile", "ProfileError", "PlannedCase", "load_profile", "list_profiles", "PROFILE_DIR", "plan", "cores_needed"]
+__all__ = [
+    "Case",
+    "Profile",
+    "ProfileError",
+    "PlannedCase",
+    "load_profile",
+    "list_profiles",
+    "PROFILE_DIR",
+    "plan",
+    "cores_needed",
+]
 
 PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
 
 _CASE_KEYS = {
-    "label", "target", "route", "concurrency", "group", "cells", "app", "env",
-    "requests", "quick_requests", "h2_parallel", "python_lt", "note", "http2", "needs", "messages",
+    "label",
+    "target",
+    "route",
+    "concurrency",
+    "group",
+    "cells",
+    "app",
+    "env",
+    "requests",
+    "quick_requests",
+    "h2_parallel",
+    "python_lt",
+    "note",
+    "http2",
+    "needs",
+    "messages",
 }
-_PROFILE_KEYS = {"title", "description", "default_server", "columns", "env_columns", "bold_best", "case", "section", "note"}
+_PROFILE_KEYS = {
+    "title",
+    "description",
+    "default_server",
+    "columns",
+    "env_columns",
+    "bold_best",
+    "case",
+    "section",
+    "note",
+}
 
 
 class ProfileError(ValueError):
@@ -135,7 +171,9 @@ def _case(path: Path, index: int, raw: Mapping[str, Any], columns: Sequence[str]
     conc = raw["concurrency"]
     conc = [conc] if isinstance(conc, int) else conc
     if not conc or not all(isinstance(c, int) and c >= 1 for c in conc):
-        raise _fail(path, where, f"concurrency must be a positive integer or a list of them, got {raw['concurrency']!r}")
+        raise _fail(
+            path, where, f"concurrency must be a positive integer or a list of them, got {raw['concurrency']!r}"
+        )
     cells = tuple(str(c) for c in raw.get("cells", ()))
     if cells and len(cells) != len(columns):
         raise _fail(path, where, f"{len(cells)} cells for {len(columns)} columns {list(columns)}")
@@ -238,6 +276,7 @@ def plan(
 
         def importable(module: str) -> bool:
             return importlib.util.find_spec(module) is not None
+
     planned = []
     for case in profile.cases:
         if select and select.lower() not in case.label.lower():

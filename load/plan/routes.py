@@ -9,6 +9,7 @@ Rules of this module:
 - The payload sizes and the static folder are fixtures' own (``gatecheck.fixtures.SIZES``, ``STATIC_DIR``),
   imported, never re-derived here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -89,7 +90,9 @@ def _sizes() -> list[RouteSpec]:
         rows.append(RouteSpec(f"b{suffix}", f"/b{suffix}", expect_size=size, label=f"get {label}"))
         rows.append(RouteSpec(f"s{suffix}", f"/s{suffix}", expect_size=size, label=f"get {label} (str)"))
         rows.append(RouteSpec(f"echo{suffix}", "/echo", "POST", size, expect_size=size, label=f"echo {label}"))
-        rows.append(RouteSpec(f"echo_iter{suffix}", "/echo_iter", "POST", size, expect_size=size, label=f"echo {label} (iter)"))
+        rows.append(
+            RouteSpec(f"echo_iter{suffix}", "/echo_iter", "POST", size, expect_size=size, label=f"echo {label} (iter)")
+        )
     return rows
 
 

@@ -60,7 +60,7 @@ def _quartiles(data: Sequence[float]) -> tuple:
             q1 = 0.75 * d[k] + 0.25 * d[k + 1]
             q3 = 0.25 * d[3 * k + 1] + 0.75 * d[3 * k + 2]
         return q1, q3
-    return statistics.median(d[: n // 2]), statistics.median(d[n // 2:])  # method 2
+    return statistics.median(d[: n // 2]), statistics.median(d[n // 2 :])  # method 2
 
 
 def stats_block(data: Sequence[float], include_data: bool = True) -> Dict[str, Any]:
@@ -81,11 +81,23 @@ def stats_block(data: Sequence[float], include_data: bool = True) -> Dict[str, A
         ld15iqr = d[bisect_left(d, lo_fence)]
         hd15iqr = d[bisect_right(d, hi_fence) - 1]
     out: Dict[str, Any] = {
-        "min": d[0], "max": d[-1], "mean": mean, "stddev": stddev, "rounds": len(data),
-        "median": statistics.median(data), "iqr": iqr, "q1": q1, "q3": q3,
-        "iqr_outliers": iqr_outliers, "stddev_outliers": stddev_outliers,
-        "outliers": f"{stddev_outliers};{iqr_outliers}", "ld15iqr": ld15iqr, "hd15iqr": hd15iqr,
-        "ops": 1.0 / mean if mean else 0, "total": sum(data), "iterations": 1,
+        "min": d[0],
+        "max": d[-1],
+        "mean": mean,
+        "stddev": stddev,
+        "rounds": len(data),
+        "median": statistics.median(data),
+        "iqr": iqr,
+        "q1": q1,
+        "q3": q3,
+        "iqr_outliers": iqr_outliers,
+        "stddev_outliers": stddev_outliers,
+        "outliers": f"{stddev_outliers};{iqr_outliers}",
+        "ld15iqr": ld15iqr,
+        "hd15iqr": hd15iqr,
+        "ops": 1.0 / mean if mean else 0,
+        "total": sum(data),
+        "iterations": 1,
     }
     if include_data:
         out["data"] = list(data)
@@ -94,8 +106,12 @@ def stats_block(data: Sequence[float], include_data: bool = True) -> Dict[str, A
 
 def machine_id() -> str:
     """pytest-benchmark's storage folder name for this machine, e.g. ``Linux-CPython-3.11-64bit``."""
-    return "{}-{}-{}-{}".format(platform.system(), platform.python_implementation(),
-                                ".".join(platform.python_version_tuple()[:2]), platform.architecture()[0])
+    return "{}-{}-{}-{}".format(
+        platform.system(),
+        platform.python_implementation(),
+        ".".join(platform.python_version_tuple()[:2]),
+        platform.architecture()[0],
+    )
 
 
 def _cpu_brand() -> str:
@@ -140,7 +156,9 @@ def benchmark_entry(
 ) -> Dict[str, Any]:
     """One benchmark: ``route``'s runs on one side, one round per run (rule 2)."""
     if not rps or any(not (v > 0) for v in rps):
-        raise ValueError(f"route {route!r}: every run needs a positive RPS to become seconds per request, got {list(rps)!r}")
+        raise ValueError(
+            f"route {route!r}: every run needs a positive RPS to become seconds per request, got {list(rps)!r}"
+        )
     info: Dict[str, Any] = {"unit": "seconds per successful request (1 / RPS)", "rps": [round(v, 3) for v in rps]}
     if p99_ms:
         info["p99_ms"] = list(p99_ms)
@@ -153,8 +171,16 @@ def benchmark_entry(
         "params": {"route": route},
         "param": route,
         "extra_info": info,
-        "options": {"disable_gc": False, "timer": "oha", "min_rounds": len(rps), "max_time": None,
-                    "min_time": None, "precision": None, "confidence": None, "warmup": True},
+        "options": {
+            "disable_gc": False,
+            "timer": "oha",
+            "min_rounds": len(rps),
+            "max_time": None,
+            "min_time": None,
+            "precision": None,
+            "confidence": None,
+            "warmup": True,
+        },
         "stats": stats_block([1.0 / v for v in rps], include_data=include_data),
     }
 
@@ -176,8 +202,14 @@ def document(
     stamp = (when or datetime.now(timezone.utc)).isoformat()
     return {
         "machine_info": machine_info(python_version),
-        "commit_info": {"id": commit_id, "time": None, "author_time": None, "dirty": False,
-                        "project": project, "branch": branch},
+        "commit_info": {
+            "id": commit_id,
+            "time": None,
+            "author_time": None,
+            "dirty": False,
+            "project": project,
+            "branch": branch,
+        },
         "benchmarks": benchmarks,
         "datetime": stamp,
         "version": FORMAT_VERSION,

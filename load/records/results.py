@@ -34,6 +34,7 @@ Schema history::
        "pairs", in place of the pair count).
     2  one format for all: the runner's kinds unchanged; "gate-run", "gate" and "experiment-gate" as above.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -134,8 +135,10 @@ def upgrade(record: Any, where: str = "record") -> dict:
             out["gate"] = upgrade(out.pop("pairs"), where)
             out["pairs"] = out["gate"]["pairs"]
         return out
-    raise ResultsError(f"{where}: record format version {version!r} not supported (this gatecheck reads "
-                       f"1 and {SCHEMA_VERSION}); render it with the gatecheck version that wrote it")
+    raise ResultsError(
+        f"{where}: record format version {version!r} not supported (this gatecheck reads "
+        f"1 and {SCHEMA_VERSION}); render it with the gatecheck version that wrote it"
+    )
 
 
 def writable_dir(path: Path | str, option: str) -> Path:
@@ -152,7 +155,9 @@ def writable_dir(path: Path | str, option: str) -> Path:
         with tempfile.NamedTemporaryFile(dir=path, prefix=".gatecheck-probe-"):
             pass
     except OSError as exc:
-        raise ResultsError(f"{option} {path}: cannot write there ({exc.strerror or exc}); choose another directory") from None
+        raise ResultsError(
+            f"{option} {path}: cannot write there ({exc.strerror or exc}); choose another directory"
+        ) from None
     return path
 
 

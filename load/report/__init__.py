@@ -8,6 +8,7 @@ Rules of this package:
 - Which run stands for a row is decided once (``rows``): the latest session, the best concurrency, the
   median repeat. Skips, failures and flagged runs are shown with their reasons, never dropped.
 """
+
 from __future__ import annotations
 
 from .fidelity import CV_TARGET, Comparison, FidelityError, Line, compare, seed_profiles
@@ -19,10 +20,35 @@ from .seedtables import SEED_DIR, SeedDocument, SeedError, SeedRow, SeedTable, l
 from .tables import METHOD_TEXT, render, render_vs, version_lines, write_report
 
 __all__ = [
-    "render", "render_vs", "write_report", "version_lines", "METHOD_TEXT",
-    "latency_svg", "rps_svg",
-    "Row", "select_rows", "oha_ceiling", "env_value", "version_key", "latest_per_key",
-    "CV_TARGET", "Comparison", "FidelityError", "Line", "compare", "seed_profiles", "write_fidelity",
-    "Inversion", "average_ranks", "inversions", "spearman",
-    "SEED_DIR", "SeedDocument", "SeedError", "SeedRow", "SeedTable", "load_seed_file", "load_seeds",
+    "render",
+    "render_vs",
+    "write_report",
+    "version_lines",
+    "METHOD_TEXT",
+    "latency_svg",
+    "rps_svg",
+    "Row",
+    "select_rows",
+    "oha_ceiling",
+    "env_value",
+    "version_key",
+    "latest_per_key",
+    "CV_TARGET",
+    "Comparison",
+    "FidelityError",
+    "Line",
+    "compare",
+    "seed_profiles",
+    "write_fidelity",
+    "Inversion",
+    "average_ranks",
+    "inversions",
+    "spearman",
+    "SEED_DIR",
+    "SeedDocument",
+    "SeedError",
+    "SeedRow",
+    "SeedTable",
+    "load_seed_file",
+    "load_seeds",
 ]

@@ -11,6 +11,7 @@ Rules of this module:
 - Explanations of inversions are data (``[table.explanations]`` in ``load/seeds/*.toml``), printed beside
   each inversion; an inversion without one says where to add it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -70,8 +71,12 @@ class Comparison:
         found = inversions([line.seed.rps for line in both], [float(line.ours.record["rps"]) for line in both])
         if not self.table.env:
             return found
-        return [inv for inv in found if both[inv.first].seed.python == both[inv.second].seed.python
-                or both[inv.first].seed.label == both[inv.second].seed.label]
+        return [
+            inv
+            for inv in found
+            if both[inv.first].seed.python == both[inv.second].seed.python
+            or both[inv.first].seed.label == both[inv.second].seed.label
+        ]
 
     @property
     def rho_by_env(self) -> dict:
@@ -79,8 +84,14 @@ class Comparison:
         by: dict = {}
         for line in self.compared:
             by.setdefault(line.seed.python, []).append(line)
-        return {env: spearman([line.seed.rps for line in lines], [float(line.ours.record["rps"]) for line in lines])
-                for env, lines in by.items()} if self.table.env else {}
+        return (
+            {
+                env: spearman([line.seed.rps for line in lines], [float(line.ours.record["rps"]) for line in lines])
+                for env, lines in by.items()
+            }
+            if self.table.env
+            else {}
+        )
 
     @property
     def our_rows(self) -> list[Row]:
@@ -117,17 +128,26 @@ def _env_columns(seeds: Sequence[SeedDocument], profile: str) -> tuple[str, ...]
 
 
 def _match(table: SeedTable, seed: SeedRow, rows: Sequence[Row]) -> Row | None:
-    found = [r for r in rows if r.label == seed.case_label and r.group == table.group
-             and (not table.env or env_value(r.record, "python") == seed.python)]
+    found = [
+        r
+        for r in rows
+        if r.label == seed.case_label
+        and r.group == table.group
+        and (not table.env or env_value(r.record, "python") == seed.python)
+    ]
     return max(found, key=lambda r: str(r.record.get("session", ""))) if found else None
 
 
 def _skip_reasons(records: Sequence[Mapping[str, Any]]) -> dict:
     """(profile, group, case, python) -> why the runner skipped it (latest skip wins)."""
     reasons = {}
-    for record in sorted((r for r in records if r.get("kind") in ("skip", "failure")), key=lambda r: str(r.get("session", ""))):
+    for record in sorted(
+        (r for r in records if r.get("kind") in ("skip", "failure")), key=lambda r: str(r.get("session", ""))
+    ):
         python = env_value(record, "python") if record.get("versions", {}).get("python") else ""
-        reasons[(record.get("profile"), record.get("group", ""), record.get("case"), python)] = str(record.get("reason", ""))
+        reasons[(record.get("profile"), record.get("group", ""), record.get("case"), python)] = str(
+            record.get("reason", "")
+        )
     return reasons
 
 
@@ -136,7 +156,9 @@ def _missing(table: SeedTable, seed: SeedRow, skips: Mapping) -> str:
         return ""
     for python in ((seed.python,) if table.env else ("",)) + ("",):
         for (profile, group, case, skip_python), reason in skips.items():
-            if (profile, group, case) == (table.profile, table.group, seed.case_label) and (not python or skip_python == python):
+            if (profile, group, case) == (table.profile, table.group, seed.case_label) and (
+                not python or skip_python == python
+            ):
                 return reason
     return ""
 
@@ -145,7 +167,9 @@ def _runs_of(rows: Sequence[Row], by_key: Mapping[tuple, list]) -> tuple:
     return tuple(run for row in rows for run in by_key.get(row.key, []))
 
 
-def _profile_comparisons(profile: str, records: Sequence[Mapping[str, Any]], seeds: Sequence[SeedDocument]) -> list[Comparison]:
+def _profile_comparisons(
+    profile: str, records: Sequence[Mapping[str, Any]], seeds: Sequence[SeedDocument]
+) -> list[Comparison]:
     """The comparisons of one profile's seed tables; rows of groups no seed table covers are the last one's extras."""
     env_columns = _env_columns(seeds, profile)
     runs = [r for r in records if r.get("kind") == "run" and r.get("profile") == profile]
@@ -168,8 +192,9 @@ def _profile_comparisons(profile: str, records: Sequence[Mapping[str, Any]], see
     leftover = tuple(r for r in rows if r.key not in used)
     if leftover and out:
         last = out[-1]
-        out[-1] = Comparison(last.document, last.table, last.lines, last.extras + leftover,
-                             last.runs + _runs_of(leftover, by_key))
+        out[-1] = Comparison(
+            last.document, last.table, last.lines, last.extras + leftover, last.runs + _runs_of(leftover, by_key)
+        )
     return [c for c in out if any(line.ours for line in c.lines) or c.extras]
 
 

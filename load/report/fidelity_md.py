@@ -7,6 +7,7 @@ Rules of this module:
   each inversion; an inversion without one says where to add it.
 - A table's rows must come from one machine (``load.records.check_compatible``); two tables may come from two.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -58,22 +59,32 @@ def _concurrency_cell(row: Row) -> str:
 
 
 def _title(c: Comparison) -> str:
-    return f"{c.table.profile}: {c.table.title}" if c.table.title.lower() != c.table.profile.replace("_", " ") else c.table.title
+    return (
+        f"{c.table.profile}: {c.table.title}"
+        if c.table.title.lower() != c.table.profile.replace("_", " ")
+        else c.table.title
+    )
 
 
 def _summary(comparisons: Sequence[Comparison]) -> list[str]:
-    out = ["| table | rows compared | Spearman | max CV | rows over 3% | host probe CV | "
-           "load average (1-min) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    out = [
+        "| table | rows compared | Spearman | max CV | rows over 3% | host probe CV | load average (1-min) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for c in comparisons:
         cvs, host = c.cvs, c.host_cvs
         over = sum(1 for v in cvs if v > CV_TARGET)
         rho = "no seed order" if not c.table.rows else _rho(c.rho)
-        out.append(f"| {_title(c)} | {len(c.compared)} | {rho} | {_pct(max(cvs)) if cvs else '-'} | {over} | "
-                   f"{_host_range(host)} | {_load(c.load_range)} |")
+        out.append(
+            f"| {_title(c)} | {len(c.compared)} | {rho} | {_pct(max(cvs)) if cvs else '-'} | {over} | "
+            f"{_host_range(host)} | {_load(c.load_range)} |"
+        )
     return out
 
 
-def _line_cells(c: Comparison, line: Line, seed_ranks: Mapping[str, float], our_ranks: Mapping[str, float]) -> list[str]:
+def _line_cells(
+    c: Comparison, line: Line, seed_ranks: Mapping[str, float], our_ranks: Mapping[str, float]
+) -> list[str]:
     seed, ours = line.seed, line.ours
     cells = [seed.python] if c.table.env else []
     cells += [seed.label, str(seed.concurrency), f"{seed.rps:,.0f}"]
@@ -81,8 +92,12 @@ def _line_cells(c: Comparison, line: Line, seed_ranks: Mapping[str, float], our_
         status = "not reproduced" if seed.reason else "not measured"
         return cells + [status, "-", "-", "-", "-", "-"]
     index = seed.row_id
-    cells += [f"{float(ours.record['rps']):,.0f}", _concurrency_cell(ours), str(len(ours.samples) or ours.repeats),
-              _cv_cell(ours)]
+    cells += [
+        f"{float(ours.record['rps']):,.0f}",
+        _concurrency_cell(ours),
+        str(len(ours.samples) or ours.repeats),
+        _cv_cell(ours),
+    ]
     ranked = index in seed_ranks
     cells += [f"{seed_ranks[index]:g}" if ranked else "-", f"{our_ranks[index]:g}" if ranked else "-"]
     return cells
@@ -90,8 +105,17 @@ def _line_cells(c: Comparison, line: Line, seed_ranks: Mapping[str, float], our_
 
 def _rows_table(c: Comparison) -> list[str]:
     metric = c.table.metric
-    head = (["Python"] if c.table.env else []) + ["Row", "seed c", f"seed {metric}", f"our {metric}", "our c",
-                                                 "repeats", "CV", "seed rank", "our rank"]
+    head = (["Python"] if c.table.env else []) + [
+        "Row",
+        "seed c",
+        f"seed {metric}",
+        f"our {metric}",
+        "our c",
+        "repeats",
+        "CV",
+        "seed rank",
+        "our rank",
+    ]
     both = c.compared
     ids = [line.seed.row_id for line in both]
     seed_ranks = dict(zip(ids, average_ranks([line.seed.rps for line in both])))
@@ -108,13 +132,21 @@ def _inversion_lines(c: Comparison) -> list[str]:
     if not found:
         return [f"Inversions: none over the {len(both)} rows compared."] if both else []
     where = f"`load/seeds/{c.table.document}.toml`, table {c.table.title!r}"
-    out = [f"Inversions ({len(found)}; seed gap: how much faster the seed's faster row was; ours: how much faster "
-           "the other row was here):", ""]
+    out = [
+        f"Inversions ({len(found)}; seed gap: how much faster the seed's faster row was; ours: how much faster "
+        "the other row was here):",
+        "",
+    ]
     for inv in found:
         hi, lo = both[inv.first].seed.row_id, both[inv.second].seed.row_id
-        text = c.table.explanation(hi, lo) or f"*unexplained: add `\"{hi} | {lo}\" = \"...\"` under `[table.explanations]` in {where}*"
-        out.append(f"- {hi} above {lo} in the seed (+{_pct(inv.reference_gap)}), below it here "
-                   f"(+{_pct(inv.other_gap)}){_overlap(both[inv.first].ours, both[inv.second].ours, c.table.metric)}: {text}")
+        text = (
+            c.table.explanation(hi, lo)
+            or f'*unexplained: add `"{hi} | {lo}" = "..."` under `[table.explanations]` in {where}*'
+        )
+        out.append(
+            f"- {hi} above {lo} in the seed (+{_pct(inv.reference_gap)}), below it here "
+            f"(+{_pct(inv.other_gap)}){_overlap(both[inv.first].ours, both[inv.second].ours, c.table.metric)}: {text}"
+        )
     return out
 
 
@@ -130,14 +162,20 @@ def _overlap(a: Row | None, b: Row | None, metric: str = "RPS") -> str:
 
 
 def _extras_table(c: Comparison) -> list[str]:
-    out = ["Extra rows (our profile has them, the seed does not; not ranked):", "",
-           f"| Row | our {c.table.metric} | our c | repeats | CV |", "| --- | --- | --- | --- | --- |"]
+    out = [
+        "Extra rows (our profile has them, the seed does not; not ranked):",
+        "",
+        f"| Row | our {c.table.metric} | our c | repeats | CV |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for row in c.extras:
         label = " ".join(v for v in row.env_values[:1] if v) + (" " if row.env_values[:1] else "") + row.label
         if row.group and row.group != c.table.group:
             label = f"{row.group}: {label}"
-        out.append(f"| {label} | {float(row.record['rps']):,.0f} | {_concurrency_cell(row)} | "
-                   f"{len(row.samples) or row.repeats} | {_cv_cell(row)} |")
+        out.append(
+            f"| {label} | {float(row.record['rps']):,.0f} | {_concurrency_cell(row)} | "
+            f"{len(row.samples) or row.repeats} | {_cv_cell(row)} |"
+        )
     return out
 
 
@@ -153,10 +191,12 @@ def _measured(runs: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _ours_line(c: Comparison) -> str:
-    env = (c.runs[0].get("environment", {}) if c.runs else {})
+    env = c.runs[0].get("environment", {}) if c.runs else {}
     versions = "; ".join(version_lines(c.runs)) if c.runs else "no runs"
-    return (f"Ours: {_measured(c.runs)}{env.get('cpu_model', '?')} (CPUs: {env.get('cpu_count', '?')}), {versions}; "
-            f"load average (1-min) {_load(c.load_range)} over {len(c.runs)} runs.")
+    return (
+        f"Ours: {_measured(c.runs)}{env.get('cpu_model', '?')} (CPUs: {env.get('cpu_count', '?')}), {versions}; "
+        f"load average (1-min) {_load(c.load_range)} over {len(c.runs)} runs."
+    )
 
 
 def _section(c: Comparison) -> list[str]:
@@ -169,16 +209,30 @@ def _section(c: Comparison) -> list[str]:
     if c.table.rows:
         out += _rows_table(c) + [""]
         n = len(c.compared)
-        out += [f"Spearman's rho: {_rho(c.rho)} (n = {n} rows both tables have; ranks: 1 = fastest, ties averaged).", ""]
+        out += [
+            f"Spearman's rho: {_rho(c.rho)} (n = {n} rows both tables have; ranks: 1 = fastest, ties averaged).",
+            "",
+        ]
         if c.rho_by_env:
-            out += ["Spearman's rho over each Python version's rows: " + ", ".join(
-                f"{env} {_rho(rho)}" for env, rho in c.rho_by_env.items()) + ".", ""]
+            out += [
+                "Spearman's rho over each Python version's rows: "
+                + ", ".join(f"{env} {_rho(rho)}" for env, rho in c.rho_by_env.items())
+                + ".",
+                "",
+            ]
         out += _inversion_lines(c) + [""]
     gone = [line for line in c.lines if line.ours is None]
     if gone:
         out += ["Seed rows without a number here:", ""]
-        out += [f"- {line.seed.row_id}: " + (f"not reproduced: {line.seed.reason}" if line.seed.reason else
-                                              f"not measured{': ' + line.missing if line.missing else ''}") for line in gone]
+        out += [
+            f"- {line.seed.row_id}: "
+            + (
+                f"not reproduced: {line.seed.reason}"
+                if line.seed.reason
+                else f"not measured{': ' + line.missing if line.missing else ''}"
+            )
+            for line in gone
+        ]
         out.append("")
     if c.extras:
         out += _extras_table(c) + [""]
@@ -200,15 +254,25 @@ INTRO = (
 
 def render(comparisons: Sequence[Comparison], seeds: Sequence[SeedDocument] = ()) -> str:
     """The fidelity document for ``comparisons``; ``seeds`` lists the seed tables that had no results."""
-    out = ["# Load fidelity: gatecheck's profiles against Granian's published tables", "",
-           "Generated by `python -m gatecheck.load fidelity RESULTS_DIR... --out benchmarks/load/fidelity.md`; do not "
-           "edit by hand (explanations are data in `load/seeds/*.toml`).", "", INTRO, ""]
+    out = [
+        "# Load fidelity: gatecheck's profiles against Granian's published tables",
+        "",
+        "Generated by `python -m gatecheck.load fidelity RESULTS_DIR... --out benchmarks/load/fidelity.md`; do not "
+        "edit by hand (explanations are data in `load/seeds/*.toml`).",
+        "",
+        INTRO,
+        "",
+    ]
     if not comparisons:
         return "\n".join(out + ["No results of a seeded profile."]) + "\n"
     out += ["## Summary", ""] + _summary(comparisons) + [""]
     shown = {(c.table.document, c.table.title) for c in comparisons}
-    absent = [f"{t.profile}: {t.title}" if t.title.lower() != t.profile.replace("_", " ") else t.title
-              for d in seeds for t in d.tables if (d.name, t.title) not in shown]
+    absent = [
+        f"{t.profile}: {t.title}" if t.title.lower() != t.profile.replace("_", " ") else t.title
+        for d in seeds
+        for t in d.tables
+        if (d.name, t.title) not in shown
+    ]
     if absent:
         out += [f"Seed tables with no results here: {', '.join(absent)}.", ""]
     for c in comparisons:
@@ -216,7 +280,9 @@ def render(comparisons: Sequence[Comparison], seeds: Sequence[SeedDocument] = ()
     return "\n".join(out).rstrip() + "\n"
 
 
-def write_fidelity(paths: Sequence[Path | str], out: Path | str, *, seeds: Sequence[SeedDocument] | None = None) -> Path:
+def write_fidelity(
+    paths: Sequence[Path | str], out: Path | str, *, seeds: Sequence[SeedDocument] | None = None
+) -> Path:
     """Render the results under ``paths`` against the seeds into ``out``; FidelityError or ResultsError (one line)."""
     seeds = load_seeds() if seeds is None else seeds
     known = seed_profiles(seeds)
@@ -225,8 +291,10 @@ def write_fidelity(paths: Sequence[Path | str], out: Path | str, *, seeds: Seque
         found = load_records([path], kinds=("run", "skip", "failure"))
         profiles = sorted({str(r.get("profile")) for r in found if r.get("kind") == "run"})
         if not any(p in known for p in profiles):
-            raise FidelityError(f"{path}: no runs of a profile the seeds cover (found: {', '.join(profiles) or 'no runs'}; "
-                                f"seeded: {', '.join(known)})")
+            raise FidelityError(
+                f"{path}: no runs of a profile the seeds cover (found: {', '.join(profiles) or 'no runs'}; "
+                f"seeded: {', '.join(known)})"
+            )
         records += found
     # A table ranks its rows against each other, so they must come from one machine; two tables may come from
     # two (each table's "Ours" line says when and on what it was measured).

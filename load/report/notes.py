@@ -1,6 +1,7 @@
 """The notes under a report's tables, in this order: errors, generator-bound rows, oha's ceiling, a busy machine,
 the run-to-run spread, and the cases skipped or failed (``tables.render`` puts them there). Pure functions of the
 rows and records, like the tables."""
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -26,8 +27,14 @@ def _is_ws(row: Row) -> bool:
 def footnotes(rows: Sequence[Row], records: Sequence[Mapping[str, Any]]) -> list[str]:
     """Under the tables, in this order: errors, generator-bound rows, oha's ceiling, a busy machine, the
     run-to-run spread, and the cases skipped or failed."""
-    return (_error_notes(rows) + _bound_notes(rows) + _ceiling_notes(rows) + _busy_notes(rows)
-            + _spread_notes(rows) + _skip_notes(rows, records))
+    return (
+        _error_notes(rows)
+        + _bound_notes(rows)
+        + _ceiling_notes(rows)
+        + _busy_notes(rows)
+        + _spread_notes(rows)
+        + _skip_notes(rows, records)
+    )
 
 
 def _error_notes(rows: Sequence[Row]) -> list[str]:
@@ -92,13 +99,18 @@ def _spread_notes(rows: Sequence[Row]) -> list[str]:
     repeated = [r for r in rows if r.cv is not None]
     if not repeated:
         return []
-    out = ["Run-to-run spread: each number is the median-RPS run of its concurrency; coefficient of variation "
-           "of RPS over the repeats (each repeat restarts the server):", ""]
+    out = [
+        "Run-to-run spread: each number is the median-RPS run of its concurrency; coefficient of variation "
+        "of RPS over the repeats (each repeat restarts the server):",
+        "",
+    ]
     for row in repeated:
         warn = " (unstable: rerun with more repeats, on an idle machine)" if row.cv >= 0.10 else ""
         unit = "combined msg/s" if _is_ws(row) else "RPS"
-        out.append(f"- {row.label} (c{row.concurrency}): CV {row.cv:.1%} over {len(row.samples)} runs, "
-                   f"{unit} {min(row.samples):.0f} to {max(row.samples):.0f}{warn}")
+        out.append(
+            f"- {row.label} (c{row.concurrency}): CV {row.cv:.1%} over {len(row.samples)} runs, "
+            f"{unit} {min(row.samples):.0f} to {max(row.samples):.0f}{warn}"
+        )
     return out + [""]
 
 

@@ -8,6 +8,7 @@ Rules of this module:
   otherwise one horizontal bar per case. Latency: p50, p99 and max bars per case, on a log axis
   (max is often 100x p50).
 """
+
 from __future__ import annotations
 
 import math
@@ -46,7 +47,7 @@ def _svg(width: int, height: int, body: list[str], title: str) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
         f'<text x="{width / 2:.0f}" y="18" text-anchor="middle" font-family="sans-serif" font-size="14">'
-        f'{escape(title)}</text>',
+        f"{escape(title)}</text>",
     ]
     return "\n".join(head + body + ["</svg>"]) + "\n"
 
@@ -62,8 +63,10 @@ def _bars(rows, title: str) -> str:
     for i, row in enumerate(rows):
         y = 34 + i * (bar + gap)
         w = plot_w * row.record["rps"] / scale
-        body.append(f'<text x="{left - 6}" y="{y + bar - 4}" text-anchor="end" {_FONT}>'
-                    f'{escape(_label(row))} (c{row.concurrency})</text>')
+        body.append(
+            f'<text x="{left - 6}" y="{y + bar - 4}" text-anchor="end" {_FONT}>'
+            f"{escape(_label(row))} (c{row.concurrency})</text>"
+        )
         body.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar}" fill="{PALETTE[i % len(PALETTE)]}"/>')
         body.append(f'<text x="{left + w + 4:.1f}" y="{y + bar - 4}" {_FONT}>{row.record["rps"]:.0f}</text>')
     axis_y = 34 + len(rows) * (bar + gap)
@@ -71,8 +74,10 @@ def _bars(rows, title: str) -> str:
     for k in range(5):
         x = left + plot_w * k / 4
         body.append(f'<text x="{x:.1f}" y="{axis_y + 14}" text-anchor="middle" {_FONT}>{_fmt(scale * k / 4)}</text>')
-    body.append(f'<text x="{left + plot_w / 2:.0f}" y="{axis_y + 28}" text-anchor="middle" {_FONT}>'
-                'requests per second (2xx)</text>')
+    body.append(
+        f'<text x="{left + plot_w / 2:.0f}" y="{axis_y + 28}" text-anchor="middle" {_FONT}>'
+        "requests per second (2xx)</text>"
+    )
     return _svg(width, height, body, title)
 
 
@@ -101,10 +106,14 @@ def _lines(rows, title: str) -> str:
     for conc in concs:
         x, _ = xy(conc, 0)
         body.append(f'<text x="{x:.1f}" y="{top_pad + plot_h + 16}" text-anchor="middle" {_FONT}>{conc}</text>')
-    body.append(f'<text x="{left + plot_w / 2:.0f}" y="{height - 12}" text-anchor="middle" {_FONT}>'
-                'concurrency (connections)</text>')
-    body.append(f'<text x="16" y="{top_pad + plot_h / 2:.0f}" text-anchor="middle" '
-                f'transform="rotate(-90 16 {top_pad + plot_h / 2:.0f})" {_FONT}>RPS (2xx)</text>')
+    body.append(
+        f'<text x="{left + plot_w / 2:.0f}" y="{height - 12}" text-anchor="middle" {_FONT}>'
+        "concurrency (connections)</text>"
+    )
+    body.append(
+        f'<text x="16" y="{top_pad + plot_h / 2:.0f}" text-anchor="middle" '
+        f'transform="rotate(-90 16 {top_pad + plot_h / 2:.0f})" {_FONT}>RPS (2xx)</text>'
+    )
     for i, row in enumerate(rows):
         colour = PALETTE[i % len(PALETTE)]
         points = [xy(c, v) for c, v in sorted(row.by_concurrency.items())]
@@ -114,8 +123,10 @@ def _lines(rows, title: str) -> str:
         for x, y in points:
             body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>')
         ly = top_pad + 4 + i * 16
-        body.append(f'<line x1="{left + plot_w + 10}" y1="{ly + 5}" x2="{left + plot_w + 24}" y2="{ly + 5}" '
-                    f'stroke="{colour}" stroke-width="3"{dash}/>')
+        body.append(
+            f'<line x1="{left + plot_w + 10}" y1="{ly + 5}" x2="{left + plot_w + 24}" y2="{ly + 5}" '
+            f'stroke="{colour}" stroke-width="3"{dash}/>'
+        )
         body.append(f'<text x="{left + plot_w + 28}" y="{ly + 9}" {_FONT}>{escape(_label(row))}</text>')
     return _svg(width, height, body, title)
 
@@ -152,14 +163,18 @@ def latency_svg(rows: Sequence, *, title: str) -> str:
     body = []
     for i, row in enumerate(rows):
         y0 = 34 + i * block
-        body.append(f'<text x="{left - 6}" y="{y0 + block / 2 + 2:.1f}" text-anchor="end" {_FONT}>'
-                    f'{escape(_label(row))} (c{row.concurrency})</text>')
+        body.append(
+            f'<text x="{left - 6}" y="{y0 + block / 2 + 2:.1f}" text-anchor="end" {_FONT}>'
+            f"{escape(_label(row))} (c{row.concurrency})</text>"
+        )
         for j, (key, colour) in enumerate(series):
             value = row.record.get("latency_ms", {}).get(key)
             if not value:
                 continue
-            body.append(f'<rect x="{left}" y="{y0 + j * bar}" width="{max(1.0, width_of(value)):.1f}" '
-                        f'height="{bar - 1}" fill="{colour}"/>')
+            body.append(
+                f'<rect x="{left}" y="{y0 + j * bar}" width="{max(1.0, width_of(value)):.1f}" '
+                f'height="{bar - 1}" fill="{colour}"/>'
+            )
     axis_y = 34 + len(rows) * block
     body.append(f'<line x1="{left}" y1="{axis_y}" x2="{left + plot_w}" y2="{axis_y}" stroke="black"/>')
     decade = lo
@@ -167,8 +182,10 @@ def latency_svg(rows: Sequence, *, title: str) -> str:
         x = left + width_of(decade)
         body.append(f'<text x="{x:.1f}" y="{axis_y + 14}" text-anchor="middle" {_FONT}>{decade:g}</text>')
         decade *= 10
-    body.append(f'<text x="{left + plot_w / 2:.0f}" y="{axis_y + 30}" text-anchor="middle" {_FONT}>'
-                'latency, ms (log scale)</text>')
+    body.append(
+        f'<text x="{left + plot_w / 2:.0f}" y="{axis_y + 30}" text-anchor="middle" {_FONT}>'
+        "latency, ms (log scale)</text>"
+    )
     for j, (key, colour) in enumerate(series):
         x = left + j * 70
         body.append(f'<rect x="{x}" y="{axis_y + 38}" width="10" height="10" fill="{colour}"/>')

@@ -8,6 +8,7 @@ Rules of this module:
 - An inversion is a pair of rows that the two orderings put the other way round; a pair tied on either
   side is not an inversion.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,7 +56,9 @@ class Inversion:
 
     first: int
     second: int
-    reference_gap: float  # (reference[first] - reference[second]) / reference[second]: how far apart the reference put them
+    reference_gap: (
+        float  # (reference[first] - reference[second]) / reference[second]: how far apart the reference put them
+    )
     other_gap: float  # (other[second] - other[first]) / other[first]: how far the other order put them the other way
 
 
@@ -67,9 +70,12 @@ def inversions(reference: Sequence[float], other: Sequence[float]) -> list[Inver
             if (reference[i] - reference[j]) * (other[i] - other[j]) >= 0:
                 continue
             hi, lo = (i, j) if reference[i] > reference[j] else (j, i)
-            found.append(Inversion(
-                first=hi, second=lo,
-                reference_gap=(reference[hi] - reference[lo]) / reference[lo] if reference[lo] else math.inf,
-                other_gap=(other[lo] - other[hi]) / other[hi] if other[hi] else math.inf,
-            ))
+            found.append(
+                Inversion(
+                    first=hi,
+                    second=lo,
+                    reference_gap=(reference[hi] - reference[lo]) / reference[lo] if reference[lo] else math.inf,
+                    other_gap=(other[lo] - other[hi]) / other[hi] if other[hi] else math.inf,
+                )
+            )
     return found

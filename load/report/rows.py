@@ -8,6 +8,7 @@ Rules of this module:
   same directory updates the report.
 - Pure functions of the records: no files, no clock.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -34,7 +35,7 @@ class Row:
     by_concurrency: Mapping[int, float]  # concurrency -> RPS (median over repeats)
     repeats: int
     samples: tuple[float, ...] = ()  # RPS of every repeat at the chosen concurrency
-    speeds: tuple[float, ...] = ()   # the host's probe (ms, ``results.host_speed``) before each of them, if all had one
+    speeds: tuple[float, ...] = ()  # the host's probe (ms, ``results.host_speed``) before each of them, if all had one
 
     @property
     def cv(self) -> float | None:
@@ -97,21 +98,23 @@ def select_rows(records: Sequence[Mapping[str, Any]], env_columns: Sequence[str]
             chosen[conc] = ordered[(len(ordered) - 1) // 2]  # the median run (lower median when even)
         best = max(chosen.values(), key=lambda r: r["rps"])
         first = items[0]
-        rows.append(Row(
-            key=key,
-            profile=str(first.get("profile")),
-            group=str(first.get("group", "")),
-            label=str(first.get("case")),
-            cells=tuple(first.get("cells") or ()),
-            env_values=key[1],
-            target=str(first.get("target")),
-            route=str(first.get("route")),
-            record=best,
-            by_concurrency={c: float(r["rps"]) for c, r in sorted(chosen.items())},
-            repeats=max(len(v) for v in per_conc.values()),
-            samples=tuple(float(r["rps"]) for r in per_conc[int(best["concurrency"])]),
-            speeds=_speeds(per_conc[int(best["concurrency"])]),
-        ))
+        rows.append(
+            Row(
+                key=key,
+                profile=str(first.get("profile")),
+                group=str(first.get("group", "")),
+                label=str(first.get("case")),
+                cells=tuple(first.get("cells") or ()),
+                env_values=key[1],
+                target=str(first.get("target")),
+                route=str(first.get("route")),
+                record=best,
+                by_concurrency={c: float(r["rps"]) for c, r in sorted(chosen.items())},
+                repeats=max(len(v) for v in per_conc.values()),
+                samples=tuple(float(r["rps"]) for r in per_conc[int(best["concurrency"])]),
+                speeds=_speeds(per_conc[int(best["concurrency"])]),
+            )
+        )
     return rows
 
 
@@ -139,4 +142,3 @@ def _speeds(runs: Sequence[Mapping[str, Any]]) -> tuple:
     """Each run's host probe (ms), or () unless every run has one."""
     speeds = [r.get("host_speed", {}).get("probe_ms") for r in runs]
     return tuple(float(v) for v in speeds) if speeds and all(v for v in speeds) else ()
-

@@ -35,6 +35,7 @@ File keys (TOML)::
     [table.explanations]
     "RSGI echo 1KB | ASGI get 1KB" = "why our order differs (version, cores, settings)"
 """
+
 from __future__ import annotations
 
 import sys
@@ -47,7 +48,16 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10 tox envs
     import tomli as tomllib
 
-__all__ = ["SeedRow", "SeedTable", "SeedDocument", "SeedError", "load_seeds", "load_seed_file", "SEED_DIR", "SEED_ORDER"]
+__all__ = [
+    "SeedRow",
+    "SeedTable",
+    "SeedDocument",
+    "SeedError",
+    "load_seeds",
+    "load_seed_file",
+    "SEED_DIR",
+    "SEED_ORDER",
+]
 
 SEED_DIR = Path(__file__).resolve().parent.parent / "seeds"
 SEED_ORDER = ("README", "asyncio", "concurrency", "pyver", "vs", "json")  # the issue's table order
@@ -136,8 +146,10 @@ class SeedDocument:
         """One line saying where the numbers come from."""
         if not self.commit:
             return f"Seed: {self.source}."
-        return (f"Seed: {self.source} at {self.commit[:7]} (run {self.run_at}; {self.environment}; "
-                f"Python {self.python}; Granian {self.granian}).")
+        return (
+            f"Seed: {self.source} at {self.commit[:7]} (run {self.run_at}; {self.environment}; "
+            f"Python {self.python}; Granian {self.granian})."
+        )
 
 
 def _fail(path: Path, where: str, message: str) -> SeedError:
@@ -149,7 +161,9 @@ def _row(path: Path, where: str, raw: Any, metric: str = "RPS") -> SeedRow:
         raise _fail(path, where, f"a row must be a table, got {raw!r}")
     unknown = set(raw) - _ROW_KEYS
     if unknown:
-        raise _fail(path, where, f"row {raw.get('label', '?')!r}: unknown keys {sorted(unknown)}; known: {sorted(_ROW_KEYS)}")
+        raise _fail(
+            path, where, f"row {raw.get('label', '?')!r}: unknown keys {sorted(unknown)}; known: {sorted(_ROW_KEYS)}"
+        )
     required = _METRICS[metric]
     missing = [k for k in ("label",) + required if k not in raw]
     if missing:
@@ -158,10 +172,17 @@ def _row(path: Path, where: str, raw: Any, metric: str = "RPS") -> SeedRow:
     if not all(isinstance(raw[k], (int, float)) and raw[k] >= 0 for k in numbers):
         raise _fail(path, where, f"row {raw['label']!r}: {', '.join(numbers)} must be non-negative numbers")
     return SeedRow(
-        label=str(raw["label"]), concurrency=int(raw["concurrency"]), total=int(raw.get("total", 0)),
-        rps=float(raw["rps"]), avg_ms=float(raw.get("avg_ms", 0)), max_ms=float(raw.get("max_ms", 0)),
-        case=str(raw.get("case", "")), python=str(raw.get("python", "")), reason=str(raw.get("reason", "")),
-        send=float(raw.get("send", 0)), recv=float(raw.get("recv", 0)),
+        label=str(raw["label"]),
+        concurrency=int(raw["concurrency"]),
+        total=int(raw.get("total", 0)),
+        rps=float(raw["rps"]),
+        avg_ms=float(raw.get("avg_ms", 0)),
+        max_ms=float(raw.get("max_ms", 0)),
+        case=str(raw.get("case", "")),
+        python=str(raw.get("python", "")),
+        reason=str(raw.get("reason", "")),
+        send=float(raw.get("send", 0)),
+        recv=float(raw.get("recv", 0)),
     )
 
 
@@ -170,7 +191,7 @@ def _explanations(path: Path, where: str, raw: Mapping[str, Any], ids: set) -> d
     for key, text in raw.items():
         names = [part.strip() for part in str(key).split("|")]
         if len(names) != 2 or not all(names):
-            raise _fail(path, where, f"explanation key {key!r}: expected \"ROW A | ROW B\"")
+            raise _fail(path, where, f'explanation key {key!r}: expected "ROW A | ROW B"')
         unknown = [n for n in names if not any(_matches(n, i) for i in ids)]
         if unknown:
             raise _fail(path, where, f"explanation key {key!r}: no row {unknown[0]!r}; rows: {', '.join(sorted(ids))}")
@@ -194,16 +215,22 @@ def _table(path: Path, index: int, raw: Mapping[str, Any]) -> SeedTable:
         raise _fail(path, where, "no rows: give the rows, or a reason why no profile reproduces the table")
     env = str(raw.get("env", ""))
     if env not in ("", "python"):
-        raise _fail(path, where, f"env must be \"python\" or absent, got {env!r}")
+        raise _fail(path, where, f'env must be "python" or absent, got {env!r}')
     if env and not all(r.python for r in rows):
-        raise _fail(path, where, "env = \"python\": every row needs python = \"3.X\"")
+        raise _fail(path, where, 'env = "python": every row needs python = "3.X"')
     ids = [r.row_id for r in rows]
     if len(set(ids)) != len(ids):
         raise _fail(path, where, f"duplicate rows {sorted({i for i in ids if ids.count(i) > 1})}")
     return SeedTable(
-        profile=str(raw["profile"]), title=str(raw["title"]), rows=rows, group=str(raw.get("group", "")), env=env,
-        note=str(raw.get("note", "")).strip(), reason=str(raw.get("reason", "")).strip(),
-        explanations=_explanations(path, where, raw.get("explanations", {}), set(ids)), document=path.stem,
+        profile=str(raw["profile"]),
+        title=str(raw["title"]),
+        rows=rows,
+        group=str(raw.get("group", "")),
+        env=env,
+        note=str(raw.get("note", "")).strip(),
+        reason=str(raw.get("reason", "")).strip(),
+        explanations=_explanations(path, where, raw.get("explanations", {}), set(ids)),
+        document=path.stem,
         metric=metric,
     )
 
@@ -223,16 +250,25 @@ def load_seed_file(path: Path | str) -> SeedDocument:
     if not tables:
         raise _fail(path, "top level", "no [[table]]")
     return SeedDocument(
-        name=path.stem, source=str(data.get("source", "")), commit=str(data.get("commit", "")),
-        run_at=str(data.get("run_at", "")), environment=str(data.get("environment", "")),
-        python=str(data.get("python", "")), granian=str(data.get("granian", "")), tables=tables, path=path,
+        name=path.stem,
+        source=str(data.get("source", "")),
+        commit=str(data.get("commit", "")),
+        run_at=str(data.get("run_at", "")),
+        environment=str(data.get("environment", "")),
+        python=str(data.get("python", "")),
+        granian=str(data.get("granian", "")),
+        tables=tables,
+        path=path,
     )
 
 
 def load_seeds(directory: Path | str = SEED_DIR) -> list[SeedDocument]:
     """Every seed document of ``directory``: the known ones in the issue's order, then any others by name."""
     directory = Path(directory)
-    paths = sorted(directory.glob("*.toml"), key=lambda p: (SEED_ORDER.index(p.stem) if p.stem in SEED_ORDER else len(SEED_ORDER), p.stem))
+    paths = sorted(
+        directory.glob("*.toml"),
+        key=lambda p: (SEED_ORDER.index(p.stem) if p.stem in SEED_ORDER else len(SEED_ORDER), p.stem),
+    )
     if not paths:
         raise SeedError(f"no seed tables (*.toml) in {directory}")
     return [load_seed_file(p) for p in paths]

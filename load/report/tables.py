@@ -7,6 +7,7 @@ Rules of this module:
 - A row with errors or non-2xx responses is marked ⚠ and a generator-bound one †; both are explained under
   the table (``load.report.notes``). Skips and failures are listed with their reasons, never dropped.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -71,10 +72,19 @@ def _table(rows: Sequence[Row], columns: Sequence[str], env_columns: Sequence[st
         rps = f"{rec['rps']:.0f}"
         if row is best:
             rps = f"**{rps}**"
-        cells = list(row.env_values) + label_cells + [
-            str(rec["ok"]), rps + _marks(rec), _ms(lat.get("avg")), _ms(lat.get("max")), _ms(lat.get("p99")),
-            str(_errors(rec)), _mib(rec.get("server", {}).get("peak_rss")),
-        ]
+        cells = (
+            list(row.env_values)
+            + label_cells
+            + [
+                str(rec["ok"]),
+                rps + _marks(rec),
+                _ms(lat.get("avg")),
+                _ms(lat.get("max")),
+                _ms(lat.get("p99")),
+                str(_errors(rec)),
+                _mib(rec.get("server", {}).get("peak_rss")),
+            ]
+        )
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -98,9 +108,16 @@ def _ws_table(rows: Sequence[Row]) -> list[str]:
     for row in rows:
         rec = row.record
         ws = rec["ws"]
-        cells = [row.label, str(rec.get("messages_per_client", "?")), f"{ws['send']:,.0f}", f"{ws['recv']:,.0f}",
-                 f"{ws['combined']:,.0f}" + _marks(rec), f"{rec.get('server', {}).get('util', 0):.0%}",
-                 f"{rec.get('client', {}).get('util', 0):.0%}", _mib(rec.get("server", {}).get("peak_rss"))]
+        cells = [
+            row.label,
+            str(rec.get("messages_per_client", "?")),
+            f"{ws['send']:,.0f}",
+            f"{ws['recv']:,.0f}",
+            f"{ws['combined']:,.0f}" + _marks(rec),
+            f"{rec.get('server', {}).get('util', 0):.0%}",
+            f"{rec.get('client', {}).get('util', 0):.0%}",
+            _mib(rec.get("server", {}).get("peak_rss")),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -142,8 +159,9 @@ def _describe_pinning(pinning: Mapping[str, Any] | None) -> str:
 
 def _method_text(record: Mapping[str, Any]) -> str:
     m = record.get("method") if isinstance(record.get("method"), dict) else {}
-    per = (f"{record['requests_planned']:,} requests" if record.get("requests_planned")
-           else f"{m.get('duration', 10):g} s")
+    per = (
+        f"{record['requests_planned']:,} requests" if record.get("requests_planned") else f"{m.get('duration', 10):g} s"
+    )
     method = (
         f"a primer at c{m.get('primer_concurrency', 8)} for {m.get('primer', 4):g} s, a warm-up at the highest "
         f"concurrency for {m.get('warmup', 3):g} s, then {per} per concurrency"
@@ -204,8 +222,14 @@ def _profile_order(rows: Sequence[Row], profile) -> list[Row]:
     """Rows in the profile's case order (runs are grouped by server start, so they finish in another order)."""
     order = {(c.group, c.label): i for i, c in enumerate(profile.cases)}
     groups = {c.group: i for i, c in reversed(list(enumerate(profile.cases)))}
-    return sorted(rows, key=lambda r: (groups.get(r.group, len(groups)), tuple(version_key(v) for v in r.env_values),
-                                       order.get((r.group, r.label), len(order))))
+    return sorted(
+        rows,
+        key=lambda r: (
+            groups.get(r.group, len(groups)),
+            tuple(version_key(v) for v in r.env_values),
+            order.get((r.group, r.label), len(order)),
+        ),
+    )
 
 
 def render_vs(records: Sequence[Mapping[str, Any]]) -> str:
@@ -236,7 +260,9 @@ def render_vs(records: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_report(paths: Sequence[Path | str], out_dir: Path | str, *, plots: bool = True, vs: bool = False, force: bool = False) -> Path:
+def write_report(
+    paths: Sequence[Path | str], out_dir: Path | str, *, plots: bool = True, vs: bool = False, force: bool = False
+) -> Path:
     """Render ``report.md`` (and SVG plots) for the records under ``paths`` into ``out_dir``."""
     from ..plan import ProfileError, load_profile
     from .plot import latency_svg, rps_svg
@@ -261,8 +287,13 @@ def write_report(paths: Sequence[Path | str], out_dir: Path | str, *, plots: boo
             rps_path = out_dir / f"{name}-rps.svg"
             rps_path.write_text(rps_svg(rows, title=f"{profile.title if profile else name}: RPS"), encoding="utf-8")
             lat_path = out_dir / f"{name}-latency.svg"
-            lat_path.write_text(latency_svg(rows, title=f"{profile.title if profile else name}: latency"), encoding="utf-8")
-            images = {"RPS (2xx) per case and concurrency": rps_path.name, "Latency percentiles (p50, p99, max)": lat_path.name}
+            lat_path.write_text(
+                latency_svg(rows, title=f"{profile.title if profile else name}: latency"), encoding="utf-8"
+            )
+            images = {
+                "RPS (2xx) per case and concurrency": rps_path.name,
+                "Latency percentiles (p50, p99, max)": lat_path.name,
+            }
         parts.append(render(items, profile=profile, plots=images))
         if vs:
             parts.append(render_vs(items))

@@ -30,8 +30,20 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from .latency import _read_response
 
-__all__ = ["COUNT_ENV", "CountError", "valgrind_missing", "callgrind_wrap", "parse_totals", "read_dump",
-           "counting_pids", "vgdb", "counted_requests", "count_batch", "count_batches", "count_program"]
+__all__ = [
+    "COUNT_ENV",
+    "CountError",
+    "valgrind_missing",
+    "callgrind_wrap",
+    "parse_totals",
+    "read_dump",
+    "counting_pids",
+    "vgdb",
+    "counted_requests",
+    "count_batch",
+    "count_batches",
+    "count_program",
+]
 
 #: The environment a counted server gets on top of its own.
 COUNT_ENV = {"PYTHONHASHSEED": "0"}
@@ -50,8 +62,7 @@ def valgrind_missing() -> Optional[str]:
         if shutil.which(tool) is None:
             return f"{tool} not found on PATH (Debian/Ubuntu: apt-get install valgrind)"
     try:
-        out = subprocess.run(["valgrind", "--tool=callgrind", "--version"], capture_output=True, text=True,
-                             timeout=20)
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--version"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"valgrind does not run: {exc}"
     if out.returncode != 0:
@@ -63,8 +74,15 @@ def callgrind_wrap(out_dir: Path, label: str) -> List[str]:
     """The command a counted server runs under: callgrind, uninstrumented until told, every child traced,
     each process's dumps in ``out_dir/<label>.callgrind.<pid>.<n>`` and valgrind's own messages beside."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--trace-children=yes", "--vgdb=yes",
-            f"--callgrind-out-file={out_dir / label}.callgrind.%p", f"--log-file={out_dir / label}.valgrind.%p.log"]
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--trace-children=yes",
+        "--vgdb=yes",
+        f"--callgrind-out-file={out_dir / label}.callgrind.%p",
+        f"--log-file={out_dir / label}.valgrind.%p.log",
+    ]
 
 
 _EVENTS = re.compile(r"^events:\s*(.+)$", re.M)
@@ -124,8 +142,12 @@ def vgdb(pids: Iterable[int], command: str, timeout: float = _VGDB_TIMEOUT) -> N
     """Send a callgrind monitor command (``instrumentation on``, ``zero``, ``dump``) to every process at once;
     returns when each has carried it out. vgdb wakes a process blocked in a system call with ptrace, so it
     needs the right to trace it (root, or ``kernel.yama.ptrace_scope`` 0)."""
-    procs = {pid: subprocess.Popen(["vgdb", f"--pid={pid}", *command.split()], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE) for pid in pids}
+    procs = {
+        pid: subprocess.Popen(
+            ["vgdb", f"--pid={pid}", *command.split()], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        for pid in pids
+    }
     deadline = time.monotonic() + timeout
     failed = []
     for pid, proc in procs.items():
@@ -180,9 +202,17 @@ def counted_requests(conns: Mapping[str, _Conn], raw: bytes, per_side: int, paus
     return ok
 
 
-def count_batches(servers: Mapping[str, Any], route: Any, *, requests: int, warmup: int, out_dir: Path,
-                  labels: Mapping[str, str], orders: Sequence[Sequence[str]],
-                  pause: float = 0.0) -> List[Dict[str, Dict[str, Any]]]:
+def count_batches(
+    servers: Mapping[str, Any],
+    route: Any,
+    *,
+    requests: int,
+    warmup: int,
+    out_dir: Path,
+    labels: Mapping[str, str],
+    orders: Sequence[Sequence[str]],
+    pause: float = 0.0,
+) -> List[Dict[str, Dict[str, Any]]]:
     """Counted batches over servers already started under :func:`callgrind_wrap` (side -> handle with ``url``
     and ``pid``; ``labels[side]`` the label it was wrapped with): ``warmup`` uncounted requests per side, then
     counting switched on, and per batch (``orders[i]``: which side the client asks first) a zero, ``requests``
@@ -211,8 +241,9 @@ def count_batches(servers: Mapping[str, Any], route: Any, *, requests: int, warm
             bad = {s: n for s, n in ok.items() if n != requests}
             if bad:
                 raise CountError(f"counted requests not all answered 2xx: {bad} of {requests} per side")
-            out.append({side: _side_counts(out_dir, labels[side], ps, part, requests, seconds)
-                        for side, ps in pids.items()})
+            out.append(
+                {side: _side_counts(out_dir, labels[side], ps, part, requests, seconds) for side, ps in pids.items()}
+            )
     except OSError as exc:
         raise CountError(f"a counted request failed: {exc}") from None
     finally:
@@ -221,29 +252,60 @@ def count_batches(servers: Mapping[str, Any], route: Any, *, requests: int, warm
     return out
 
 
-def _side_counts(out_dir: Path, label: str, pids: Sequence[int], part: int, requests: int,
-                 seconds: float) -> Dict[str, Any]:
+def _side_counts(
+    out_dir: Path, label: str, pids: Sequence[int], part: int, requests: int, seconds: float
+) -> Dict[str, Any]:
     per = {str(p): read_dump(out_dir, label, p, part) for p in pids}
     total = sum(per.values())
-    return {"instructions": total, "requests": requests, "instructions_per_request": total / requests,
-            "processes": per, "seconds": round(seconds, 3)}
+    return {
+        "instructions": total,
+        "requests": requests,
+        "instructions_per_request": total / requests,
+        "processes": per,
+        "seconds": round(seconds, 3),
+    }
 
 
-def count_batch(servers: Mapping[str, Any], route: Any, *, requests: int, warmup: int, out_dir: Path,
-                labels: Mapping[str, str], pause: float = 0.0) -> Dict[str, Dict[str, Any]]:
+def count_batch(
+    servers: Mapping[str, Any],
+    route: Any,
+    *,
+    requests: int,
+    warmup: int,
+    out_dir: Path,
+    labels: Mapping[str, str],
+    pause: float = 0.0,
+) -> Dict[str, Dict[str, Any]]:
     """One batch of :func:`count_batches`, the client asking the sides in the order ``servers`` has them."""
-    return count_batches(servers, route, requests=requests, warmup=warmup, out_dir=out_dir, labels=labels,
-                         orders=[list(servers)], pause=pause)[0]
+    return count_batches(
+        servers,
+        route,
+        requests=requests,
+        warmup=warmup,
+        out_dir=out_dir,
+        labels=labels,
+        orders=[list(servers)],
+        pause=pause,
+    )[0]
 
 
-def count_program(python: str, code: str, args: Sequence[str], out_dir: Path, label: str,
-                  timeout: float = 300.0) -> int:
+def count_program(
+    python: str, code: str, args: Sequence[str], out_dir: Path, label: str, timeout: float = 300.0
+) -> int:
     """Instructions of ``python -c code *args`` under callgrind, start to exit (for sizing a counted loop:
     two runs of one program that differ only in an argument differ only by what that argument does)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{label}.callgrind.out"
-    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--log-file={out}.log",
-            python, "-c", code, *args]
+    argv = [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out}",
+        f"--log-file={out}.log",
+        python,
+        "-c",
+        code,
+        *args,
+    ]
     try:
         proc = subprocess.run(argv, env={**os.environ, **COUNT_ENV}, capture_output=True, timeout=timeout)
     except (OSError, subprocess.SubprocessError) as exc:

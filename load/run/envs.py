@@ -35,34 +35,40 @@ from typing import Callable, Iterable, Optional, Sequence, Tuple
 
 from gatecheck.tools import cache_dir
 
-__all__ = [
-    "EnvError",
-    "InstallSpec",
-    "PythonEnv",
-    "cache_dir",
-    "ensure_env",
-    "ensure_pair",
-    "env_key",
-    "parse_spec",
-]
+__all__ = ["EnvError", "InstallSpec", "PythonEnv", "cache_dir", "ensure_env", "ensure_pair", "env_key", "parse_spec"]
 
 MARKER = "gatecheck-env.json"
 #: Bumped when the layout of a built environment changes, so old caches are not reused.
 LAYOUT_VERSION = 1
 
 _REQUIREMENT = re.compile(
-    r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"      # project name (PEP 508)
-    r"(?:\[[A-Za-z0-9._,\s-]*\])?"                      # extras
+    r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"  # project name (PEP 508)
+    r"(?:\[[A-Za-z0-9._,\s-]*\])?"  # extras
     r"\s*(?:(?:===|==|!=|~=|>=|<=|<|>)\s*[A-Za-z0-9.*+!_-]+"
     r"(?:\s*,\s*(?:===|==|!=|~=|>=|<=|<|>)\s*[A-Za-z0-9.*+!_-]+)*)?$"
 )
 _ARCHIVES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
 # Directories of a source tree that do not change what gets installed (build outputs, VCS, caches).
-_SKIP_DIRS = {".git", ".hg", "target", "build", "dist", "__pycache__", ".tox", ".venv", "venv",
-              ".mypy_cache", ".pytest_cache", "node_modules", ".benchmarks"}
+_SKIP_DIRS = {
+    ".git",
+    ".hg",
+    "target",
+    "build",
+    "dist",
+    "__pycache__",
+    ".tox",
+    ".venv",
+    "venv",
+    ".mypy_cache",
+    ".pytest_cache",
+    "node_modules",
+    ".benchmarks",
+}
 
-_FORMS = ("expected a requirement such as 'granian==2.8.6', a path to a wheel, sdist or source tree, "
-          "or an existing interpreter or virtualenv such as '/opt/venv' or '/opt/venv/bin/python'")
+_FORMS = (
+    "expected a requirement such as 'granian==2.8.6', a path to a wheel, sdist or source tree, "
+    "or an existing interpreter or virtualenv such as '/opt/venv' or '/opt/venv/bin/python'"
+)
 
 
 class EnvError(RuntimeError):
@@ -118,8 +124,10 @@ def parse_spec(text: str) -> InstallSpec:
                 return InstallSpec("interpreter", str(py), raw)
             if _is_source_tree(path):
                 return InstallSpec("path", str(path), raw)
-            raise EnvError(f"{raw!r} is a directory but neither a virtualenv (no bin/python) nor a source tree "
-                           f"(no pyproject.toml or setup.py); {_FORMS}")
+            raise EnvError(
+                f"{raw!r} is a directory but neither a virtualenv (no bin/python) nor a source tree "
+                f"(no pyproject.toml or setup.py); {_FORMS}"
+            )
         if raw.endswith(_ARCHIVES) or path.name.endswith(_ARCHIVES):
             return InstallSpec("path", str(path), raw)
         if os.access(path, os.X_OK):
@@ -165,11 +173,18 @@ def _interpreter_identity(python: str) -> str:
         version = ".".join(map(str, sys.version_info[:3]))
     else:
         try:
-            version = subprocess.run([python, "-c", "import sys; print('.'.join(map(str, sys.version_info[:3])))"],
-                                     capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+            version = subprocess.run(
+                [python, "-c", "import sys; print('.'.join(map(str, sys.version_info[:3])))"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError) as exc:
-            raise EnvError(f"cannot run the interpreter {python!r} to create environments with: {exc}; "
-                           "pass a working one with --python") from exc
+            raise EnvError(
+                f"cannot run the interpreter {python!r} to create environments with: {exc}; "
+                "pass a working one with --python"
+            ) from exc
     return f"{real} {version}"
 
 
@@ -185,8 +200,17 @@ def env_key(spec: InstallSpec, extras: Sequence[str] = (), python: str = sys.exe
         content = _tree_digest(p) if p.is_dir() else _file_digest(p)
     else:
         content = ""
-    ident = json.dumps({"layout": LAYOUT_VERSION, "kind": spec.kind, "value": spec.value, "content": content,
-                        "extras": sorted(extras), "python": _interpreter_identity(python)}, sort_keys=True)
+    ident = json.dumps(
+        {
+            "layout": LAYOUT_VERSION,
+            "kind": spec.kind,
+            "value": spec.value,
+            "content": content,
+            "extras": sorted(extras),
+            "python": _interpreter_identity(python),
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
@@ -212,13 +236,14 @@ def _tail(text: str, lines: int = 25) -> str:
 
 def _run(argv: Sequence[str], timeout: float, what: str, log_path: Optional[Path]) -> str:
     try:
-        proc = subprocess.run(list(argv), stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(list(argv), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         out = (exc.stdout or "") if isinstance(exc.stdout, str) else (exc.stdout or b"").decode(errors="replace")
-        raise EnvError(f"{what} did not finish within {timeout:.0f} s: {' '.join(argv)}\n"
-                       f"--- last lines ---\n{_tail(out)}\n"
-                       "a source build can take long; raise --env-timeout, or install a wheel instead") from exc
+        raise EnvError(
+            f"{what} did not finish within {timeout:.0f} s: {' '.join(argv)}\n"
+            f"--- last lines ---\n{_tail(out)}\n"
+            "a source build can take long; raise --env-timeout, or install a wheel instead"
+        ) from exc
     except OSError as exc:
         raise EnvError(f"{what} could not start: {' '.join(argv)}: {exc}") from exc
     out = proc.stdout + proc.stderr
@@ -226,8 +251,10 @@ def _run(argv: Sequence[str], timeout: float, what: str, log_path: Optional[Path
         with open(log_path, "a", encoding="utf-8") as f:
             f.write(f"$ {' '.join(argv)}\n{out}\n")
     if proc.returncode != 0:
-        raise EnvError(f"{what} failed (exit {proc.returncode}): {' '.join(argv)}\n--- last lines ---\n{_tail(out)}"
-                       + (f"\nfull log: {log_path}" if log_path else ""))
+        raise EnvError(
+            f"{what} failed (exit {proc.returncode}): {' '.join(argv)}\n--- last lines ---\n{_tail(out)}"
+            + (f"\nfull log: {log_path}" if log_path else "")
+        )
     return out
 
 
@@ -235,19 +262,24 @@ def _server_version(python: str, package: str, module: str, timeout: float = 60.
     """Import ``module`` in ``python`` and return ``package``'s version; raise EnvError if it does not import."""
     if not module:
         return None
-    code = ("import importlib, importlib.metadata as m, sys\n"
-            f"importlib.import_module({module!r})\n"
-            f"try:\n    print(m.version({package or module!r}))\n"
-            "except Exception:\n    print('')\n")
+    code = (
+        "import importlib, importlib.metadata as m, sys\n"
+        f"importlib.import_module({module!r})\n"
+        f"try:\n    print(m.version({package or module!r}))\n"
+        "except Exception:\n    print('')\n"
+    )
     try:
-        proc = subprocess.run([python, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(
+            [python, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvError(f"cannot run {python!r} to check that it has {module!r}: {exc}") from exc
     if proc.returncode != 0:
-        raise EnvError(f"{python} cannot import {module!r}:\n{_tail(proc.stderr, 8)}\n"
-                       f"install {package or module} into that environment, or pass a requirement "
-                       f"such as '{package or module}==X.Y.Z' so the gate builds one")
+        raise EnvError(
+            f"{python} cannot import {module!r}:\n{_tail(proc.stderr, 8)}\n"
+            f"install {package or module} into that environment, or pass a requirement "
+            f"such as '{package or module}==X.Y.Z' so the gate builds one"
+        )
     return proc.stdout.strip() or None
 
 
@@ -292,8 +324,9 @@ def ensure_env(
         return found or _build(root, spec, key, extras, python, package, module, timeout, say)
 
 
-def _reuse(directory: Path, spec: InstallSpec, key: str, package: str, module: str,
-           say: Callable[[str], None]) -> Optional[PythonEnv]:
+def _reuse(
+    directory: Path, spec: InstallSpec, key: str, package: str, module: str, say: Callable[[str], None]
+) -> Optional[PythonEnv]:
     """The finished environment in ``directory`` (rule 3), or None when there is none or it is broken."""
     py = _venv_python(directory) if (directory / MARKER).exists() else None
     if py is None:
@@ -306,8 +339,17 @@ def _reuse(directory: Path, spec: InstallSpec, key: str, package: str, module: s
     return PythonEnv(str(py), spec, key, True, version)
 
 
-def _build(root: Path, spec: InstallSpec, key: str, extras: Sequence[str], python: str, package: str, module: str,
-           timeout: float, say: Callable[[str], None]) -> PythonEnv:
+def _build(
+    root: Path,
+    spec: InstallSpec,
+    key: str,
+    extras: Sequence[str],
+    python: str,
+    package: str,
+    module: str,
+    timeout: float,
+    say: Callable[[str], None],
+) -> PythonEnv:
     """Build ``root/key`` from scratch: venv, pip install, then the marker file last (rule 3)."""
     directory = root / key
     if directory.exists():
@@ -319,14 +361,28 @@ def _build(root: Path, spec: InstallSpec, key: str, extras: Sequence[str], pytho
     _run([python, "-m", "venv", str(directory)], timeout, "creating the virtualenv", log_path)
     py = _venv_python(directory)
     if py is None:
-        raise EnvError(f"'{python} -m venv {directory}' made no bin/python; is the venv module complete "
-                       "(Debian: apt-get install python3-venv)?")
-    _run([str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", spec.value, *extras],
-         timeout, f"pip install of {spec.text}", log_path)
+        raise EnvError(
+            f"'{python} -m venv {directory}' made no bin/python; is the venv module complete "
+            "(Debian: apt-get install python3-venv)?"
+        )
+    _run(
+        [str(py), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", spec.value, *extras],
+        timeout,
+        f"pip install of {spec.text}",
+        log_path,
+    )
     version = _server_version(str(py), package, module)
-    info = {"spec": spec.text, "kind": spec.kind, "value": spec.value, "extras": list(extras), "key": key,
-            "python": _interpreter_identity(python), "server_version": version,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "layout": LAYOUT_VERSION}
+    info = {
+        "spec": spec.text,
+        "kind": spec.kind,
+        "value": spec.value,
+        "extras": list(extras),
+        "key": key,
+        "python": _interpreter_identity(python),
+        "server_version": version,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "layout": LAYOUT_VERSION,
+    }
     (directory / MARKER).write_text(json.dumps(info, sort_keys=True, indent=1) + "\n", encoding="utf-8")
     say(f"built env for {spec.text} in {time.monotonic() - started:.0f} s ({package or module} {version or '?'})")
     return PythonEnv(str(py), spec, key, False, version)

@@ -1,6 +1,7 @@
 """A load generator's process (oha, or the WebSocket broadcast client): started pinned to its CPUs, polled to a
 deadline, killed by PID when anything goes wrong (it is our own child, never left running), its CPU time from the
 kernel (``os.wait4`` rusage). ``measure`` re-exports :func:`run_pinned`."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,15 @@ from .oha import OhaError
 __all__ = ["run_pinned"]
 
 
-def run_pinned(argv: Sequence[str], cpus: Sequence[int] | None, deadline: float, on_tick=None, tick: float = 0.2,
-               error: type = OhaError, name: str = "oha") -> tuple[str, str, int, float, float]:
+def run_pinned(
+    argv: Sequence[str],
+    cpus: Sequence[int] | None,
+    deadline: float,
+    on_tick=None,
+    tick: float = 0.2,
+    error: type = OhaError,
+    name: str = "oha",
+) -> tuple[str, str, int, float, float]:
     """Run a load generator (oha, or the WebSocket broadcast client) on ``cpus``; return (stdout, stderr, exit
     code, wall seconds, CPU seconds). ``on_tick`` runs while it runs; past ``deadline`` it is killed and
     ``error`` raised."""
@@ -60,8 +68,16 @@ def run_pinned(argv: Sequence[str], cpus: Sequence[int] | None, deadline: float,
         return out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"), code, wall, cpu
 
 
-def _wait_reaped(proc: subprocess.Popen, argv: Sequence[str], started: float, deadline: float, on_tick, tick: float,
-                 error: type, name: str) -> tuple:
+def _wait_reaped(
+    proc: subprocess.Popen,
+    argv: Sequence[str],
+    started: float,
+    deadline: float,
+    on_tick,
+    tick: float,
+    error: type,
+    name: str,
+) -> tuple:
     """Poll the generator until it has ended and is reaped: (its wait status, its rusage). ``on_tick`` runs every
     ``tick`` seconds meanwhile; past ``deadline`` ``error`` is raised (the caller kills it)."""
     next_tick = started

@@ -5,6 +5,7 @@ Rules of this module:
   session, ``host_load`` and ``host_speed`` before each measured run); nothing here writes a file.
 - What is read is shown beside the numbers, never used to correct them (``host_speed`` says why).
 """
+
 from __future__ import annotations
 
 import os
@@ -107,4 +108,3 @@ def host_speed(cpus: Optional[Sequence[int]] = None, repeats: int = 9) -> dict:
         if previous is not None:
             os.sched_setaffinity(0, previous)
     return {"probe_ms": round(statistics.median(times), 4), "probe_ms_min": round(times[0], 4)}
-

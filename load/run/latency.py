@@ -80,8 +80,9 @@ def _connect(url: str) -> Tuple[socket.socket, str]:
     return sock, parts.netloc
 
 
-def interleaved_latency(urls: Dict[str, str], route: Any, duration: float,
-                        cpus: Optional[Sequence[int]] = None) -> Dict[str, Dict[str, Any]]:
+def interleaved_latency(
+    urls: Dict[str, str], route: Any, duration: float, cpus: Optional[Sequence[int]] = None
+) -> Dict[str, Dict[str, Any]]:
     """Alternate single requests between the servers of ``urls`` (side -> base URL) for ``duration``
     seconds (rule 1) and return :func:`summarise` per side."""
     sides = list(urls)
@@ -107,8 +108,15 @@ def interleaved_latency(urls: Dict[str, str], route: Any, duration: float,
     return {s: summarise(lat[s], errors[s], statuses[s]) for s in sides}
 
 
-def _one(side: str, url: str, route: Any, conns: Dict[str, Any], lat: Dict[str, List[float]],
-         errors: Dict[str, int], statuses: Dict[str, Dict[int, int]]) -> None:
+def _one(
+    side: str,
+    url: str,
+    route: Any,
+    conns: Dict[str, Any],
+    lat: Dict[str, List[float]],
+    errors: Dict[str, int],
+    statuses: Dict[str, Dict[int, int]],
+) -> None:
     """One request on ``side``'s connection (opened, or reopened after a failure, outside the timing)."""
     try:
         if conns.get(side) is None:
@@ -135,10 +143,17 @@ def summarise(latencies: Sequence[float], errors: int = 0, non_2xx: Optional[Dic
     """The record the gate keeps per side (latencies in ms): count, errors, mean, median, p99."""
     ms = lambda v: round(v * 1000, 5)
     xs = sorted(latencies)
-    out: Dict[str, Any] = {"concurrency": 1, "interleaved": True, "ok": len(xs),
-                           "errors": {"failed": errors} if errors else {},
-                           "non_2xx": {str(k): v for k, v in (non_2xx or {}).items()}}
+    out: Dict[str, Any] = {
+        "concurrency": 1,
+        "interleaved": True,
+        "ok": len(xs),
+        "errors": {"failed": errors} if errors else {},
+        "non_2xx": {str(k): v for k, v in (non_2xx or {}).items()},
+    }
     if xs:
-        out.update(avg_ms=ms(statistics.fmean(xs)), p50_ms=ms(statistics.median(xs)),
-                   p99_ms=ms(xs[min(len(xs) - 1, int(0.99 * len(xs)))]))
+        out.update(
+            avg_ms=ms(statistics.fmean(xs)),
+            p50_ms=ms(statistics.median(xs)),
+            p99_ms=ms(xs[min(len(xs) - 1, int(0.99 * len(xs)))]),
+        )
     return out

@@ -10,6 +10,7 @@ Rules of this module:
   then the RPS measures oha's ceiling as much as the server's.
 - Every wait has a deadline; an oha that overstays is killed by PID (it is our own child: ``generator.py``).
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -19,10 +20,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
+from ..plan import RouteSpec
 from .generator import run_pinned
 from .oha import OhaError, OhaResult, build_argv, find_oha, parse_json
 from .pinning import available_cpus
-from ..plan import RouteSpec
 
 __all__ = [
     "LoadRun",
@@ -52,7 +53,9 @@ class RouteCheckError(RuntimeError):
     """The route does not answer correctly, so loading it would measure nothing useful."""
 
 
-def is_generator_bound(oha_cpu_seconds: float, wall_seconds: float, cpus: int, threshold: float = GENERATOR_BOUND_UTIL) -> bool:
+def is_generator_bound(
+    oha_cpu_seconds: float, wall_seconds: float, cpus: int, threshold: float = GENERATOR_BOUND_UTIL
+) -> bool:
     """True when oha's CPU time is at least ``threshold`` of ``cpus`` × wall time."""
     if wall_seconds <= 0 or cpus < 1:
         return False
@@ -141,10 +144,16 @@ class LoadRun:
             "aborted": r.aborted,
             "total": r.total,
             "rps": round(r.rps, 3),
-            "latency_ms": {"avg": ms(r.latency_avg), "p50": ms(r.latency_p50), "p99": ms(r.latency_p99), "max": ms(r.latency_max)},
+            "latency_ms": {
+                "avg": ms(r.latency_avg),
+                "p50": ms(r.latency_p50),
+                "p99": ms(r.latency_p99),
+                "max": ms(r.latency_max),
+            },
             "bytes_total": r.bytes_total,
-            "server": server_record(self.server_peak_rss, self.server_cpu_seconds, self.server_processes,
-                                    self.server_util, self.server_cpus),
+            "server": server_record(
+                self.server_peak_rss, self.server_cpu_seconds, self.server_processes, self.server_util, self.server_cpus
+            ),
             "oha": {
                 "cpu_seconds": round(self.oha_cpu_seconds, 4),
                 "util": round(self.oha_util, 4),
@@ -157,11 +166,15 @@ class LoadRun:
         }
 
 
-def server_record(peak_rss: int, cpu_seconds: float, processes: int, util: float,
-                  cpus: Sequence[int] | None) -> dict:
+def server_record(peak_rss: int, cpu_seconds: float, processes: int, util: float, cpus: Sequence[int] | None) -> dict:
     """The ``server`` part of a run's record (oha runs and WebSocket broadcast runs alike)."""
-    return {"peak_rss": peak_rss, "cpu_seconds": round(cpu_seconds, 4), "processes": processes,
-            "util": round(util, 4), "cpus": list(cpus) if cpus else None}
+    return {
+        "peak_rss": peak_rss,
+        "cpu_seconds": round(cpu_seconds, 4),
+        "processes": processes,
+        "util": round(util, 4),
+        "cpus": list(cpus) if cpus else None,
+    }
 
 
 def _url(srv: ServerHandle, path: str) -> str:
@@ -222,37 +235,69 @@ def measure(
     """
     route = route.resolve()
     argv = build_argv(
-        Path(oha) if oha else find_oha(), _url(srv, route.path), concurrency=concurrency, duration=duration,
-        requests=requests, http2=http2, h2_parallel=h2_parallel, method=route.method,
+        Path(oha) if oha else find_oha(),
+        _url(srv, route.path),
+        concurrency=concurrency,
+        duration=duration,
+        requests=requests,
+        http2=http2,
+        h2_parallel=h2_parallel,
+        method=route.method,
         body_file=route.body_file(workdir or Path(tempfile.gettempdir()) / "gatecheck-bodies"),
-        worker_threads=len(oha_cpus) if oha_cpus else len(available_cpus()), request_timeout=request_timeout)
+        worker_threads=len(oha_cpus) if oha_cpus else len(available_cpus()),
+        request_timeout=request_timeout,
+    )
     budget = _oha_budget(duration, requests, request_timeout)
     result, wall, oha_cpu, sampler, started_at = _run_oha(srv, argv, oha_cpus, budget, sample_interval)
     return LoadRun(
-        route=route.name, method=route.method, path=route.path, concurrency=concurrency, http2=http2,
-        h2_parallel=h2_parallel, result=result, wall=wall, server_peak_rss=sampler.peak_rss,
-        server_cpu_seconds=sampler.cpu_seconds, server_processes=sampler.peak_processes, oha_cpu_seconds=oha_cpu,
-        oha_cpus=tuple(oha_cpus) if oha_cpus else None, server_cpus=tuple(server_cpus) if server_cpus else None,
-        duration=duration, requests=requests, oha_argv=tuple(argv), started_at=started_at,
+        route=route.name,
+        method=route.method,
+        path=route.path,
+        concurrency=concurrency,
+        http2=http2,
+        h2_parallel=h2_parallel,
+        result=result,
+        wall=wall,
+        server_peak_rss=sampler.peak_rss,
+        server_cpu_seconds=sampler.cpu_seconds,
+        server_processes=sampler.peak_processes,
+        oha_cpu_seconds=oha_cpu,
+        oha_cpus=tuple(oha_cpus) if oha_cpus else None,
+        server_cpus=tuple(server_cpus) if server_cpus else None,
+        duration=duration,
+        requests=requests,
+        oha_argv=tuple(argv),
+        started_at=started_at,
     )
 
 
-def _run_oha(srv: ServerHandle, argv: Sequence[str], oha_cpus: Sequence[int] | None, budget: float,
-             sample_interval: float) -> tuple:
+def _run_oha(
+    srv: ServerHandle, argv: Sequence[str], oha_cpus: Sequence[int] | None, budget: float, sample_interval: float
+) -> tuple:
     """Run oha with the server sampled meanwhile: (its parsed result, wall seconds, oha's CPU seconds, the
     sampler, when it started). Raises OhaError when oha fails or prints no JSON."""
     sampler = ServerSampler(srv)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    stdout, stderr, code, wall, oha_cpu = run_pinned(argv, oha_cpus, time.monotonic() + budget, sampler.tick,
-                                                     sample_interval)
+    stdout, stderr, code, wall, oha_cpu = run_pinned(
+        argv, oha_cpus, time.monotonic() + budget, sampler.tick, sample_interval
+    )
     sampler.tick()
     if code != 0 or not stdout.strip():
-        raise OhaError(f"oha exited {code} without a result: {stderr.strip()[-800:] or '(no stderr)'}\n"
-                       f"  command: {' '.join(argv)}")
+        raise OhaError(
+            f"oha exited {code} without a result: {stderr.strip()[-800:] or '(no stderr)'}\n  command: {' '.join(argv)}"
+        )
     return parse_json(stdout), wall, oha_cpu, sampler, started_at
 
 
-def check_route(srv: ServerHandle, route: RouteSpec, *, http2: bool = False, oha: Path | str | None = None, workdir: Path | None = None, count: int = 3) -> None:
+def check_route(
+    srv: ServerHandle,
+    route: RouteSpec,
+    *,
+    http2: bool = False,
+    oha: Path | str | None = None,
+    workdir: Path | None = None,
+    count: int = 3,
+) -> None:
     """Send ``count`` requests one by one; raise RouteCheckError unless all got the expected status and size.
 
     Over HTTP/1 each request has its own connection: the check asks whether the route is served, not
@@ -262,8 +307,16 @@ def check_route(srv: ServerHandle, route: RouteSpec, *, http2: bool = False, oha
     binary = Path(oha) if oha else find_oha()
     body_dir = workdir or Path(tempfile.gettempdir()) / "gatecheck-bodies"
     argv = build_argv(
-        binary, _url(srv, route.path), concurrency=1, requests=count, http2=http2, method=route.method,
-        body_file=route.body_file(body_dir), worker_threads=1, request_timeout=10.0, keepalive=False,
+        binary,
+        _url(srv, route.path),
+        concurrency=1,
+        requests=count,
+        http2=http2,
+        method=route.method,
+        body_file=route.body_file(body_dir),
+        worker_threads=1,
+        request_timeout=10.0,
+        keepalive=False,
     )
     stdout, stderr, code, _wall, _cpu = run_pinned(argv, None, time.monotonic() + 60.0)
     if code != 0 or not stdout.strip():
@@ -271,13 +324,19 @@ def check_route(srv: ServerHandle, route: RouteSpec, *, http2: bool = False, oha
     result = parse_json(stdout)
     where = f"{route.method} {route.path}"
     if result.errors:
-        raise RouteCheckError(f"{where}: requests failed before any load ({_fmt(result.errors)}); is the server up and the route served?")
+        raise RouteCheckError(
+            f"{where}: requests failed before any load ({_fmt(result.errors)}); is the server up and the route served?"
+        )
     wanted = str(route.expect_status)
     if result.non_2xx or result.ok != count and wanted.startswith("2"):
-        raise RouteCheckError(f"{where}: expected status {wanted} for all {count} requests, got "
-                              f"{_fmt(result.non_2xx) or 'other 2xx'}; does the fixture app serve this route?")
+        raise RouteCheckError(
+            f"{where}: expected status {wanted} for all {count} requests, got "
+            f"{_fmt(result.non_2xx) or 'other 2xx'}; does the fixture app serve this route?"
+        )
     if route.expect_size is not None and result.size_per_request != route.expect_size:
-        raise RouteCheckError(f"{where}: expected a {route.expect_size}-byte body, got {result.size_per_request} bytes per response")
+        raise RouteCheckError(
+            f"{where}: expected a {route.expect_size}-byte body, got {result.size_per_request} bytes per response"
+        )
 
 
 def _fmt(counts: Mapping[str, int]) -> str:

@@ -21,6 +21,7 @@ JSON fields used (oha 1.16.0)::
     statusCodeDistribution     {"200": n, "404": m}: every request that got a response
     errorDistribution          {"connection refused ...": n, "aborted due to deadline": m}
 """
+
 from __future__ import annotations
 
 import json
@@ -201,12 +202,7 @@ def build_argv(
         argv += ["-m", method.upper()]
     if body_file is not None:
         argv += ["-D", str(body_file)]
-    argv += [
-        "-t", _duration_arg(request_timeout),
-        "--worker-threads", str(worker_threads),
-        "--no-color",
-        url,
-    ]
+    argv += ["-t", _duration_arg(request_timeout), "--worker-threads", str(worker_threads), "--no-color", url]
     return argv
 
 
@@ -279,7 +275,9 @@ def parse_json(text: str) -> OhaResult:
         elapsed = float(summary["total"])
     except (ValueError, KeyError, TypeError) as exc:
         head = text[:200].strip()
-        raise OhaError(f"could not parse oha JSON output ({exc.__class__.__name__}: {exc}); output began {head!r}") from exc
+        raise OhaError(
+            f"could not parse oha JSON output ({exc.__class__.__name__}: {exc}); output began {head!r}"
+        ) from exc
     ok = sum(n for code, n in statuses.items() if code.startswith("2") and len(code) == 3)
     non_2xx = {code: n for code, n in statuses.items() if not (code.startswith("2") and len(code) == 3)}
     size = summary.get("sizePerRequest")

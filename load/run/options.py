@@ -6,6 +6,7 @@ Rules of this module:
 - Python-version limits and ``needs`` are judged for the interpreter that runs the server (``--python``),
   asked once, in a child process; the rest is pure.
 """
+
 from __future__ import annotations
 
 import sys
@@ -47,9 +48,16 @@ class RunOptions:
         Python-version limits and ``needs`` are judged for the interpreter that runs the server."""
         version, importable = interpreter(self.python)
         given = self.target
-        items = plan(self.profile, given.server if given else None, host_cores=host_cores, full=self.full,
-                     select=self.select, interface=given.interface if given else None, python_version=version,
-                     importable=importable)
+        items = plan(
+            self.profile,
+            given.server if given else None,
+            host_cores=host_cores,
+            full=self.full,
+            select=self.select,
+            interface=given.interface if given else None,
+            python_version=version,
+            importable=importable,
+        )
         return [replace(p, target=_customise(p.target, given)) for p in items]
 
 

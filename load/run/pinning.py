@@ -7,6 +7,7 @@ Rules of this module:
   ``available_cpus`` (from ``servers``, which pins servers by it too) is the only call that asks the kernel.
 - CPU lists are typed and printed as ``0-3,6`` (``load.plan.cpulist``).
 """
+
 from __future__ import annotations
 
 import os
@@ -77,8 +78,10 @@ def require_available(cpus: Sequence[int] | None, option: str, available: Sequen
     have = sorted(available if available is not None else available_cpus())
     missing = sorted(set(cpus) - set(have))
     if missing:
-        raise ValueError(f"{option} {format_cpu_list(cpus)}: CPU {format_cpu_list(missing)} is not available here "
-                         f"(this process may use CPUs {format_cpu_list(have)})")
+        raise ValueError(
+            f"{option} {format_cpu_list(cpus)}: CPU {format_cpu_list(missing)} is not available here "
+            f"(this process may use CPUs {format_cpu_list(have)})"
+        )
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ Rules of this module:
   binary and the output folder (``logs/``, ``bodies/``), so the runner and the gate start, check and measure
   servers the same way; the gate's tests pass fakes. The record step is ``load.records.results.append_record``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -48,8 +49,9 @@ class ServerSetup:
         return replace(self, env=_env_items({**dict(self.env), **extra})) if extra else self
 
 
-def setup_for(target: Target, *, app: Optional[str] = None,
-              env: Mapping[str, str] | EnvItems | None = None) -> ServerSetup:
+def setup_for(
+    target: Target, *, app: Optional[str] = None, env: Mapping[str, str] | EnvItems | None = None
+) -> ServerSetup:
     """Resolve ``target`` (defaults filled in, options validated: ServerError otherwise) and choose its app."""
     from gatecheck.servers import app_for, resolve
 
@@ -108,17 +110,29 @@ class Pipeline:
         """Where request body files are written."""
         return Path(self.out_dir) / "bodies"
 
-    def start(self, setup: ServerSetup, *, python: Optional[str] = None,
-              env: Optional[Mapping[str, str]] = None, wrap: Sequence[str] = (),
-              ready_timeout: Optional[float] = None) -> Any:
+    def start(
+        self,
+        setup: ServerSetup,
+        *,
+        python: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        wrap: Sequence[str] = (),
+        ready_timeout: Optional[float] = None,
+    ) -> Any:
         """Start ``setup``'s server (pinned to the server CPUs) from ``python`` (default: the pipeline's),
         with ``env`` added to the setup's own environment, under ``wrap`` when given (a counted server runs
         under valgrind: ``load.run.counting``); returns the server handle."""
         setup = setup.with_env(env or {})
         extra = {k: v for k, v in (("wrap", tuple(wrap)), ("ready_timeout", ready_timeout)) if v}
-        return self.start_fn(setup.target, app=setup.app, log_dir=Path(self.out_dir) / "logs", env=dict(setup.env),
-                             cpus=list(self.server_cpus) if self.server_cpus else None, python=python or self.python,
-                             **extra)
+        return self.start_fn(
+            setup.target,
+            app=setup.app,
+            log_dir=Path(self.out_dir) / "logs",
+            env=dict(setup.env),
+            cpus=list(self.server_cpus) if self.server_cpus else None,
+            python=python or self.python,
+            **extra,
+        )
 
     def check(self, srv: Any, route: Any, *, http2: bool) -> None:
         """A few requests one by one: RouteCheckError unless each got the route's expected answer. A WebSocket
@@ -128,15 +142,34 @@ class Pipeline:
             return
         self.check_fn(srv, route, http2=http2, oha=self.oha, workdir=self.workdir)
 
-    def measure(self, srv: Any, route: Any, concurrency: int, duration: Optional[float] = None, *,
-                requests: Optional[int] = None, http2: bool = False, h2_parallel: int = 1) -> Any:
+    def measure(
+        self,
+        srv: Any,
+        route: Any,
+        concurrency: int,
+        duration: Optional[float] = None,
+        *,
+        requests: Optional[int] = None,
+        http2: bool = False,
+        h2_parallel: int = 1,
+    ) -> Any:
         """One oha run at ``concurrency`` for ``duration`` s (or ``requests``): a :class:`load.run.measure.LoadRun`."""
-        return self.measure_fn(srv, route, concurrency, duration, requests=requests, http2=http2,
-                               h2_parallel=h2_parallel, oha_cpus=self.oha_cpus, server_cpus=self.server_cpus,
-                               oha=self.oha, request_timeout=self.request_timeout, workdir=self.workdir)
+        return self.measure_fn(
+            srv,
+            route,
+            concurrency,
+            duration,
+            requests=requests,
+            http2=http2,
+            h2_parallel=h2_parallel,
+            oha_cpus=self.oha_cpus,
+            server_cpus=self.server_cpus,
+            oha=self.oha,
+            request_timeout=self.request_timeout,
+            workdir=self.workdir,
+        )
 
     def broadcast(self, srv: Any, route: Any, clients: int, messages: int) -> Any:
         """One WebSocket broadcast run (``clients`` × ``messages``), the client pinned where oha would be: a
         :class:`load.run.wsbroadcast.BroadcastRun`."""
-        return self.broadcast_fn(srv, route, clients, messages, client_cpus=self.oha_cpus,
-                                 server_cpus=self.server_cpus)
+        return self.broadcast_fn(srv, route, clients, messages, client_cpus=self.oha_cpus, server_cpus=self.server_cpus)

@@ -14,6 +14,7 @@ Rules of this module:
 - A run where nothing succeeded is recorded as a failure, never as a number.
 - Progress goes to ``log`` (stderr by default): which run of how many, and about how long is left.
 """
+
 from __future__ import annotations
 
 import os
@@ -110,14 +111,18 @@ def run_profile(opts: RunOptions, *, log: Callable[[str], None] = _say) -> RunSu
         run.versions_oha = oha_version(run.pipeline.oha)
     run.record_plan_skips(planned)
     run.costs = _costs(setups, opts, run.method)
-    log(f"profile {opts.profile.name}: {len(run.costs)} measured runs, about {_fmt_seconds(sum(run.costs))}; "
-        f"pinning: {run.pin.describe()}; oha {run.versions_oha}; results -> {run.summary.results}")
+    log(
+        f"profile {opts.profile.name}: {len(run.costs)} measured runs, about {_fmt_seconds(sum(run.costs))}; "
+        f"pinning: {run.pin.describe()}; oha {run.versions_oha}; results -> {run.summary.results}"
+    )
     for repeat in range(opts.repeat):
         for setup, items in setups:
             run.run_group(setup, items, repeat)
     summary = run.summary
-    log(f"done: {summary.runs} runs, {summary.flagged} flagged, {summary.failures} failures, "
-        f"{summary.errors} skipped for an error, {summary.skipped} skipped by the plan -> {summary.results}")
+    log(
+        f"done: {summary.runs} runs, {summary.flagged} flagged, {summary.failures} failures, "
+        f"{summary.errors} skipped for an error, {summary.skipped} skipped by the plan -> {summary.results}"
+    )
     return summary
 
 
@@ -128,13 +133,24 @@ class _ProfileRun:
         self.opts, self.log, self.method = opts, log, opts.effective_method()
         self.pin = opts.pinning or split_cpus(available_cpus())
         out_dir = Path(opts.out_dir)
-        self.pipeline = Pipeline(out_dir, server_cpus=self.pin.server, oha_cpus=self.pin.oha, python=opts.python,
-                                 request_timeout=self.method.request_timeout)
+        self.pipeline = Pipeline(
+            out_dir,
+            server_cpus=self.pin.server,
+            oha_cpus=self.pin.oha,
+            python=opts.python,
+            request_timeout=self.method.request_timeout,
+        )
         session = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
         self.summary = RunSummary(results=out_dir / RESULTS_FILE, session=session)
         self.env = environment()
-        self.base = {"profile": opts.profile.name, "session": session, "quick": opts.quick,
-                     "method": asdict(self.method), "pinning": self.pin.to_dict(), "environment": self.env}
+        self.base = {
+            "profile": opts.profile.name,
+            "session": session,
+            "quick": opts.quick,
+            "method": asdict(self.method),
+            "pinning": self.pin.to_dict(),
+            "environment": self.env,
+        }
         self.python_version = ".".join(map(str, interpreter(opts.python)[0]))
         self.versions_oha: str | None = None
         self.costs: list = []
@@ -143,11 +159,21 @@ class _ProfileRun:
     def record(self, kind: str, item: PlannedCase, **fields) -> None:
         """The record step: one line of results.jsonl."""
         case = item.case
-        append_record(self.summary.results, {
-            **self.base, "kind": kind, "case": case.label, "group": case.group, "cells": list(case.cells),
-            "target": str(item.target), "server": item.target.server, "app": case.app,
-            "case_env": dict(case.env), **fields,
-        })
+        append_record(
+            self.summary.results,
+            {
+                **self.base,
+                "kind": kind,
+                "case": case.label,
+                "group": case.group,
+                "cells": list(case.cells),
+                "target": str(item.target),
+                "server": item.target.server,
+                "app": case.app,
+                "case_env": dict(case.env),
+                **fields,
+            },
+        )
 
     def error(self, item: PlannedCase, reason: str) -> None:
         """A case skipped for an error (a target that does not resolve): recorded, and the run fails."""
@@ -190,8 +216,9 @@ class _ProfileRun:
     def run_case(self, item: PlannedCase, srv, http2: bool, versions: dict, repeat: int) -> None:
         """Check the case's route, prime and warm the server, then one measured run per concurrency."""
         case, concs = item.case, case_concurrencies(item.case, self.opts)
-        common = dict(versions={**versions, **_needed_versions(case, srv.python)}, repeat=repeat,
-                      target_resolved=str(srv.target))
+        common = dict(
+            versions={**versions, **_needed_versions(case, srv.python)}, repeat=repeat, target_resolved=str(srv.target)
+        )
         try:
             spec = lookup_route(case.route).resolve()
             self.pipeline.check(srv, spec, http2=http2)
@@ -223,8 +250,9 @@ class _ProfileRun:
         benchmark() warms each test at its own max(concurrencies))."""
         method = self.method
         if method.primer > 0:
-            self.pipeline.measure(srv, spec, method.primer_concurrency, method.primer, http2=http2,
-                                  h2_parallel=h2_parallel)
+            self.pipeline.measure(
+                srv, spec, method.primer_concurrency, method.primer, http2=http2, h2_parallel=h2_parallel
+            )
         if method.warmup > 0:
             highest = max(concurrencies)
             self.pipeline.measure(srv, spec, highest, method.warmup, http2=http2, h2_parallel=h2_parallel)
@@ -232,7 +260,7 @@ class _ProfileRun:
     def announce(self, what: str) -> dict:
         """Before a measured run: count it, log which of how many and the time left, and take the host's load
         and speed (the record's ``host_load`` and ``host_speed``)."""
-        left = sum(self.costs[self.done:])
+        left = sum(self.costs[self.done :])
         self.done += 1
         self.log(f"[{self.done}/{len(self.costs)}] {self.opts.profile.name}: {what} - about {_fmt_seconds(left)} left")
         return {"host_load": host_load(), "host_speed": host_speed(self.pin.server)}
@@ -244,8 +272,15 @@ class _ProfileRun:
         what = f"{requests} requests" if requests else f"{method.duration:g} s"
         host = self.announce(f"{case.label} c{concurrency} ({what})")
         try:
-            run = self.pipeline.measure(srv, spec, concurrency, None if requests else method.duration,
-                                        requests=requests, http2=http2, h2_parallel=case.h2_parallel)
+            run = self.pipeline.measure(
+                srv,
+                spec,
+                concurrency,
+                None if requests else method.duration,
+                requests=requests,
+                http2=http2,
+                h2_parallel=case.h2_parallel,
+            )
         except OhaError as exc:
             self.log(f"FAIL  {case.label} c{concurrency}: {exc}")
             self.fail(item, str(exc), route=case.route, concurrency=concurrency, **common)
@@ -293,8 +328,13 @@ def _needed_versions(case: Case, python: str) -> dict:
 
 def _describe_ws(run: BroadcastRun) -> str:
     th = run.result["throughput"]
-    parts = [f"combined {th['combined']:,.0f} msg/s", f"send {th['send']:,.0f}", f"receive {th['recv']:,.0f}",
-             f"server CPU {run.server_util:.0%}", f"client CPU {run.client_util:.0%}"]
+    parts = [
+        f"combined {th['combined']:,.0f} msg/s",
+        f"send {th['send']:,.0f}",
+        f"receive {th['recv']:,.0f}",
+        f"server CPU {run.server_util:.0%}",
+        f"client CPU {run.client_util:.0%}",
+    ]
     if run.generator_bound:
         parts.append("GENERATOR-BOUND")
     return ", ".join(parts)

@@ -14,6 +14,7 @@ Rules of this module:
   (a duplicate cannot stand in for a lost message). A client that failed, a wrong or missing message, or a
   deadline passed is a :class:`BroadcastError`, never a number.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,6 +43,7 @@ def throughputs(per_client: Sequence[Mapping[str, float]], clients: int, message
     """The seed's throughputs (messages per second), summed over ``per_client`` timings (``send_s``,
     ``recv_s``, ``total_s``: seconds from the start signal until that client's last send, its last receive,
     and both)."""
+
     def rate(count: float, seconds: float) -> float:
         if seconds <= 0:
             raise BroadcastError(f"a client's timing is {seconds!r} s; cannot compute a throughput")
@@ -56,6 +58,7 @@ def throughputs(per_client: Sequence[Mapping[str, float]], clients: int, message
 
 
 # -- the harness's side: run the client pinned, with a deadline, and record ---------------------------------
+
 
 @dataclass(frozen=True)
 class BroadcastRun:
@@ -133,14 +136,20 @@ class BroadcastRun:
             "errors": {},
             "rps": round(self.rps, 3),
             "ws": {
-                "send": round(th["send"], 3), "recv": round(th["recv"], 3), "combined": round(th["combined"], 3),
-                "all": round(th["all"], 3), "extensions": list(self.result.get("extensions", [])),
+                "send": round(th["send"], 3),
+                "recv": round(th["recv"], 3),
+                "combined": round(th["combined"], 3),
+                "all": round(th["all"], 3),
+                "extensions": list(self.result.get("extensions", [])),
                 "websockets": self.result.get("websockets"),
-                "per_client": [{k: round(v, 6) if isinstance(v, float) else v for k, v in c.items()}
-                               for c in self.result.get("per_client", [])],
+                "per_client": [
+                    {k: round(v, 6) if isinstance(v, float) else v for k, v in c.items()}
+                    for c in self.result.get("per_client", [])
+                ],
             },
-            "server": server_record(self.server_peak_rss, self.server_cpu_seconds, self.server_processes,
-                                    self.server_util, self.server_cpus),
+            "server": server_record(
+                self.server_peak_rss, self.server_cpu_seconds, self.server_processes, self.server_util, self.server_cpus
+            ),
             "client": {
                 "cpu_seconds": round(self.client_cpu_seconds, 4),
                 "phase_cpu_seconds": self.result.get("phase", {}).get("cpu_s"),
@@ -156,13 +165,25 @@ class BroadcastRun:
 def _ws_url(srv: Any, path: str) -> str:
     base = str(srv.url).rstrip("/")
     if base.startswith("https://"):
-        return "wss://" + base[len("https://"):] + path
+        return "wss://" + base[len("https://") :] + path
     return "ws://" + base.split("://", 1)[-1] + path
 
 
 def _client_argv(python: str, url: str, clients: int, messages: int, settle: float, timeout: float) -> list[str]:
-    return [python, "-m", "gatecheck.load.run.wsclient", url, "--clients", str(clients), "--messages", str(messages),
-            "--settle", f"{settle:g}", "--timeout", f"{timeout:g}"]
+    return [
+        python,
+        "-m",
+        "gatecheck.load.run.wsclient",
+        url,
+        "--clients",
+        str(clients),
+        "--messages",
+        str(messages),
+        "--settle",
+        f"{settle:g}",
+        "--timeout",
+        f"{timeout:g}",
+    ]
 
 
 def _client_result(stdout: str, stderr: str, code: int) -> tuple[dict, str]:
@@ -182,9 +203,18 @@ def _budget(clients: int, messages: int, settle: float) -> float:
     return settle + 30.0 + messages * clients * clients / 20_000.0
 
 
-def broadcast(srv: Any, route: Any, clients: int, messages: int, *, client_cpus: Sequence[int] | None = None,
-              server_cpus: Sequence[int] | None = None, settle: float = SETTLE, timeout: float | None = None,
-              sample_interval: float = 0.2) -> BroadcastRun:
+def broadcast(
+    srv: Any,
+    route: Any,
+    clients: int,
+    messages: int,
+    *,
+    client_cpus: Sequence[int] | None = None,
+    server_cpus: Sequence[int] | None = None,
+    settle: float = SETTLE,
+    timeout: float | None = None,
+    sample_interval: float = 0.2,
+) -> BroadcastRun:
     """One broadcast run against ``srv``'s ``route`` (``/ws_broadcast``): BroadcastError unless it completed
     within ``timeout`` seconds (default: generous for the message count)."""
     from .generator import run_pinned
@@ -194,18 +224,34 @@ def broadcast(srv: Any, route: Any, clients: int, messages: int, *, client_cpus:
     argv = _client_argv(sys.executable, _ws_url(srv, route.path), clients, messages, settle, timeout)
     sampler = ServerSampler(srv)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    stdout, stderr, code, wall, cpu = run_pinned(argv, client_cpus, time.monotonic() + timeout + 15.0, sampler.tick,
-                                                 sample_interval, error=BroadcastError, name="the broadcast client")
+    stdout, stderr, code, wall, cpu = run_pinned(
+        argv,
+        client_cpus,
+        time.monotonic() + timeout + 15.0,
+        sampler.tick,
+        sample_interval,
+        error=BroadcastError,
+        name="the broadcast client",
+    )
     sampler.tick()
     result, reason = _client_result(stdout, stderr, code)
     if reason:
         raise BroadcastError(f"broadcast with {clients} clients × {messages} messages failed: {reason}")
     return BroadcastRun(
-        route=route.name, path=route.path, clients=clients, messages=messages, result=result, wall=wall,
-        server_peak_rss=sampler.peak_rss, server_cpu_seconds=sampler.cpu_seconds,
-        server_processes=sampler.peak_processes, client_cpu_seconds=cpu,
+        route=route.name,
+        path=route.path,
+        clients=clients,
+        messages=messages,
+        result=result,
+        wall=wall,
+        server_peak_rss=sampler.peak_rss,
+        server_cpu_seconds=sampler.cpu_seconds,
+        server_processes=sampler.peak_processes,
+        client_cpu_seconds=cpu,
         client_cpus=tuple(client_cpus) if client_cpus else None,
-        server_cpus=tuple(server_cpus) if server_cpus else None, argv=tuple(argv), started_at=started_at,
+        server_cpus=tuple(server_cpus) if server_cpus else None,
+        argv=tuple(argv),
+        started_at=started_at,
     )
 
 
@@ -215,9 +261,12 @@ def check_broadcast(srv: Any, route: Any, *, timeout: float = 20.0) -> None:
     from .generator import run_pinned
 
     argv = _client_argv(sys.executable, _ws_url(srv, route.path), 2, 3, 0.0, timeout)
-    stdout, stderr, code, _wall, _cpu = run_pinned(argv, None, time.monotonic() + timeout + 15.0,
-                                                   error=BroadcastError, name="the broadcast check")
+    stdout, stderr, code, _wall, _cpu = run_pinned(
+        argv, None, time.monotonic() + timeout + 15.0, error=BroadcastError, name="the broadcast check"
+    )
     _result, reason = _client_result(stdout, stderr, code)
     if reason:
-        raise BroadcastError(f"WebSocket {route.path}: the broadcast check failed before any load: {reason}; "
-                             f"does the server speak WebSocket on this target (ws=on) and the app serve the route?")
+        raise BroadcastError(
+            f"WebSocket {route.path}: the broadcast check failed before any load: {reason}; "
+            f"does the server speak WebSocket on this target (ws=on) and the app serve the route?"
+        )

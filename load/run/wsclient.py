@@ -9,6 +9,7 @@ Rules of this module:
   times (``load.run.wsbroadcast``'s rules); the throughputs are that module's ``throughputs``.
 - No package of ``load`` imports this module, so ``python -m`` runs it once, as ``__main__``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,9 @@ def _extensions(ws: Any) -> str:
     return str(ws.response.headers.get("Sec-WebSocket-Extensions", "") or "")
 
 
-async def _client(url: str, clients: int, sent: Sequence[bytes], opened: list,
-                  all_open: asyncio.Event, settle: float, phase: dict) -> dict:
+async def _client(
+    url: str, clients: int, sent: Sequence[bytes], opened: list, all_open: asyncio.Event, settle: float, phase: dict
+) -> dict:
     expected = len(sent) * clients
     counts = dict.fromkeys(sent, 0)  # every client sends every payload, so each must arrive ``clients`` times
     async with _connect(url) as ws:
@@ -57,8 +59,10 @@ async def _client(url: str, clients: int, sent: Sequence[bytes], opened: list,
                 try:
                     counts[message] += 1  # a text frame (str) is no key either
                 except KeyError:
-                    raise BroadcastError(f"message {count + 1} of {expected} is {message[:40]!r}, not one of the "
-                                         f"messages sent (binary {sent[0]!r}...)") from None
+                    raise BroadcastError(
+                        f"message {count + 1} of {expected} is {message[:40]!r}, not one of the "
+                        f"messages sent (binary {sent[0]!r}...)"
+                    ) from None
             return time.monotonic()
 
         async def send() -> float:
@@ -81,10 +85,17 @@ async def _client(url: str, clients: int, sent: Sequence[bytes], opened: list,
     wrong = [(message, n) for message, n in counts.items() if n != clients]
     if wrong:
         shown = ", ".join(f"{message!r} {n} times" for message, n in wrong[:3])
-        raise BroadcastError(f"{len(wrong)} of the {len(sent)} messages did not arrive exactly once from each "
-                             f"client ({clients} times in all): {shown}")
-    return {"send_s": send_end - began, "recv_s": recv_end - began, "total_s": ended - began,
-            "sent": len(sent), "received": expected}
+        raise BroadcastError(
+            f"{len(wrong)} of the {len(sent)} messages did not arrive exactly once from each "
+            f"client ({clients} times in all): {shown}"
+        )
+    return {
+        "send_s": send_end - began,
+        "recv_s": recv_end - began,
+        "total_s": ended - began,
+        "sent": len(sent),
+        "received": expected,
+    }
 
 
 async def _run(url: str, clients: int, messages: int, settle: float) -> dict:
@@ -92,8 +103,9 @@ async def _run(url: str, clients: int, messages: int, settle: float) -> dict:
     opened: list = []
     all_open = asyncio.Event()
     phase: dict = {}
-    tasks = [asyncio.ensure_future(_client(url, clients, sent, opened, all_open, settle, phase))
-             for _ in range(clients)]
+    tasks = [
+        asyncio.ensure_future(_client(url, clients, sent, opened, all_open, settle, phase)) for _ in range(clients)
+    ]
     try:
         per_client = await asyncio.gather(*tasks)
     finally:
@@ -101,14 +113,21 @@ async def _run(url: str, clients: int, messages: int, settle: float) -> dict:
             task.cancel()
     # the measured phase, from the first client's start to the last one's end, and this process's CPU over it
     measured = {"wall_s": phase["ended"] - phase["began"], "cpu_s": phase["cpu_ended"] - phase["cpu_began"]}
-    return {"clients": clients, "messages": messages, "per_client": per_client, "phase": measured,
-            "throughput": throughputs(per_client, clients, messages), "extensions": sorted(set(opened))}
+    return {
+        "clients": clients,
+        "messages": messages,
+        "per_client": per_client,
+        "phase": measured,
+        "throughput": throughputs(per_client, clients, messages),
+        "extensions": sorted(set(opened)),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m gatecheck.load.run.wsclient",
-        description="one WebSocket broadcast run against a server's /ws_broadcast route; prints a JSON result")
+        description="one WebSocket broadcast run against a server's /ws_broadcast route; prints a JSON result",
+    )
     parser.add_argument("url", help="ws://127.0.0.1:PORT/ws_broadcast")
     parser.add_argument("--clients", type=int, required=True, help="connections, each sending and receiving")
     parser.add_argument("--messages", type=int, required=True, help="messages each client sends")

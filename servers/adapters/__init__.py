@@ -1,4 +1,5 @@
 """Built-in adapters. Third-party adapters register under the ``gatecheck.adapters`` entry-point group."""
+
 from __future__ import annotations
 
 from ._base import Adapter, Launch, Option, flag, switch, tls_option
@@ -19,12 +20,44 @@ from .waitress import WaitressAdapter
 from .wsgiref import WsgirefAdapter
 
 __all__ = [
-    "Adapter", "Launch", "Option", "flag", "switch", "tls_option", "BUILTIN",
-    "GranianAdapter", "UvicornAdapter", "HypercornAdapter", "GunicornAdapter", "DaphneAdapter", "CommandAdapter",
-    "RobynAdapter", "WaitressAdapter", "CherootAdapter", "UwsgiAdapter", "GeventAdapter", "TwistedAdapter",
-    "WsgirefAdapter", "ModWsgiAdapter", "UvicornWorkerAdapter",
+    "Adapter",
+    "Launch",
+    "Option",
+    "flag",
+    "switch",
+    "tls_option",
+    "BUILTIN",
+    "GranianAdapter",
+    "UvicornAdapter",
+    "HypercornAdapter",
+    "GunicornAdapter",
+    "DaphneAdapter",
+    "CommandAdapter",
+    "RobynAdapter",
+    "WaitressAdapter",
+    "CherootAdapter",
+    "UwsgiAdapter",
+    "GeventAdapter",
+    "TwistedAdapter",
+    "WsgirefAdapter",
+    "ModWsgiAdapter",
+    "UvicornWorkerAdapter",
 ]
 
-BUILTIN = (GranianAdapter, UvicornAdapter, HypercornAdapter, GunicornAdapter, DaphneAdapter, CommandAdapter,
-           RobynAdapter, WaitressAdapter, CherootAdapter, UwsgiAdapter, GeventAdapter, TwistedAdapter, WsgirefAdapter,
-           ModWsgiAdapter, UvicornWorkerAdapter)
+BUILTIN = (
+    GranianAdapter,
+    UvicornAdapter,
+    HypercornAdapter,
+    GunicornAdapter,
+    DaphneAdapter,
+    CommandAdapter,
+    RobynAdapter,
+    WaitressAdapter,
+    CherootAdapter,
+    UwsgiAdapter,
+    GeventAdapter,
+    TwistedAdapter,
+    WsgirefAdapter,
+    ModWsgiAdapter,
+    UvicornWorkerAdapter,
+)

@@ -9,6 +9,7 @@ and lists ``"tls": tls_option()`` in ``OPTIONS``. A target with ``tls=on`` then 
 key paths from whoever launches it (``start_server(..., tls=(cert, key))``): servers knows no files of its
 own, and the suite passes its test certificate (``fixtures.TLS_CERT``/``TLS_KEY``).
 """
+
 from __future__ import annotations
 
 import shlex
@@ -55,8 +56,9 @@ def switch(on: str, off: str, help: str) -> Option:
 
 def tls_option() -> Option:
     """``tls=on|off``: listen with TLS (the certificate and key come from the launcher, not the option)."""
-    return Option("listen with TLS (ALPN h2 where HTTP/2 is on); cert and key come from the launcher",
-                  lambda v: [], ("on", "off"))
+    return Option(
+        "listen with TLS (ALPN h2 where HTTP/2 is on); cert and key come from the launcher", lambda v: [], ("on", "off")
+    )
 
 
 def split_command_line(text: str, what: str) -> list:
@@ -64,8 +66,7 @@ def split_command_line(text: str, what: str) -> list:
     try:
         return shlex.split(text)
     except ValueError as exc:
-        raise TargetError(f"{what} {text!r} cannot be split like a command line ({exc}); "
-                          f"balance its quotes") from None
+        raise TargetError(f"{what} {text!r} cannot be split like a command line ({exc}); balance its quotes") from None
 
 
 # Options every adapter accepts; handled by the launcher, not rendered into the server's argv.
@@ -73,9 +74,9 @@ COMMON_OPTIONS = {
     "python": "interpreter or virtualenv that runs the server (default: the harness's own Python)",
     "args": "extra command-line arguments appended verbatim (shell-quoted string)",
     "name": "what reports call the target: pytest ids, results and the matrix column "
-            "(default: the target as typed; a command target: cmd-PROGRAM)",
+    "(default: the target as typed; a command target: cmd-PROGRAM)",
     "memory": "bound on the resident memory of the server's whole process tree, e.g. 8G or 512M, or off; past it "
-              "the server is killed and its log says so (default 4G, or what --server-memory says)",
+    "the server is killed and its log says so (default 4G, or what --server-memory says)",
 }
 
 
@@ -86,24 +87,24 @@ class Launch:
     argv: list
     env: dict
     probe_http2: bool
-    tls: bool = False              # the listener speaks TLS: the readiness probe must too
-    run_as: str | None = None      # the user the server's processes drop to (Apache's User): it gets the event log
+    tls: bool = False  # the listener speaks TLS: the readiness probe must too
+    run_as: str | None = None  # the user the server's processes drop to (Apache's User): it gets the event log
 
 
 class Adapter:
     """Base class. Subclasses set the class attributes and implement ``server_args``."""
 
     name: ClassVar[str] = ""
-    package: ClassVar[str] = ""          # distribution name, for versions and install hints
-    module: ClassVar[str] = ""           # run as ``python -m module``
+    package: ClassVar[str] = ""  # distribution name, for versions and install hints
+    module: ClassVar[str] = ""  # run as ``python -m module``
     description: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
     default_interface: ClassVar[str] = ""
     default_http: ClassVar[str] = "h1"
     OPTIONS: ClassVar[dict] = {}
     tox_env: ClassVar[str] = ""
-    TLS_FLAGS: ClassVar[tuple] = ()      # (certificate flag, key flag) when the server can listen with TLS
-    WORKERS_OPTION: ClassVar[str] = "workers"   # the option that sets the number of worker processes ("" none)
+    TLS_FLAGS: ClassVar[tuple] = ()  # (certificate flag, key flag) when the server can listen with TLS
+    WORKERS_OPTION: ClassVar[str] = "workers"  # the option that sets the number of worker processes ("" none)
     #: options a check may ask for by what they do: "keep-alive-timeout" (seconds an idle kept-alive connection
     #: stays open) and "trusted-proxies" (the addresses whose forwarded fields the server believes) -> option name
     ROLES: ClassVar[dict] = {}
@@ -118,8 +119,7 @@ class Adapter:
         interface = target.interface or self.default_interface
         if interface not in self.capabilities.interfaces:
             raise TargetError(
-                f"{self.name} does not serve {interface!r}; it serves "
-                f"{', '.join(sorted(self.capabilities.interfaces))}"
+                f"{self.name} does not serve {interface!r}; it serves {', '.join(sorted(self.capabilities.interfaces))}"
             )
         http = target.http or self.default_http
         if http not in self.capabilities.http_modes:
@@ -151,7 +151,7 @@ class Adapter:
 
     def with_role(self, target: Target, role: str, value: str) -> Target | None:
         """``target`` with the option that plays ``role`` (see ``ROLES``) set to ``value``; None without one."""
-        name = self.ROLES.get(role)   # a subclass that offers fewer options has no option for the role
+        name = self.ROLES.get(role)  # a subclass that offers fewer options has no option for the role
         return target.with_options(**{name: value}) if name and name in self.OPTIONS else None
 
     def check_combination(self, target: Target) -> None:
@@ -195,13 +195,15 @@ class Adapter:
             args += split_command_line(extra, "args=")
         return args
 
-    def launch(self, target: Target, *, app: str, host: str, port: int, python: str,
-               tls: tuple | None = None) -> Launch:
+    def launch(
+        self, target: Target, *, app: str, host: str, port: int, python: str, tls: tuple | None = None
+    ) -> Launch:
         """The command for ``target``; ``tls`` is (certificate path, key path), needed when ``tls=on``."""
         argv = [python, "-m", self.module] + self.server_args(target, app=app, host=host, port=port)
         argv += self.tls_args(target, tls) + self.option_args(target)
-        return Launch(argv=argv, env=self.server_env(target), probe_http2=(target.http == "h2"),
-                      tls=self.uses_tls(target))
+        return Launch(
+            argv=argv, env=self.server_env(target), probe_http2=(target.http == "h2"), tls=self.uses_tls(target)
+        )
 
     def server_args(self, target: Target, *, app: str, host: str, port: int) -> list:
         raise NotImplementedError
@@ -254,8 +256,13 @@ def _distribution_version(python: str, package: str) -> str | None:
     )
     try:
         out = subprocess.run(
-            [python, "-c", code, package], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
-            env=child_env(), cwd=child_root(),  # what the server itself will see (servers/staging.py)
+            [python, "-c", code, package],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+            env=child_env(),
+            cwd=child_root(),  # what the server itself will see (servers/staging.py)
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

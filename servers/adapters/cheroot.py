@@ -6,6 +6,7 @@ gatecheck tests (>= 11). argparse reads options on either side of the app; the a
 No TLS through this command line (cheroot's TLS adapters need Python code), no worker processes, no
 WebSocket (WSGI).
 """
+
 from __future__ import annotations
 
 from ..capabilities import Capabilities
@@ -20,12 +21,7 @@ class CherootAdapter(Adapter):
     description = "cheroot (CherryPy's server): WSGI, HTTP/1.1, one process with a thread pool"
     default_interface = "wsgi"
     default_http = "h1"
-    capabilities = Capabilities(
-        interfaces=frozenset({"wsgi"}),
-        http1=True,
-        threads=True,
-        http_modes=("h1",),
-    )
+    capabilities = Capabilities(interfaces=frozenset({"wsgi"}), http1=True, threads=True, http_modes=("h1",))
     OPTIONS = {
         "threads": flag("--threads", "minimum worker threads (cheroot's default 10)", integer=True),
         "max-threads": flag("--max-threads", "maximum worker threads (default: unbounded)", integer=True),

@@ -12,6 +12,7 @@ Capabilities beyond HTTP/1.1 are declared with ``features=h2c,websockets,lifespa
 line says nothing about them; ``features=tls`` means the command listens with TLS (its readiness probe
 speaks TLS, and the template should pass ``{tls_cert}``/``{tls_key}`` to the server).
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -19,11 +20,21 @@ from dataclasses import replace
 from ..capabilities import FEATURES, Capabilities
 from ..errors import TargetError
 from ..target import INTERFACES
-from ._base import Adapter, Launch, Option, split_command_line as _split
+from ._base import Adapter, Launch, Option
+from ._base import split_command_line as _split
 
-_PLACEHOLDERS = ("app", "host", "port", "interface", "python", "tls_cert", "tls_key", "workers", "keep_alive_timeout",
-                 "trusted_proxies")
-
+_PLACEHOLDERS = (
+    "app",
+    "host",
+    "port",
+    "interface",
+    "python",
+    "tls_cert",
+    "tls_key",
+    "workers",
+    "keep_alive_timeout",
+    "trusted_proxies",
+)
 
 
 class CommandAdapter(Adapter):
@@ -109,10 +120,18 @@ class CommandAdapter(Adapter):
         if uses_tls and not (tls and len(tls) == 2 and all(tls)):
             raise TargetError(f"{target} declares tls: launch it with tls=(certificate path, key path)")
         cert, key = (str(tls[0]), str(tls[1])) if uses_tls else ("", "")
-        values = {"app": app, "host": host, "port": port, "interface": target.interface, "python": python,
-                  "tls_cert": cert, "tls_key": key, "workers": target.option("workers") or "1",
-                  "keep_alive_timeout": target.option("keep-alive-timeout") or "5",
-                  "trusted_proxies": target.option("trusted-proxies") or "127.0.0.1"}
+        values = {
+            "app": app,
+            "host": host,
+            "port": port,
+            "interface": target.interface,
+            "python": python,
+            "tls_cert": cert,
+            "tls_key": key,
+            "workers": target.option("workers") or "1",
+            "keep_alive_timeout": target.option("keep-alive-timeout") or "5",
+            "trusted_proxies": target.option("trusted-proxies") or "127.0.0.1",
+        }
         argv = [part.format(**values) for part in _split(target.option("cmd"), "the command template")]
         extra = target.option("args")
         if extra:

@@ -1,4 +1,5 @@
 """Daphne: the Django Channels ASGI server (HTTP/1.1 and WebSocket on plain listeners)."""
+
 from __future__ import annotations
 
 from ..capabilities import Capabilities
@@ -14,12 +15,7 @@ class DaphneAdapter(Adapter):
     default_interface = "asgi"
     default_http = "h1"
     # Daphne does not implement the lifespan protocol.
-    capabilities = Capabilities(
-        interfaces=frozenset({"asgi"}),
-        http1=True,
-        websockets=True,
-        http_modes=("h1",),
-    )
+    capabilities = Capabilities(interfaces=frozenset({"asgi"}), http1=True, websockets=True, http_modes=("h1",))
     OPTIONS = {}
 
     def server_args(self, target, *, app, host, port):

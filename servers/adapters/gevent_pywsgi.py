@@ -6,6 +6,7 @@ gevent ships no command line for it, so the target runs the launcher script ``se
 then the app, then ``WSGIServer((host, port), app).serve_forever()``. TLS with the launcher's certificate.
 gunicorn's gevent worker is another target: ``gunicorn:wsgi?worker=gevent``.
 """
+
 from __future__ import annotations
 
 from ..capabilities import Capabilities
@@ -16,22 +17,20 @@ from ._base import Adapter, Launch, Option, flag, tls_option
 class GeventAdapter(Adapter):
     name = "gevent"
     package = "gevent"
-    module = "gevent"           # what the launcher imports: it runs a script by path, not ``python -m``
+    module = "gevent"  # what the launcher imports: it runs a script by path, not ``python -m``
     tox_env = "gevent"
     description = "gevent.pywsgi: WSGI, HTTP/1.1, a greenlet per connection (monkey-patched by default)"
     default_interface = "wsgi"
     default_http = "h1"
     WORKERS_OPTION = ""
-    capabilities = Capabilities(
-        interfaces=frozenset({"wsgi"}),
-        http1=True,
-        tls=True,
-        http_modes=("h1",),
-    )
+    capabilities = Capabilities(interfaces=frozenset({"wsgi"}), http1=True, tls=True, http_modes=("h1",))
     TLS_FLAGS = ("--certfile", "--keyfile")
     OPTIONS = {
-        "monkey": Option("gevent.monkey.patch_all() before the app is imported (default on)",
-                         lambda v: ["--monkey", v], ("on", "off")),
+        "monkey": Option(
+            "gevent.monkey.patch_all() before the app is imported (default on)",
+            lambda v: ["--monkey", v],
+            ("on", "off"),
+        ),
         "spawn": flag("--spawn", "requests served at once (a gevent pool; default unbounded)", integer=True),
         "tls": tls_option(),
     }

@@ -1,4 +1,5 @@
 """Granian: the Rust-core reference server for RSGI, ASGI and WSGI."""
+
 from __future__ import annotations
 
 from ..capabilities import Capabilities
@@ -42,19 +43,25 @@ class GranianAdapter(Adapter):
         "ws": switch("--ws", "--no-ws", "WebSocket handling"),
         "backpressure": flag("--backpressure", "max concurrent requests per worker", integer=True),
         "keep-alive": switch("--http1-keep-alive", "--no-http1-keep-alive", "HTTP/1 keep-alive"),
-        "header-read-timeout": Option("seconds to read a request head, which bounds an idle kept-alive connection "
-                                      "too", lambda v: ["--http1-header-read-timeout", str(int(v) * 1000)],
-                                      integer=True),
+        "header-read-timeout": Option(
+            "seconds to read a request head, which bounds an idle kept-alive connection too",
+            lambda v: ["--http1-header-read-timeout", str(int(v) * 1000)],
+            integer=True,
+        ),
         "tls": tls_option(),
     }
     ROLES = {"keep-alive-timeout": "header-read-timeout"}
 
     def server_args(self, target, *, app, host, port):
         return [
-            "--interface", target.interface,
-            "--host", host,
-            "--port", str(port),
-            "--http", _HTTP_FLAG[target.http],
+            "--interface",
+            target.interface,
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--http",
+            _HTTP_FLAG[target.http],
             "--no-access-log",
             app,
         ]

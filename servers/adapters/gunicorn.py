@@ -3,6 +3,7 @@
 ``worker=gevent`` needs gevent in the server's environment (gunicorn says so in its log when it is missing).
 gunicorn with uvicorn's worker class is the ``uvicorn-worker`` target (``uvicorn_worker.py``).
 """
+
 from __future__ import annotations
 
 from ..capabilities import Capabilities
@@ -36,8 +37,9 @@ class GunicornAdapter(Adapter):
         "worker": flag("--worker-class", "worker class (gevent: needs gevent)", choices=_WSGI_WORKERS + _ASGI_WORKERS),
         "workers": flag("--workers", "worker processes", integer=True),
         "threads": flag("--threads", "threads per worker (gthread)", integer=True),
-        "worker-connections": flag("--worker-connections", "simultaneous clients per worker (gevent; default 1000)",
-                                   integer=True),
+        "worker-connections": flag(
+            "--worker-connections", "simultaneous clients per worker (gevent; default 1000)", integer=True
+        ),
         "keep-alive-timeout": flag("--keep-alive", "seconds an idle kept-alive connection stays open", integer=True),
         "forwarded-allow-ips": flag("--forwarded-allow-ips", "addresses whose forwarded fields are trusted"),
         "tls": tls_option(),
@@ -48,11 +50,15 @@ class GunicornAdapter(Adapter):
         worker = target.option("worker")
         if target.interface == "asgi":
             if worker not in (None, "asgi"):
-                raise TargetError(f"gunicorn serves ASGI only with worker=asgi, not worker={worker} "
-                                  f"(uvicorn's worker class: the uvicorn-worker target)")
+                raise TargetError(
+                    f"gunicorn serves ASGI only with worker=asgi, not worker={worker} "
+                    f"(uvicorn's worker class: the uvicorn-worker target)"
+                )
             if not _has_asgi_worker():
-                raise TargetError("the installed gunicorn has no asgi worker (it arrived in gunicorn 24); "
-                                  "the uvicorn-worker target runs uvicorn's worker class")
+                raise TargetError(
+                    "the installed gunicorn has no asgi worker (it arrived in gunicorn 24); "
+                    "the uvicorn-worker target runs uvicorn's worker class"
+                )
         elif worker == "asgi":
             raise TargetError("gunicorn worker=asgi serves ASGI; use gunicorn:asgi")
 

@@ -1,4 +1,5 @@
 """Hypercorn: ASGI and WSGI; HTTP/1.1 and h2c (prior knowledge and Upgrade) on one listener."""
+
 from __future__ import annotations
 
 from ..capabilities import Capabilities

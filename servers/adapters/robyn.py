@@ -24,6 +24,7 @@ Stopping: with 1 process, Robyn 0.88 shuts its actix server down on SIGTERM but 
 alive, so a stop takes the launcher's grace period and ends with SIGKILL (the server log says so); with
 ``processes=2`` or more the parent kills its children and exits 0.
 """
+
 from __future__ import annotations
 
 from ..capabilities import Capabilities
@@ -37,23 +38,26 @@ class RobynAdapter(Adapter):
     own_app = "gatecheck.fixtures.apps.robyn_app"  # the program it runs unless told another (see the module docstring)
     module = own_app
     tox_env = "load-json"
-    description = "Robyn: its own framework and Rust HTTP/1.1 server (no gateway interface); runs its own app, for load profiles"
+    description = (
+        "Robyn: its own framework and Rust HTTP/1.1 server (no gateway interface); runs its own app, for load profiles"
+    )
     default_interface = ""
     default_http = "h1"
-    capabilities = Capabilities(
-        interfaces=frozenset(),
-        http1=True,
-        workers=True,
-        http_modes=("h1",),
-    )
+    capabilities = Capabilities(interfaces=frozenset(), http1=True, workers=True, http_modes=("h1",))
     WORKERS_OPTION = "processes"
     OPTIONS = {
         "processes": flag("--processes", "worker processes (Robyn's --processes; default 1)", integer=True),
         "workers": flag("--workers", "worker threads per process (Robyn's --workers; default 1)", integer=True),
-        "log-level": flag("--log-level", "Robyn's log level (default INFO)",
-                          choices=("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")),
-        "openapi": Option("Robyn's OpenAPI routes /docs and /openapi.json (default on)",
-                          lambda v: [] if v == "on" else ["--disable-openapi"], ("on", "off")),
+        "log-level": flag(
+            "--log-level",
+            "Robyn's log level (default INFO)",
+            choices=("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL"),
+        ),
+        "openapi": Option(
+            "Robyn's OpenAPI routes /docs and /openapi.json (default on)",
+            lambda v: [] if v == "on" else ["--disable-openapi"],
+            ("on", "off"),
+        ),
     }
 
     def resolve(self, target):

@@ -5,6 +5,7 @@ the app's fully qualified name with dots, so ``module:attribute`` becomes ``modu
 text at ``warn`` and above (Twisted's default is JSON at ``info``, a line per request). No TLS and no HTTP/2
 through this command line (both need an ``ssl:`` listener; h2 only over TLS).
 """
+
 from __future__ import annotations
 
 from ..capabilities import Capabilities
@@ -20,15 +21,19 @@ class TwistedAdapter(Adapter):
     default_interface = "wsgi"
     default_http = "h1"
     WORKERS_OPTION = ""
-    capabilities = Capabilities(
-        interfaces=frozenset({"wsgi"}),
-        http1=True,
-        threads=True,
-        http_modes=("h1",),
-    )
+    capabilities = Capabilities(interfaces=frozenset({"wsgi"}), http1=True, threads=True, http_modes=("h1",))
     OPTIONS = {}
 
     def server_args(self, target, *, app, host, port):
         interface = host.replace(":", "\\:")  # strports escapes the colons of an IPv6 address
-        return ["--log-format", "text", "--log-level", "warn", "web",
-                "--listen", f"tcp:port={port}:interface={interface}", "--wsgi", app.replace(":", ".")]
+        return [
+            "--log-format",
+            "text",
+            "--log-level",
+            "warn",
+            "web",
+            "--listen",
+            f"tcp:port={port}:interface={interface}",
+            "--wsgi",
+            app.replace(":", "."),
+        ]

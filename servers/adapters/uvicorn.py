@@ -1,4 +1,5 @@
 """uvicorn: ASGI over HTTP/1.1 (h11 or httptools parser; asyncio or uvloop)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -32,8 +33,9 @@ class UvicornAdapter(Adapter):
         "workers": flag("--workers", "worker processes", integer=True),
         "ws": flag("--ws", "WebSocket implementation", choices=("websockets", "websockets-sansio", "wsproto", "none")),
         "lifespan": flag("--lifespan", "lifespan protocol", choices=("on", "off", "auto")),
-        "keep-alive-timeout": flag("--timeout-keep-alive", "seconds an idle kept-alive connection stays open",
-                                   integer=True),
+        "keep-alive-timeout": flag(
+            "--timeout-keep-alive", "seconds an idle kept-alive connection stays open", integer=True
+        ),
         "forwarded-allow-ips": flag("--forwarded-allow-ips", "addresses whose X-Forwarded-* fields are trusted"),
         "tls": tls_option(),
     }

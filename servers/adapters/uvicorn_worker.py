@@ -6,6 +6,7 @@ uvicorn's, so its deviations are uvicorn's, not gunicorn's, and it keeps its own
 is gunicorn's (``python -m gunicorn --worker-class uvicorn_worker.UvicornWorker``), TLS through gunicorn's
 certificate flags, which the worker hands to uvicorn.
 """
+
 from __future__ import annotations
 
 from ..capabilities import Capabilities
@@ -31,10 +32,7 @@ class UvicornWorkerAdapter(GunicornAdapter):
         workers=True,
         http_modes=("h1",),
     )
-    OPTIONS = {
-        "workers": flag("--workers", "gunicorn worker processes", integer=True),
-        "tls": tls_option(),
-    }
+    OPTIONS = {"workers": flag("--workers", "gunicorn worker processes", integer=True), "tls": tls_option()}
 
     def check_combination(self, target):
         pass

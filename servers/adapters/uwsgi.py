@@ -18,6 +18,7 @@ interpreter (pip installs it there; it is built from source, with a C compiler a
 headers). When that interpreter belongs to a virtualenv, ``--virtualenv`` points the embedded Python at it.
 No TLS (uWSGI's needs an OpenSSL build), no HTTP/2, no WebSocket through the WSGI fixture.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,33 +28,37 @@ from ..errors import ServerNotInstalled
 from ._base import Adapter, Launch, Option, flag
 
 # (mode, keep-alive) -> the listener flag, plus the router's keep-alive switch
-_LISTENER = {("router", "off"): ["--http"], ("router", "on"): ["--http-keepalive", "--http"],
-             ("socket", "off"): ["--http-socket"], ("socket", "on"): ["--http11-socket"]}
+_LISTENER = {
+    ("router", "off"): ["--http"],
+    ("router", "on"): ["--http-keepalive", "--http"],
+    ("socket", "off"): ["--http-socket"],
+    ("socket", "on"): ["--http11-socket"],
+}
 _FIXED = ["--master", "--die-on-term", "--need-app", "--lazy-apps", "--enable-threads", "--disable-logging"]
 
 
 class UwsgiAdapter(Adapter):
     name = "uwsgi"
     package = "uwsgi"
-    module = "uwsgi"            # the executable's name (see the module docstring), not a Python module
+    module = "uwsgi"  # the executable's name (see the module docstring), not a Python module
     tox_env = "uwsgi"
     description = "uWSGI: WSGI, HTTP/1.1 through its HTTP router (mode=router) or in the worker (mode=socket)"
     default_interface = "wsgi"
     default_http = "h1"
     WORKERS_OPTION = "processes"
     capabilities = Capabilities(
-        interfaces=frozenset({"wsgi"}),
-        http1=True,
-        workers=True,
-        threads=True,
-        http_modes=("h1",),
+        interfaces=frozenset({"wsgi"}), http1=True, workers=True, threads=True, http_modes=("h1",)
     )
     OPTIONS = {
         # mode and keep-alive choose the listener flags in server_args; they render no flags of their own
-        "mode": Option("router (--http, a router process in front) or socket (--http-socket, in the worker)",
-                       lambda v: [], ("router", "socket")),
-        "keep-alive": Option("persistent connections: router --http-keepalive, socket --http11-socket",
-                             lambda v: [], ("on", "off")),
+        "mode": Option(
+            "router (--http, a router process in front) or socket (--http-socket, in the worker)",
+            lambda v: [],
+            ("router", "socket"),
+        ),
+        "keep-alive": Option(
+            "persistent connections: router --http-keepalive, socket --http11-socket", lambda v: [], ("on", "off")
+        ),
         "processes": flag("--processes", "worker processes (default 1)", integer=True),
         "threads": flag("--threads", "threads per worker (default 1)", integer=True),
     }

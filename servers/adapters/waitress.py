@@ -5,6 +5,7 @@ stops at the first non-option word: a flag after the app is not read, and waitre
 usage and exits 0. So every option (and ``args=``) goes *before* the app, which is the last word.
 No TLS (Waitress has none), no worker processes, no WebSocket (WSGI).
 """
+
 from __future__ import annotations
 
 from ..capabilities import Capabilities
@@ -19,17 +20,13 @@ class WaitressAdapter(Adapter):
     description = "Waitress: WSGI, HTTP/1.1, one process with a thread pool"
     default_interface = "wsgi"
     default_http = "h1"
-    capabilities = Capabilities(
-        interfaces=frozenset({"wsgi"}),
-        http1=True,
-        threads=True,
-        http_modes=("h1",),
-    )
+    capabilities = Capabilities(interfaces=frozenset({"wsgi"}), http1=True, threads=True, http_modes=("h1",))
     OPTIONS = {
         "threads": flag("--threads", "worker threads (Waitress's default 4)", integer=True),
         "connection-limit": flag("--connection-limit", "simultaneous connections (default 100)", integer=True),
-        "channel-timeout": flag("--channel-timeout", "seconds an idle connection stays open (default 120)",
-                                integer=True),
+        "channel-timeout": flag(
+            "--channel-timeout", "seconds an idle connection stays open (default 120)", integer=True
+        ),
         "backlog": flag("--backlog", "listen backlog (default 1024)", integer=True),
     }
     ROLES = {"keep-alive-timeout": "channel-timeout"}

@@ -5,6 +5,7 @@ It has no command line of its own: the target runs the launcher script ``servers
 app).serve_forever()``: one request at a time on one thread; ``threading=on`` serves each connection on its own
 thread (``socketserver.ThreadingMixIn``). Its version is the interpreter's: wsgiref ships with Python.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -18,22 +19,20 @@ from ._base import Adapter, Launch, Option
 
 class WsgirefAdapter(Adapter):
     name = "wsgiref"
-    package = "wsgiref"         # the stdlib's: its version is the interpreter's (version() below)
-    module = "wsgiref"          # what the launcher imports: it runs a script by path, not ``python -m``
+    package = "wsgiref"  # the stdlib's: its version is the interpreter's (version() below)
+    module = "wsgiref"  # what the launcher imports: it runs a script by path, not ``python -m``
     tox_env = "wsgiref"
     description = "wsgiref.simple_server (stdlib reference server): WSGI, one request at a time unless threading=on"
     default_interface = "wsgi"
     default_http = "h1"
     WORKERS_OPTION = ""
-    capabilities = Capabilities(
-        interfaces=frozenset({"wsgi"}),
-        http1=True,
-        threads=True,
-        http_modes=("h1",),
-    )
+    capabilities = Capabilities(interfaces=frozenset({"wsgi"}), http1=True, threads=True, http_modes=("h1",))
     OPTIONS = {
-        "threading": Option("a thread per connection (socketserver.ThreadingMixIn; default off)",
-                            lambda v: ["--threading", v], ("on", "off")),
+        "threading": Option(
+            "a thread per connection (socketserver.ThreadingMixIn; default off)",
+            lambda v: ["--threading", v],
+            ("on", "off"),
+        )
     }
 
     def server_args(self, target, *, app, host, port):
@@ -57,8 +56,15 @@ class WsgirefAdapter(Adapter):
 def _python_version(python: str) -> str | None:
     code = "import platform; print(platform.python_version())"
     try:
-        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=30,
-                             stdin=subprocess.DEVNULL, env=child_env(), cwd=child_root())
+        out = subprocess.run(
+            [python, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+            env=child_env(),
+            cwd=child_root(),
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (out.stdout.strip() or None) if out.returncode == 0 else None

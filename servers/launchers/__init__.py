@@ -7,6 +7,7 @@ fixture apps (``servers/staging.py``), never this package, so each script import
 its server and the app. They bind to loopback and serve as a user's own five lines would: no access log,
 errors to stderr, SIGTERM ends them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -7,6 +7,7 @@
 deployments do (without it a blocking call in the app stops every connection). ``--spawn N`` serves at most N
 requests at once (a gevent pool; default: a greenlet per connection, unbounded).
 """
+
 import argparse
 import importlib
 import sys

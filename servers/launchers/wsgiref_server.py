@@ -6,6 +6,7 @@ As ``make_server(host, port, app).serve_forever()`` does: one request at a time,
 ``--threading on`` (a thread per connection, ``socketserver.ThreadingMixIn``). No access log (the request
 lines ``log_request`` prints); the errors wsgiref reports still go to stderr.
 """
+
 import argparse
 import importlib
 import socketserver

@@ -5,6 +5,7 @@ and ``gatecheck.load`` (above). The repository keeps them as top-level folders a
 ``src/gatecheck``; only an install (``pip install .``, or ``pip install -e .`` to work on it) puts them
 together, so what runs is always what pip installs.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """``python -m gatecheck ...`` is the ``gatecheck`` command."""
+
 import sys
 
 from gatecheck.cli import main

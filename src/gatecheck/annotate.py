@@ -12,6 +12,7 @@ recorded; entries of files outside DIR (gatecheck's own) get none. A failed chec
 repository to point at: the JUnit report shows those. Exit status 1 with ``--fail-on-stale`` when an entry is
 stale, else 0; 2 when RESULTS cannot be read.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,10 @@ def annotations(data: dict, root: Path | None = None) -> tuple:
         if path is None:
             continue
         stale += 1
-        lines.append(f"::warning file={_escape(path, True)},line={entry.get('line') or 1},title=stale expectation "
-                     f"entry::{_escape(entry['check'] + ': ' + entry['why'])}")
+        lines.append(
+            f"::warning file={_escape(path, True)},line={entry.get('line') or 1},title=stale expectation "
+            f"entry::{_escape(entry['check'] + ': ' + entry['why'])}"
+        )
     seen: dict = {}
     for record in data.get("checks", []):
         note = record.get("out_of_range", "")
@@ -61,19 +64,30 @@ def annotations(data: dict, root: Path | None = None) -> tuple:
         if path is not None:
             seen.setdefault((path, int(found["line"]), note.split(" at ")[0]), []).append(record["target"])
     for (path, line, head), targets in seen.items():
-        text = (f"{head}, not the version checked on {', '.join(sorted(targets))}: re-confirm (and widen the range) "
-                "or remove")
-        lines.append(f"::warning file={_escape(path, True)},line={line},title=expectation out of its version "
-                     f"range::{_escape(text)}")
+        text = (
+            f"{head}, not the version checked on {', '.join(sorted(targets))}: re-confirm (and widen the range) "
+            "or remove"
+        )
+        lines.append(
+            f"::warning file={_escape(path, True)},line={line},title=expectation out of its version "
+            f"range::{_escape(text)}"
+        )
     return lines, stale
 
 
 def main(argv: list | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="gatecheck annotate", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="gatecheck annotate",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("results", help="a results JSON file of a conformance run (--results-json)")
-    parser.add_argument("--root", default=None, help="the folder the server's repository is checked out in: paths "
-                        "are given relative to it, and entries of files outside it get no annotation")
+    parser.add_argument(
+        "--root",
+        default=None,
+        help="the folder the server's repository is checked out in: paths "
+        "are given relative to it, and entries of files outside it get no annotation",
+    )
     parser.add_argument("--fail-on-stale", action="store_true", help="exit 1 when an entry is stale")
     args = parser.parse_args(argv)
     try:

@@ -8,6 +8,7 @@ the server adapters. Each subcommand is the existing command line of its package
     gatecheck servers ...                    python -m gatecheck.servers ...
     gatecheck annotate RESULTS ...           GitHub annotations on a server's own expectation file
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,20 @@ def conformance_args(args: Sequence[str]) -> list:
     files, rest = split_args(list(args), Path(folder) / "checks")
     here = hashlib.sha256(os.path.abspath(os.getcwd()).encode()).hexdigest()[:16]
     cache = cache_dir() / "pytest" / here
-    return [*(files or [folder]), "-c", os.path.join(folder, "data", "pytest.ini"), "--rootdir",
-            os.path.dirname(folder), "--confcutdir", folder, "-o", f"cache_dir={cache}", "-p", "no:benchmark", *rest]
+    return [
+        *(files or [folder]),
+        "-c",
+        os.path.join(folder, "data", "pytest.ini"),
+        "--rootdir",
+        os.path.dirname(folder),
+        "--confcutdir",
+        folder,
+        "-o",
+        f"cache_dir={cache}",
+        "-p",
+        "no:benchmark",
+        *rest,
+    ]
 
 
 def _conformance(args: list) -> int:
@@ -80,8 +93,10 @@ def _servers(args: list) -> int:
 
 
 COMMANDS: dict = {
-    "conformance": ("check servers against the specs (pytest; its options pass through, e.g. -k, -x, "
-                    "--junitxml)", _conformance),
+    "conformance": (
+        "check servers against the specs (pytest; its options pass through, e.g. -k, -x, --junitxml)",
+        _conformance,
+    ),
     "load": ("load profiles, reports (run, report, list-profiles)", _load),
     "gate": ("regression gate between two installs of a server (docs/gate.md)", _gate),
     "matrix": ("render the compliance matrix from results JSON files", _matrix),
@@ -95,9 +110,13 @@ _USAGE = "usage: gatecheck COMMAND [ARGS...]   (gatecheck COMMAND --help for its
 def _help() -> str:
     lines = [_USAGE, "", "conformance and load test suite for Python gateway servers", "", "commands:"]
     lines += [f"  {name:<12} {text}" for name, (text, _run) in COMMANDS.items()]
-    lines += ["", "examples:", "  gatecheck servers list -v",
-              "  gatecheck conformance --server granian:asgi -k http1 --results-json results/granian.json",
-              "  gatecheck load run granian --profile smoke --quick"]
+    lines += [
+        "",
+        "examples:",
+        "  gatecheck servers list -v",
+        "  gatecheck conformance --server granian:asgi -k http1 --results-json results/granian.json",
+        "  gatecheck load run granian --profile smoke --quick",
+    ]
     return "\n".join(lines)
 
 
@@ -117,8 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     name, rest = argv[0], argv[1:]
     entry = COMMANDS.get(name)
     if entry is None:
-        print(f"gatecheck: unknown command {name!r}; choose one of {', '.join(COMMANDS)} "
-              f"(gatecheck --help)", file=sys.stderr)
+        print(
+            f"gatecheck: unknown command {name!r}; choose one of {', '.join(COMMANDS)} (gatecheck --help)",
+            file=sys.stderr,
+        )
         return 2
     run: Callable[[list], int] = entry[1]
     return run(rest)

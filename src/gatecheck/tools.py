@@ -7,6 +7,7 @@
 the lock, look again (another run may have built it while this one waited), and build only if still missing.
 Two concurrent runs sharing a cache: one builds, the other waits and then reuses its build.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -48,8 +49,9 @@ def build_lock(say: Callable[[str], None] = say_stderr, what: str = "a tool") ->
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def find_or_build(name: str, find: Callable[[], Optional[Path]], build: Callable[[], Path],
-                  say: Callable[[str], None] = say_stderr) -> Path:
+def find_or_build(
+    name: str, find: Callable[[], Optional[Path]], build: Callable[[], Path], say: Callable[[str], None] = say_stderr
+) -> Path:
     """``find()`` if it finds the tool; else, under the build lock, ``find()`` again, then ``build()``."""
     found = find()
     if found is not None:

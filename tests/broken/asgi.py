@@ -16,15 +16,16 @@ The wrappers live beside it: the building blocks and scope edits in asgi_blocks.
 asgi_messages.py, the letter of the text (late messages, repeated disconnects) in asgi_letter.py, the
 variants (not breaks) in asgi_variants.py; this module names each and serves it.
 """
+
 from __future__ import annotations
 
 from urllib.parse import unquote_to_bytes
 
 from gatecheck.fixtures.apps.asgi import app as fixture_app
 
-from .asgi_blocks import *      # noqa: F401,F403 - the building blocks and scope edits BREAKS names
-from .asgi_letter import *      # noqa: F401,F403
-from .asgi_messages import *    # noqa: F401,F403
+from .asgi_blocks import *  # noqa: F401,F403 - the building blocks and scope edits BREAKS names
+from .asgi_letter import *  # noqa: F401,F403
+from .asgi_messages import *  # noqa: F401,F403
 from .asgi_variants import ABANDONED_WORK, VARIANTS  # noqa: F401 - tests read ABANDONED_WORK here
 
 __all__ = ["BREAKS", "VARIANTS", "ABANDONED_WORK", "control"]
@@ -97,22 +98,25 @@ BREAKS = {
     "ws_empty_message_dropped": on_send(ws_empty_message_dropped, types=("websocket",)),
     "ws_close_reason_dropped": on_send(ws_close_reason_dropped, types=("websocket",)),
     "ws_text_received_as_bytes": on_receive(ws_text_received_as_bytes, types=("websocket",)),
-    "ws_query_string_decoded": on_scope(lambda s: s.update(query_string=unquote_to_bytes(bytes(s["query_string"]))),
-                                         types=("websocket",)),
+    "ws_query_string_decoded": on_scope(
+        lambda s: s.update(query_string=unquote_to_bytes(bytes(s["query_string"]))), types=("websocket",)
+    ),
     "ws_disconnect_code_1000": on_receive(disconnect_code_1000, types=("websocket",)),
 }
 
 
-BREAKS.update({
-    # the letter of ASGI ("any further messages on the channel will be ignored"), as a control for uvicorn,
-    # which raises; and the raise made explicit, as the break
-    "late_messages_ignored": on_send(after_completion(ignored)),
-    "late_messages_raise": on_send(after_completion(refused)),
-    # "Sent to the application if receive is called after a response has been sent": on every such call
-    "disconnect_only_once": disconnect_only_once,
-    "json_short_by_one": on_send(response_short_by_one, paths=("/json",)),
-    "ws_bytes_short_by_one": on_send(ws_bytes_short_by_one, types=("websocket",)),
-})
+BREAKS.update(
+    {
+        # the letter of ASGI ("any further messages on the channel will be ignored"), as a control for uvicorn,
+        # which raises; and the raise made explicit, as the break
+        "late_messages_ignored": on_send(after_completion(ignored)),
+        "late_messages_raise": on_send(after_completion(refused)),
+        # "Sent to the application if receive is called after a response has been sent": on every such call
+        "disconnect_only_once": disconnect_only_once,
+        "json_short_by_one": on_send(response_short_by_one, paths=("/json",)),
+        "ws_bytes_short_by_one": on_send(ws_bytes_short_by_one, types=("websocket",)),
+    }
+)
 
 
 async def _unchanged(scope, message):

@@ -1,18 +1,41 @@
 """The building blocks of tests/broken/asgi.py's breaks: wrappers that edit the scope, what the app
 receives, or what it sends, and the scope edits, lifespan-state edits and per-request leaks built on them.
 The rules of tests/broken/asgi.py hold here (one break, one rule; nothing hangs)."""
+
 from __future__ import annotations
 
 import os
 
-__all__ = ["on_scope", "on_receive", "on_send", "set_key", "edit_headers", "upper_names", "last_of_each_name",
-           "utf8_reencoded", "pseudo_header_leaks", "host_moves_last", "swap_version", "asgi_key", "bytes_key",
-           "ws_scheme_http", "subprotocols_reversed", "state_not_copied", "state_shared_per_connection",
-           "forwarded_verbatim", "state_fresh", "state_prefilled",
-           "add_extension", "holds_per_request", "descriptor", "mebibyte"]
+__all__ = [
+    "on_scope",
+    "on_receive",
+    "on_send",
+    "set_key",
+    "edit_headers",
+    "upper_names",
+    "last_of_each_name",
+    "utf8_reencoded",
+    "pseudo_header_leaks",
+    "host_moves_last",
+    "swap_version",
+    "asgi_key",
+    "bytes_key",
+    "ws_scheme_http",
+    "subprotocols_reversed",
+    "state_not_copied",
+    "state_shared_per_connection",
+    "forwarded_verbatim",
+    "state_fresh",
+    "state_prefilled",
+    "add_extension",
+    "holds_per_request",
+    "descriptor",
+    "mebibyte",
+]
 
 
 # -- building blocks: edit the scope, what the app receives, or what the app sends ------------------
+
 
 def on_scope(edit, types=("http",)):
     def wrap(app):
@@ -21,7 +44,9 @@ def on_scope(edit, types=("http",)):
                 scope = dict(scope, asgi=dict(scope.get("asgi") or {}))
                 edit(scope)
             await app(scope, receive, send)
+
         return broken
+
     return wrap
 
 
@@ -33,19 +58,25 @@ def on_receive(edit, types=("http",)):
 
             async def receive_broken():
                 return await edit(scope, await receive())
+
             await app(scope, receive_broken, send)
+
         return broken
+
     return wrap
 
 
 def on_send(make_sender, types=("http",), paths=None):
     """``make_sender(send)`` returns the broken send for one request (it may keep per-request state)."""
+
     def wrap(app):
         async def broken(scope, receive, send):
             if scope["type"] not in types or (paths and not scope["path"].startswith(paths)):
                 return await app(scope, receive, send)
             await app(scope, receive, make_sender(send))
+
         return broken
+
     return wrap
 
 
@@ -53,14 +84,17 @@ def set_key(key, value_of):
     def edit(scope):
         if key in scope:
             scope[key] = value_of(scope[key])
+
     return edit
 
 
 # -- scope edits -------------------------------------------------------------------------------------
 
+
 def edit_headers(edit):
     def apply(scope):
         scope["headers"] = edit([(bytes(n), bytes(v)) for n, v in scope["headers"]])
+
     return apply
 
 
@@ -94,6 +128,7 @@ def swap_version(scope, frm, to):
 def asgi_key(key, value):
     def edit(scope):
         scope["asgi"][key] = value
+
     return edit
 
 
@@ -116,12 +151,14 @@ _LIFESPAN = {}
 
 def state_not_copied(app):
     """Every request gets the lifespan state dict itself instead of a copy of it."""
+
     async def broken(scope, receive, send):
         if scope["type"] == "lifespan" and "state" in scope:
             _LIFESPAN["state"] = scope["state"]
         elif scope["type"] == "http" and "state" in _LIFESPAN:
             scope = dict(scope, state=_LIFESPAN["state"])
         await app(scope, receive, send)
+
     return broken
 
 
@@ -133,6 +170,7 @@ def state_shared_per_connection(app):
         if scope["type"] == "http" and "state" in scope and scope.get("client"):
             scope = dict(scope, state=copies.setdefault(tuple(scope["client"]), scope["state"]))
         await app(scope, receive, send)
+
     return broken
 
 
@@ -158,6 +196,7 @@ def state_prefilled(scope):
 def add_extension(name, value):
     def edit(scope):
         scope["extensions"] = dict(scope.get("extensions") or {}, **{name: value})
+
     return edit
 
 
@@ -168,12 +207,15 @@ _HELD = []
 
 def holds_per_request(take):
     """Every HTTP request leaves something behind for good (``take()``: a descriptor, a mebibyte...)."""
+
     def wrap(app):
         async def broken(scope, receive, send):
             if scope["type"] == "http":
                 _HELD.append(take())
             await app(scope, receive, send)
+
         return broken
+
     return wrap
 
 

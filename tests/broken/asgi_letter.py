@@ -1,5 +1,6 @@
 """The letter of ASGI (issue 11, dimension 6): what the texts say a server does where uvicorn does otherwise
 (the control of a via), and the contradiction made explicit (the break an INFO check must note)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,6 +10,7 @@ __all__ = ["after_completion", "ignored", "refused", "disconnect_only_once", "WI
 
 def after_completion(then):
     """A send that hands every message to ``send`` until the response completed, then calls ``then(message)``."""
+
     def make(send):
         done = []
 
@@ -18,7 +20,9 @@ def after_completion(then):
             if message.get("type") == "http.response.body" and not message.get("more_body", False):
                 done.append(True)
             return await send(message)
+
         return sender
+
     return make
 
 
@@ -37,6 +41,7 @@ WITHHELD = 8.0
 def disconnect_only_once(app):
     """receive() returns http.disconnect once; every later call on that request waits WITHHELD s before it
     answers (as daphne 4.2 and hypercorn 0.18 do, without the bound)."""
+
     async def broken(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
@@ -49,5 +54,7 @@ def disconnect_only_once(app):
             if message["type"] == "http.disconnect":
                 told.append(True)
             return message
+
         await app(scope, receive_once, send)
+
     return broken

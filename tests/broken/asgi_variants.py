@@ -1,5 +1,6 @@
 """Variants of tests/broken/asgi.py: behaviours the texts allow that uvicorn does not show (not breaks: for
 the harness's tests of checks that must accept them). The rules of tests/broken/asgi.py hold here."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,17 +10,27 @@ import time
 
 from .asgi_blocks import on_send
 
-__all__ = ["ws_local_close_refused", "invalid_start_raises_then_malformed", "shut_down_unanswered",
-           "ws_unoffered_accept_refused", "mid_response_error_poisons", "ABANDONED_WORK", "burn",
-           "abandoned_stream_keeps_working", "VARIANTS"]
+__all__ = [
+    "ws_local_close_refused",
+    "invalid_start_raises_then_malformed",
+    "shut_down_unanswered",
+    "ws_unoffered_accept_refused",
+    "mid_response_error_poisons",
+    "ABANDONED_WORK",
+    "burn",
+    "abandoned_stream_keeps_working",
+    "VARIANTS",
+]
 
 
 # -- variants: behaviours the texts allow, unlike uvicorn's (not breaks: for checks that must accept them) ----
+
 
 def ws_local_close_refused(app):
     """The app's websocket.close with a code that never goes on the wire (1005, 1006, 1015) raises, as
     daphne's autobahn does, and nothing is sent; the connection is then held 6 s after the app returns (no
     Close frame, no EOF: bounded, rule 2)."""
+
     async def variant(scope, receive, send):
         if scope["type"] != "websocket":
             return await app(scope, receive, send)
@@ -30,9 +41,11 @@ def ws_local_close_refused(app):
                 refused.append(message["code"])
                 raise ValueError(f"invalid close code {message['code']}")
             await send(message)
+
         await app(scope, receive, refusing)
         if refused:
             await asyncio.sleep(6)
+
     return variant
 
 
@@ -49,6 +62,7 @@ def invalid_start_raises_then_malformed(send):
         if message["type"] == "http.response.start" and raised:
             message = {**message, "headers": [*message.get("headers", []), (b"content-length", b"999")]}
         await send(message)
+
     return variant
 
 
@@ -72,6 +86,7 @@ def shut_down_unanswered(client) -> None:
 def ws_unoffered_accept_refused(app):
     """The app's websocket.accept with a subprotocol the client did not offer raises, and the connection is
     closed without an HTTP response (as hypercorn 0.18 does); the subprotocol never reaches the wire."""
+
     async def variant(scope, receive, send):
         if scope["type"] != "websocket":
             return await app(scope, receive, send)
@@ -84,7 +99,9 @@ def ws_unoffered_accept_refused(app):
                 shut_down_unanswered(scope["client"])
                 raise ValueError(f"refused {message['type']}: subprotocol {message.get('subprotocol')!r} not offered")
             await send(message)
+
         await app(scope, receive, refusing)
+
     return variant
 
 
@@ -95,6 +112,7 @@ def mid_response_error_poisons(app):
     """Once an HTTP app raised after http.response.start, no later app's exception or return is acted on:
     each later WebSocket app that raises or returns is held 6 s instead (as daphne 4.2, whose reaper of
     finished apps dies on that first exception). HTTP requests are unaffected."""
+
     async def variant(scope, receive, send):
         if scope["type"] == "http":
             started = []
@@ -102,6 +120,7 @@ def mid_response_error_poisons(app):
             async def tracking(message):
                 started.append(message["type"] == "http.response.start")
                 await send(message)
+
             try:
                 return await app(scope, receive, tracking)
             except Exception:
@@ -115,6 +134,7 @@ def mid_response_error_poisons(app):
         except Exception:
             pass
         await asyncio.sleep(6)
+
     return variant
 
 
@@ -133,6 +153,7 @@ def abandoned_stream_keeps_working(app):
     gets about that far before the client leaves), the app call goes on working (a thread busy for
     ABANDONED_WORK s) before it returns, without growing (as hypercorn 0.18's WSGI worker runs an abandoned
     app to its end, whose output it holds until then)."""
+
     async def variant(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
@@ -141,17 +162,21 @@ def abandoned_stream_keeps_working(app):
         async def counting(message):
             sent[0] += len(message.get("body", b"")) if message["type"] == "http.response.body" else 0
             await send(message)
+
         try:
             await app(scope, receive, counting)
         finally:
             if sent[0] > 1024 * 1024:
                 await asyncio.to_thread(burn, ABANDONED_WORK)
+
     return variant
 
 
 #: variant name -> the wrapper
-VARIANTS = {"abandoned_stream_keeps_working": abandoned_stream_keeps_working,
-            "mid_response_error_poisons": mid_response_error_poisons,
-            "ws_unoffered_accept_refused": ws_unoffered_accept_refused,
-            "ws_local_close_refused": ws_local_close_refused,
-            "invalid_start_raises_then_malformed": on_send(invalid_start_raises_then_malformed)}
+VARIANTS = {
+    "abandoned_stream_keeps_working": abandoned_stream_keeps_working,
+    "mid_response_error_poisons": mid_response_error_poisons,
+    "ws_unoffered_accept_refused": ws_unoffered_accept_refused,
+    "ws_local_close_refused": ws_local_close_refused,
+    "invalid_start_raises_then_malformed": on_send(invalid_start_raises_then_malformed),
+}

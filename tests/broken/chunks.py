@@ -1,4 +1,5 @@
 """Chunk helpers shared by the broken ASGI and RSGI apps."""
+
 from __future__ import annotations
 
 __all__ = ["reordered"]

@@ -5,6 +5,7 @@ BytesIO over the whole (already de-chunked) body with ``wsgi.input_terminated``,
 checking what it is given and raising at once, ``close()`` always called. The response is collected
 whole: the server sends it with a Content-Length (no streaming, by design).
 """
+
 from __future__ import annotations
 
 import io
@@ -16,8 +17,16 @@ __all__ = ["FIELD_NAME", "CTL", "environ", "call_app"]
 
 FIELD_NAME = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 CTL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
-_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "upgrade", "te", "trailer",
-               "proxy-authenticate", "proxy-authorization"}
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-authenticate",
+    "proxy-authorization",
+}
 
 
 def environ(method: str, target: bytes, version: str, fields: list, body: bytes, sockname, peername) -> dict:
@@ -25,12 +34,23 @@ def environ(method: str, target: bytes, version: str, fields: list, body: bytes,
     path, _, query = target.partition(b"?")
     peer = peername or ("", 0)
     env = {
-        "REQUEST_METHOD": method, "SCRIPT_NAME": "", "PATH_INFO": unquote_to_bytes(path).decode("latin-1"),
-        "QUERY_STRING": query.decode("latin-1"), "SERVER_NAME": sockname[0], "SERVER_PORT": str(sockname[1]),
-        "SERVER_PROTOCOL": version, "REMOTE_ADDR": peer[0], "REMOTE_PORT": str(peer[1]),
-        "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body),
-        "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": False,
-        "wsgi.run_once": False, "wsgi.input_terminated": True,
+        "REQUEST_METHOD": method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": unquote_to_bytes(path).decode("latin-1"),
+        "QUERY_STRING": query.decode("latin-1"),
+        "SERVER_NAME": sockname[0],
+        "SERVER_PORT": str(sockname[1]),
+        "SERVER_PROTOCOL": version,
+        "REMOTE_ADDR": peer[0],
+        "REMOTE_PORT": str(peer[1]),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+        "wsgi.input_terminated": True,
     }
     if body or any(name == b"content-length" for name, _ in fields):
         env["CONTENT_LENGTH"] = str(len(body))

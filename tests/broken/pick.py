@@ -11,6 +11,7 @@ It also registers the hypothesis profile ``gatecheck-can-fail`` (pass ``--hypoth
 gatecheck-can-fail``): the suite's default budget without the shrink phase, because a property check that
 fails on a broken target needs to fail, not to find the smallest counterexample.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,15 @@ try:
 except ImportError:  # pragma: no cover - hypothesis is a declared test dependency
     settings = None
 if settings is not None:
-    settings.register_profile(PROFILE, max_examples=12, derandomize=True, deadline=None, database=None,
-                              phases=[Phase.explicit, Phase.reuse, Phase.generate],
-                              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    settings.register_profile(
+        PROFILE,
+        max_examples=12,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
 
 
 _LEFT = pytest.StashKey[Counter]()

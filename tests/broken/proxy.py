@@ -10,6 +10,7 @@ server's bytes in exactly the way ``BREAKS[NAME]`` says (``--break none``: a pla
 Rules of this module: stdlib only; the child server is started in our process group and stopped with us
 (SIGTERM, then SIGKILL after 5 s); every wait is bounded.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,7 +45,7 @@ class Rewriter:
     def __init__(self, brk: str):
         self.brk = brk
         self.buf = b""
-        self.mode = None          # "http" until a 101, then "ws"; or "h2" from the first byte
+        self.mode = None  # "http" until a 101, then "ws"; or "h2" from the first byte
         self.first_settings = True
         self.hold_open = False
 
@@ -56,7 +57,7 @@ class Rewriter:
             end = self.buf.find(b"\r\n\r\n")
             if end < 0:
                 return b""
-            head, self.buf = self.buf[:end + 4], self.buf[end + 4:]
+            head, self.buf = self.buf[: end + 4], self.buf[end + 4 :]
             if head.startswith(b"HTTP/1.1 101"):
                 self.mode = "ws"
                 return head + self.feed(b"")
@@ -94,13 +95,13 @@ class Rewriter:
             length, pos = struct.unpack("!Q", buf[2:10])[0], 10
         if len(buf) < pos + length:
             return None
-        frame, self.buf = buf[:pos + length], buf[pos + length:]
+        frame, self.buf = buf[: pos + length], buf[pos + length :]
         if buf[0] & 0x0F != _WS_CLOSE:
             return frame
         if self.brk == "ws_tcp_kept_open":
             self.hold_open = True
         if self.brk == "ws_close_code_1005":
-            payload = struct.pack("!H", 1005) + frame[pos + 2:] if length >= 2 else struct.pack("!H", 1005)
+            payload = struct.pack("!H", 1005) + frame[pos + 2 :] if length >= 2 else struct.pack("!H", 1005)
             return bytes([buf[0], len(payload)]) + payload  # a Close payload is at most 125 bytes
         return frame
 
@@ -111,11 +112,11 @@ class Rewriter:
         length = int.from_bytes(buf[:3], "big")
         if len(buf) < 9 + length:
             return None
-        frame, self.buf = buf[:9 + length], buf[9 + length:]
+        frame, self.buf = buf[: 9 + length], buf[9 + length :]
         kind, flags = frame[3], frame[4]
         if self.brk == "h2_errors_as_no_error" and kind in (_H2_RST_STREAM, _H2_GOAWAY):
-            at = 9 if kind == _H2_RST_STREAM else 13   # RST_STREAM: the code; GOAWAY: after last-stream-id
-            return frame[:at] + b"\x00\x00\x00\x00" + frame[at + 4:]
+            at = 9 if kind == _H2_RST_STREAM else 13  # RST_STREAM: the code; GOAWAY: after last-stream-id
+            return frame[:at] + b"\x00\x00\x00\x00" + frame[at + 4 :]
         if kind != _H2_SETTINGS or flags & 1 or not self.first_settings:
             return frame
         self.first_settings = False
@@ -143,8 +144,7 @@ async def _relay(reader, writer, rewrite=None) -> bool:
 
 async def _connection(client_reader, client_writer, inner_port: int, brk: str) -> None:
     try:
-        server_reader, server_writer = await asyncio.wait_for(
-            asyncio.open_connection("127.0.0.1", inner_port), 5.0)
+        server_reader, server_writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", inner_port), 5.0)
     except (OSError, asyncio.TimeoutError):
         client_writer.close()
         return
@@ -174,8 +174,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.broken.proxy", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
     parser.add_argument("--port", type=int, required=True, help="port to listen on")
-    parser.add_argument("--break", dest="brk", default="none", choices=["none"] + sorted(BREAKS), metavar="NAME",
-                        help="what to corrupt ('none': relay unchanged): " + ", ".join(sorted(BREAKS)))
+    parser.add_argument(
+        "--break",
+        dest="brk",
+        default="none",
+        choices=["none"] + sorted(BREAKS),
+        metavar="NAME",
+        help="what to corrupt ('none': relay unchanged): " + ", ".join(sorted(BREAKS)),
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the server command, with @PORT@")
     args = parser.parse_args(argv)
     command = [a for a in args.command if a != "--"]

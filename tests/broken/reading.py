@@ -4,6 +4,7 @@ Rules of this module: every wire decision about what a request is sits here, eac
 single ``if`` naming it (``server.BREAKS``); answering (status line, framing of the response, Connection) is
 ``server.py``'s. Anything RFC 9112 lets a server reject raises :class:`HttpError` (answered, then closed).
 """
+
 from __future__ import annotations
 
 import re
@@ -13,18 +14,19 @@ from .gateway import FIELD_NAME as _FIELD_NAME
 
 __all__ = ["RequestReader", "Request", "HttpError", "Incomplete", "Skipped", "ABSOLUTE_TARGET"]
 
-MAX_LINE = 16 * 1024          # request-line limit (414 beyond)
-MAX_HEAD = 64 * 1024          # header section limit (431 beyond)
-MAX_CHUNK_LINE = 4096         # chunk-size line incl. extensions (400 beyond)
-MAX_BODY = 64 * 1024 * 1024   # request body limit (413 beyond)
+MAX_LINE = 16 * 1024  # request-line limit (414 beyond)
+MAX_HEAD = 64 * 1024  # header section limit (431 beyond)
+MAX_CHUNK_LINE = 4096  # chunk-size line incl. extensions (400 beyond)
+MAX_BODY = 64 * 1024 * 1024  # request body limit (413 beyond)
 
 _TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) HTTP/(\d)\.(\d)")
 _HOST = re.compile(rb"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(:[0-9]*)?")
 _DIGITS = re.compile(rb"[0-9]+")
 _QUOTED = rb'"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\.)*"'
-_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]+)((?:[ \t]*;[ \t]*" + _TOKEN + rb"(?:[ \t]*=[ \t]*(?:" + _TOKEN
-                         + rb"|" + _QUOTED + rb"))?)*)")
+_CHUNK_SIZE = re.compile(
+    rb"([0-9A-Fa-f]+)((?:[ \t]*;[ \t]*" + _TOKEN + rb"(?:[ \t]*=[ \t]*(?:" + _TOKEN + rb"|" + _QUOTED + rb"))?)*)"
+)
 ABSOLUTE_TARGET = re.compile(rb"https?://([^/?#]*)(.*)", re.I)
 
 
@@ -77,7 +79,7 @@ class RequestReader:
                 if (i == 0 or self.buf[i - 1] != 0x0D) and "chunk_bare_lf" not in self.breaks:
                     raise HttpError(400)  # a bare LF in chunked framing does not match the grammar
                 line = bytes(self.buf[:i]).rstrip(b"\r")
-                del self.buf[:i + 1]
+                del self.buf[: i + 1]
                 return line
             if len(self.buf) > limit:
                 raise HttpError(400)
@@ -109,7 +111,7 @@ class RequestReader:
                     raise Incomplete
                 return None
         head = bytes(self.buf[:end])
-        del self.buf[:end + 4]
+        del self.buf[: end + 4]
         lines = head.split(b"\r\n")
         if len(lines[0]) > MAX_LINE and "target_truncated" not in self.breaks:
             raise HttpError(414)
@@ -172,7 +174,9 @@ class RequestReader:
             hosts = hosts[:1]
         if missing or len(hosts) > 1 or (hosts and not _HOST.fullmatch(hosts[0])):
             raise HttpError(400)
-        if not (target.startswith(b"/") or ABSOLUTE_TARGET.fullmatch(target) or (target == b"*" and method == b"OPTIONS")):
+        if not (
+            target.startswith(b"/") or ABSOLUTE_TARGET.fullmatch(target) or (target == b"*" and method == b"OPTIONS")
+        ):
             raise HttpError(400)
         return req
 
@@ -207,7 +211,7 @@ class RequestReader:
             else:
                 lengths = {int(v) for v in values}
             if "content_length_wraps" in self.breaks:
-                lengths = {n % 2 ** 64 for n in lengths}
+                lengths = {n % 2**64 for n in lengths}
             if "first_content_length_wins" in self.breaks:
                 lengths = {int(values[0])}
             if len(lengths) != 1:
@@ -248,7 +252,7 @@ class RequestReader:
                     raise HttpError(400)
                 size = int(match[1], 16)
                 if "chunk_size_wraps" in self.breaks:
-                    size %= 2 ** 64
+                    size %= 2**64
                 elif len(match[1].lstrip(b"0")) > 16:
                     raise HttpError(400)  # more than 64 bits: refused, never truncated
             if size == 0:
@@ -258,10 +262,10 @@ class RequestReader:
                     if "truncated_chunked_completed" in self.breaks:
                         return bytes(body + self.buf[:size])
                     raise Incomplete
-            if self.buf[size:size + 2] != b"\r\n" and "chunk_crlf_skipped" not in self.breaks:
+            if self.buf[size : size + 2] != b"\r\n" and "chunk_crlf_skipped" not in self.breaks:
                 raise HttpError(400)
             body += self.buf[:size]
-            del self.buf[:size + 2]
+            del self.buf[: size + 2]
             if len(body) > MAX_BODY:
                 raise HttpError(413)
         while True:  # trailer section: checked, never merged into the headers (RFC 9112 §7.1.2)

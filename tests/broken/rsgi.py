@@ -7,6 +7,7 @@ of ``BREAKS`` wraps one of them in a proxy that forwards everything except the o
 Rules of this module: one entry, one broken rule; the ``x-gatecheck-token`` header always reads as sent,
 so the harness can still watch the app.
 """
+
 from __future__ import annotations
 
 from gatecheck.fixtures.apps.rsgi import app as fixture_app
@@ -28,6 +29,7 @@ class _Proxy:
 
 # -- the scope and its headers ----------------------------------------------------------------------
 
+
 class _Missing(Exception):
     pass
 
@@ -35,6 +37,7 @@ class _Missing(Exception):
 def _scope_with(**edits):
     """A scope proxy whose attribute ``name`` is ``edit(original, scope)``; an edit raising _Missing
     removes it."""
+
     class Scope(_Proxy):
         def __getattr__(self, name):
             value = getattr(self._inner, name)
@@ -44,6 +47,7 @@ def _scope_with(**edits):
                 except _Missing:
                     raise AttributeError(name) from None
             return value
+
     return Scope
 
 
@@ -109,6 +113,7 @@ def _headers_as(cls):
 
 
 # -- the HTTP protocol and the stream transport -------------------------------------------------------
+
 
 class _Protocol(_Proxy):
     async def __call__(self):
@@ -270,6 +275,7 @@ class _StreamBuffered(_Protocol):
 
 # -- the WebSocket protocol -------------------------------------------------------------------------
 
+
 class _TextAsBytesTransport(_Proxy):
     async def send_str(self, data):
         await self._inner.send_bytes(data.encode("utf-8"))
@@ -298,6 +304,7 @@ class _WSTextAsBytes(_Proxy):
 
 
 # -- the application ----------------------------------------------------------------------------------
+
 
 class Broken:
     """The fixture app with the server's scope and protocol objects wrapped (``None``: left as they are)."""

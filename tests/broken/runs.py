@@ -14,6 +14,7 @@ Rules of this module:
    every server it started), then SIGKILL; nothing it started outlives the run.
 2. A target is recognised in the results by its ``name`` option only.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+from tests.installed import PYTEST, RUN_DIR
+
 from .pick import ENV as PICK_ENV
 from .pick import PROFILE
-from tests.installed import PYTEST, RUN_DIR
 
 __all__ = ["Via", "Run", "Outcomes", "run_all", "REPO"]
 
@@ -57,10 +59,10 @@ class Via:
 
 @dataclass(frozen=True)
 class Run:
-    name: str        # the target's name option, unique in a session
+    name: str  # the target's name option, unique in a session
     via: str
-    behaviour: str   # a break name, or the via's control
-    checks: tuple    # check ids: "test_x.py::test_y[params]"
+    behaviour: str  # a break name, or the via's control
+    checks: tuple  # check ids: "test_x.py::test_y[params]"
     control: bool = False
     wait: float = 0.0  # seconds its checks are known to spend waiting (for scheduling only)
 
@@ -104,16 +106,38 @@ def _execute(batch: list, vias: dict, workdir: Path, index: int) -> tuple:
     pick = workdir / f"pick-{index}.json"
     pick.write_text(json.dumps({run.name: list(run.checks) for run in batch}), encoding="utf-8")
     results = workdir / f"results-{index}.json"
-    argv = [*PYTEST, *[f"gatecheck/conformance/checks/{f}" for f in files], "-q", "-p", "no:cacheprovider",
-            "-p", "tests.broken.pick", "-p", "_hypothesis_pytestplugin", "--no-expectations",
-            "--results-json", str(results),
-            "--server-log-dir", str(workdir / f"logs-{index}"), "--ready-timeout", "60",
-            "--hypothesis-profile", PROFILE]
+    argv = [
+        *PYTEST,
+        *[f"gatecheck/conformance/checks/{f}" for f in files],
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "tests.broken.pick",
+        "-p",
+        "_hypothesis_pytestplugin",
+        "--no-expectations",
+        "--results-json",
+        str(results),
+        "--server-log-dir",
+        str(workdir / f"logs-{index}"),
+        "--ready-timeout",
+        "60",
+        "--hypothesis-profile",
+        PROFILE,
+    ]
     for run in batch:
         argv += ["--server", vias[run.via].target(run.behaviour, run.name)]
     env = dict(os.environ, PYTHONPATH=str(REPO), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **{PICK_ENV: str(pick)})
-    proc = subprocess.Popen(argv, cwd=RUN_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=RUN_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         output, _ = proc.communicate(timeout=DEADLINE)
     except subprocess.TimeoutExpired:

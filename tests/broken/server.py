@@ -14,6 +14,7 @@ Rules of this module:
 2. Strict by default: anything RFC 9112 lets a server reject is rejected with 4xx and a close.
 3. Each break is one ``if`` naming it, next to the rule it breaks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,12 +79,12 @@ BREAKS = {
     "continue_to_http10": "an HTTP/1.0 request with Expect: 100-continue gets a 100",
     "half_close_drops": "a request followed by the client's half-close (EOF) is dropped without an answer",
     "later_body_dropped": "a request with a body that is not the first on its connection is dropped: the "
-                          "connection closes without an answer",
+    "connection closes without an answer",
     "multiprocess_false": "with --workers 2 or more, environ['wsgi.multiprocess'] still says False",
     "write_past_length_sent": "bytes the app writes past its own Content-Length are sent after the response",
     "chunk_crlf_skipped": "the two octets after chunk-data are skipped without being checked for CRLF",
     "head_body_ignored": "a HEAD request's Content-Length or chunked body is not read (its octets are the next "
-                         "request)",
+    "request)",
     "truncated_chunked_completed": "the end of stream inside a chunked body ends the body: the request is served",
     "transfer_coding_prefix": "a Transfer-Encoding value that starts with 'chunked' is read as chunked",
     "error_kept_open": "a request answered with an error leaves the connection open",
@@ -92,31 +93,39 @@ BREAKS = {
     "server_header_appended": "each response on a connection adds one more Server line (the 2nd has two)",
     "later_framed_twice": "from the 2nd response on a connection, Content-Length and chunked framing together",
     "keep_alive_cuts_pipeline": "the keep-alive timeout runs from the start of a request: a pipelined request "
-                                "waiting longer is dropped with the connection",
+    "waiting longer is dropped with the connection",
     "close_with_bytes_behind_400": "a Connection: close request with more bytes behind it is answered 400",
     "forwarded_verbatim": "X-Forwarded-Proto and X-Forwarded-For become wsgi.url_scheme and REMOTE_ADDR as sent, "
-                          "from any peer",
+    "from any peer",
     "trusted_proxy_ignored": "forwarded fields from the trusted proxy change nothing",
 }
 
 #: variant name -> a behaviour the texts allow, unlike the default (not a break: for checks that must accept it)
 VARIANTS = {
     "any_major_served": "a request with an unknown major version (HTTP/9.9) is served as HTTP/1.1 instead of "
-                        "505 (RFC 9110 §6.2: a server *can* send 505)",
+    "505 (RFC 9110 §6.2: a server *can* send 505)",
     "unknown_coding_501": "a request whose Transfer-Encoding is not exactly chunked gets 501 and a close, before "
-                          "any other framing rule (RFC 9112 §6.1: a server SHOULD answer 501 to a coding it does "
-                          "not understand)",
+    "any other framing rule (RFC 9112 §6.1: a server SHOULD answer 501 to a coding it does "
+    "not understand)",
     "write_past_length_raises_after_sending": "a write() past the app's Content-Length raises ValueError, but "
-                                              "its bytes are sent (PEP 3333: the server should raise; what is "
-                                              "sent is another rule)",
+    "its bytes are sent (PEP 3333: the server should raise; what is "
+    "sent is another rule)",
     "request_line_bare_cr_as_space": "a bare CR in the request-line is replaced by SP before the line is parsed "
-                                     "(RFC 9112 §2.2: consider it invalid or replace it with SP)",
+    "(RFC 9112 §2.2: consider it invalid or replace it with SP)",
 }
 
 DRAIN_SECONDS = 2.0  # how long an error's close waits for the client to finish sending
-_REASONS = {100: "Continue", 400: "Bad Request", 413: "Content Too Large", 414: "URI Too Long",
-            417: "Expectation Failed", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
-            501: "Not Implemented", 505: "HTTP Version Not Supported"}
+_REASONS = {
+    100: "Continue",
+    400: "Bad Request",
+    413: "Content Too Large",
+    414: "URI Too Long",
+    417: "Expectation Failed",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    505: "HTTP Version Not Supported",
+}
 
 
 class Connection(RequestReader):
@@ -125,10 +134,10 @@ class Connection(RequestReader):
     def __init__(self, server, reader, writer):
         super().__init__(reader, writer, server.breaks)
         self.server = server
-        self.answered = 0           # responses sent on this connection
-        self.first_query = None     # (query_kept) the first request's QUERY_STRING
-        self.date = None            # (date_cached_per_connection) the connection's one Date
-        self.began = time.monotonic()   # when the last request was read
+        self.answered = 0  # responses sent on this connection
+        self.first_query = None  # (query_kept) the first request's QUERY_STRING
+        self.date = None  # (date_cached_per_connection) the connection's one Date
+        self.began = time.monotonic()  # when the last request was read
 
     # -- answering ------------------------------------------------------------------------------
 
@@ -151,7 +160,7 @@ class Connection(RequestReader):
         env = self.environ(req)
         status, headers, body = await loop.run_in_executor(None, self.server.call_app, env)
         if "unread_body_left_in_buffer" in self.breaks:
-            self.buf[:0] = req.body[env["wsgi.input"].tell():]
+            self.buf[:0] = req.body[env["wsgi.input"].tell() :]
         code = int(status[:3])
         keep = self.keep_alive(req)
         version = req.version if "version_echoed" in self.breaks else "HTTP/1.1"
@@ -195,8 +204,15 @@ class Connection(RequestReader):
     def environ(self, req: Request) -> dict:
         absolute = ABSOLUTE_TARGET.fullmatch(req.target)
         target = (absolute[2] or b"/") if absolute else req.target
-        env = gateway.environ(req.method, target, req.version, req.fields, req.body,
-                              self.writer.get_extra_info("sockname"), self.writer.get_extra_info("peername"))
+        env = gateway.environ(
+            req.method,
+            target,
+            req.version,
+            req.fields,
+            req.body,
+            self.writer.get_extra_info("sockname"),
+            self.writer.get_extra_info("peername"),
+        )
         env["wsgi.multiprocess"] = self.server.workers > 1 and "multiprocess_false" not in self.breaks
         self.forwarded(req, env)
         if "query_kept" in self.breaks:
@@ -221,8 +237,11 @@ class Connection(RequestReader):
         """Answer ``status``, end our side, read what the client still sends (so it sees the answer, not a
         reset), then close."""
         reason = _REASONS.get(status, "Error")
-        headers = self.standard_headers(set()) + [("Content-Type", "text/plain"),
-                                                  ("Content-Length", str(len(reason))), ("Connection", "close")]
+        headers = self.standard_headers(set()) + [
+            ("Content-Type", "text/plain"),
+            ("Content-Length", str(len(reason))),
+            ("Connection", "close"),
+        ]
         head = "\r\n".join([f"HTTP/1.1 {status} {reason}"] + [f"{n}: {v}" for n, v in headers])
         self.writer.write(f"{head}\r\n\r\n{reason}".encode("latin-1"))
         if "error_kept_open" in self.breaks:
@@ -316,8 +335,12 @@ class Server:
         self.keep_alive, self.trusted = keep_alive, set(trusted)
 
     def call_app(self, environ: dict) -> tuple:
-        return gateway.call_app(self.app, environ, check_headers="app_headers_unchecked" not in self.breaks,
-                                write_past_raises="write_past_length_raises_after_sending" in self.breaks)
+        return gateway.call_app(
+            self.app,
+            environ,
+            check_headers="app_headers_unchecked" not in self.breaks,
+            write_past_raises="write_past_length_raises_after_sending" in self.breaks,
+        )
 
     async def handle(self, reader, writer) -> None:
         await Connection(self, reader, writer).run()
@@ -333,30 +356,66 @@ def main(argv=None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
     parser.add_argument("--port", type=int, required=True, help="port to listen on")
     parser.add_argument("--app", default="gatecheck.fixtures.apps.wsgi:app", help="the WSGI app, module:attribute")
-    parser.add_argument("--break", dest="breaks", action="append", default=[], choices=["none"] + sorted(BREAKS),
-                        metavar="NAME", help="violate one wire rule ('none': break nothing): "
-                        + ", ".join(sorted(BREAKS)))
-    parser.add_argument("--variant", dest="variants", action="append", default=[], choices=sorted(VARIANTS),
-                        metavar="NAME", help="behave another way the texts allow: " + ", ".join(sorted(VARIANTS)))
-    parser.add_argument("--workers", type=int, default=1, choices=range(1, 9), metavar="N",
-                        help="worker processes sharing the listening socket (forked after bind; default 1)")
-    parser.add_argument("--keep-alive-timeout", type=float, default=5.0, metavar="SECONDS",
-                        help="seconds an idle kept-alive connection stays open (default 5)")
-    parser.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
-                        help="a peer whose X-Forwarded-Proto and X-Forwarded-For are believed (repeat)")
+    parser.add_argument(
+        "--break",
+        dest="breaks",
+        action="append",
+        default=[],
+        choices=["none"] + sorted(BREAKS),
+        metavar="NAME",
+        help="violate one wire rule ('none': break nothing): " + ", ".join(sorted(BREAKS)),
+    )
+    parser.add_argument(
+        "--variant",
+        dest="variants",
+        action="append",
+        default=[],
+        choices=sorted(VARIANTS),
+        metavar="NAME",
+        help="behave another way the texts allow: " + ", ".join(sorted(VARIANTS)),
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        choices=range(1, 9),
+        metavar="N",
+        help="worker processes sharing the listening socket (forked after bind; default 1)",
+    )
+    parser.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="seconds an idle kept-alive connection stays open (default 5)",
+    )
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="a peer whose X-Forwarded-Proto and X-Forwarded-For are believed (repeat)",
+    )
     args = parser.parse_args(argv)
     # a variant is looked up like a break (one name in one set), but it breaks nothing
-    server = Server(_load(args.app), (set(args.breaks) - {"none"}) | set(args.variants), args.workers,
-                    args.keep_alive_timeout, args.trusted_proxy)
+    server = Server(
+        _load(args.app),
+        (set(args.breaks) - {"none"}) | set(args.variants),
+        args.workers,
+        args.keep_alive_timeout,
+        args.trusted_proxy,
+    )
     sock = socket.create_server((args.host, args.port))
-    for _ in range(args.workers - 1):   # pre-fork: the workers share the process group the harness stops
+    for _ in range(args.workers - 1):  # pre-fork: the workers share the process group the harness stops
         if os.fork() == 0:
             break
 
     async def serve():
         listener = await asyncio.start_server(server.handle, sock=sock)
-        print(f"gatecheck-broken listening on {args.host}:{args.port} breaks={sorted(server.breaks)} "
-              f"pid={os.getpid()}", flush=True)
+        print(
+            f"gatecheck-broken listening on {args.host}:{args.port} breaks={sorted(server.breaks)} pid={os.getpid()}",
+            flush=True,
+        )
         async with listener:
             await listener.serve_forever()
 

@@ -8,6 +8,7 @@ check for that rule must fail while every other rule still holds.
 Rules of this module: one entry, one broken rule; the event-log token (``HTTP_X_GATECHECK_TOKEN``) is never
 touched, so the harness can still watch the app.
 """
+
 from __future__ import annotations
 
 from urllib.parse import unquote
@@ -25,25 +26,33 @@ def _on_environ(edit):
             environ = dict(environ)
             edit(environ)
             return app(environ, start_response)
+
         return broken
+
     return wrap
 
 
 def _on_start_response(make):
     """``make(start_response)`` returns the broken start_response for one request."""
+
     def wrap(app):
         def broken(environ, start_response):
             return app(environ, make(start_response))
+
         return broken
+
     return wrap
 
 
 def _on_iterable(make):
     """``make(iterable)`` returns what the server gets instead of the app's iterable."""
+
     def wrap(app):
         def broken(environ, start_response):
             return make(app(environ, start_response))
+
         return broken
+
     return wrap
 
 
@@ -53,6 +62,7 @@ def _on_input(proxy_class):
 
 # -- environ -------------------------------------------------------------------------------------
 
+
 class _EnvironSubclass(dict):
     pass
 
@@ -60,6 +70,7 @@ class _EnvironSubclass(dict):
 def _as_subclass(app):
     def broken(environ, start_response):
         return app(_EnvironSubclass(environ), start_response)
+
     return broken
 
 
@@ -68,12 +79,14 @@ def _http_values(edit):
         for key, value in list(environ.items()):
             if key.startswith("HTTP_") and key != _TOKEN_KEY:
                 environ[key] = edit(value)
+
     return apply
 
 
 def _put(key, value_of):
     def apply(environ):
         environ[key] = value_of(environ.get(key))
+
     return apply
 
 
@@ -85,6 +98,7 @@ def _path_info_utf8(value):
 
 
 # -- wsgi.input ----------------------------------------------------------------------------------
+
 
 class _Input:
     """A transparent proxy of the server's wsgi.input."""
@@ -147,6 +161,7 @@ class _NoReadlines:
 
 # -- start_response, write, close ------------------------------------------------------------------
 
+
 def _never_raises(start_response):
     """start_response never raises: a second call, a hop-by-hop or an invalid header all pass silently."""
     write = []
@@ -157,12 +172,14 @@ def _never_raises(start_response):
         except Exception:
             pass  # the server's error is swallowed
         return write[0] if write else (lambda data: None)
+
     return broken
 
 
 def _exc_info_dropped(start_response):
     def broken(status, headers, exc_info=None):
         return start_response(status, headers)
+
     return broken
 
 
@@ -176,6 +193,7 @@ def _exc_info_ignored(start_response):
             return first[0]
         first.append(start_response(status, headers, exc_info))
         return first[-1]
+
     return broken
 
 
@@ -183,6 +201,7 @@ def _write_discards(start_response):
     def broken(status, headers, exc_info=None):
         start_response(status, headers, exc_info)
         return lambda data: None
+
     return broken
 
 
@@ -255,9 +274,11 @@ def _last_block_dropped(inner):
 
 def _content_length_dropped(start_response):
     """The app's Content-Length never reaches the server (it frames the body its own way)."""
+
     def broken(status, headers, exc_info=None):
         headers = [(n, v) for n, v in headers if n.lower() != "content-length"]
         return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+
     return broken
 
 
@@ -304,7 +325,8 @@ BREAKS = {
 }
 
 #: the fixture app through every building block, with nothing broken (the control of every break)
-control = _on_environ(lambda env: None)(_on_input(_Input)(_on_iterable(lambda inner: _Iterable(inner, 1))(
-    _on_start_response(lambda sr: sr)(fixture_app))))
+control = _on_environ(lambda env: None)(
+    _on_input(_Input)(_on_iterable(lambda inner: _Iterable(inner, 1))(_on_start_response(lambda sr: sr)(fixture_app)))
+)
 
 globals().update({name: wrap(fixture_app) for name, wrap in BREAKS.items()})

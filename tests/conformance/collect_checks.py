@@ -1,6 +1,7 @@
 """A pytest plugin for tests/conformance/checks/test_levels.py: at collection, before the conformance session
 drops anything, write every check item as JSON lines {module, function, params, clause, level} to the
 file named by GATECHECK_COLLECT_OUT. Loaded with ``-p tests.conformance.collect_checks`` in a subprocess."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ def _params(item) -> str:
     from gatecheck.conformance.plugin.resultsfile import check_id_of
 
     check = check_id_of(item)
-    return check[check.index("[") + 1:-1] if check.endswith("]") else ""
+    return check[check.index("[") + 1 : -1] if check.endswith("]") else ""
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -25,6 +26,15 @@ def pytest_collection_modifyitems(session, config, items):
     with open(os.environ["GATECHECK_COLLECT_OUT"], "w", encoding="utf-8") as out:
         for item in items:
             clause, level = clause_of(item)
-            out.write(json.dumps({"module": Path(str(item.path)).stem,
-                                  "function": getattr(item, "originalname", item.name),
-                                  "params": _params(item), "clause": clause, "level": level}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "module": Path(str(item.path)).stem,
+                        "function": getattr(item, "originalname", item.name),
+                        "params": _params(item),
+                        "clause": clause,
+                        "level": level,
+                    }
+                )
+                + "\n"
+            )

@@ -1,4 +1,5 @@
 """Fixtures shared by the harness's conformance tests."""
+
 from __future__ import annotations
 
 import json
@@ -7,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from tests.installed import PYTEST, RUN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,9 +27,22 @@ def collected_checks(tmp_path_factory) -> list:
     (one subprocess per session, no server started): dicts {module, function, params, clause, level}, written
     by tests/conformance/collect_checks.py before the conformance session drops anything."""
     out = tmp_path_factory.mktemp("collect") / "items.jsonl"
-    cmd = [*PYTEST, "gatecheck/conformance/checks", "--collect-only", "-q", "-p", "no:cacheprovider",
-           "-p", "tests.conformance.collect_checks",
-           "--server", "granian:asgi", "--server", "granian:wsgi", "--server", "granian:rsgi"]
+    cmd = [
+        *PYTEST,
+        "gatecheck/conformance/checks",
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "tests.conformance.collect_checks",
+        "--server",
+        "granian:asgi",
+        "--server",
+        "granian:wsgi",
+        "--server",
+        "granian:rsgi",
+    ]
     env = dict(os.environ, GATECHECK_COLLECT_OUT=str(out), PYTHONPATH=str(ROOT))
     done = subprocess.run(cmd, cwd=RUN_DIR, env=env, capture_output=True, text=True, timeout=300)
     assert out.exists(), f"collection failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

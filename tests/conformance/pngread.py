@@ -1,5 +1,6 @@
 """A tiny stdlib PNG reader for the matrix's screenshot test: 8-bit greyscale, RGB, grey+alpha or RGBA, not
 interlaced (what headless Chromium writes). ``read_png`` returns the size and the pixels as RGB tuples."""
+
 from __future__ import annotations
 
 import struct
@@ -9,7 +10,7 @@ from pathlib import Path
 __all__ = ["read_png", "Image"]
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
-_CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}   # colour type → samples per pixel
+_CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}  # colour type → samples per pixel
 
 
 class Image:
@@ -21,15 +22,15 @@ class Image:
         c = self.channels
         for row in self.rows[::step]:
             for x in range(0, self.width, step):
-                p = row[x * c:(x + 1) * c]
+                p = row[x * c : (x + 1) * c]
                 yield (p[0], p[0], p[0]) if c < 3 else (p[0], p[1], p[2])
 
 
 def _chunks(data: bytes):
     pos = len(_SIGNATURE)
     while pos + 8 <= len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        yield kind, data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        yield kind, data[pos + 8 : pos + 8 + length]
         pos += 12 + length
 
 
@@ -74,7 +75,7 @@ def read_png(path: Path) -> Image:
     rows, prior = [], bytes(stride)
     for y in range(height):
         start = y * (stride + 1)
-        line = _unfilter(raw[start], bytearray(raw[start + 1:start + 1 + stride]), prior, channels)
+        line = _unfilter(raw[start], bytearray(raw[start + 1 : start + 1 + stride]), prior, channels)
         rows.append(bytes(line))
         prior = rows[-1]
     return Image(width, height, channels, rows)

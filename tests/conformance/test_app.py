@@ -5,19 +5,29 @@ One Granian ASGI server on TLS (``tls=on``, the suite's test certificate) carrie
 and WebSocket (``wss``: the suite's raw client and websockets), and ``run_script`` over HTTP/1 and HTTP/2 reads
 back what the app logged.
 """
+
 from __future__ import annotations
 
 import ssl
 
 import pytest
 
-from gatecheck.conformance.app import (asgi_scope, decode_probe, response_script, run_script, script_target,
-                                       ws_accepted, ws_open, ws_script, ws_steps)
+from gatecheck.conformance.app import (
+    asgi_scope,
+    decode_probe,
+    response_script,
+    run_script,
+    script_target,
+    ws_accepted,
+    ws_open,
+    ws_script,
+    ws_steps,
+)
+from gatecheck.conformance.app.started import StartedServer
 from gatecheck.conformance.client.h2 import H2Client
 from gatecheck.conformance.client.http1 import Connection, build_request
 from gatecheck.conformance.client.interop import ws_client, ws_recv
 from gatecheck.conformance.client.ws import OP_TEXT
-from gatecheck.conformance.app.started import StartedServer
 from gatecheck.conformance.plugin.targets import targets_from_options
 
 
@@ -25,8 +35,9 @@ from gatecheck.conformance.plugin.targets import targets_from_options
 def server(tmp_path_factory):
     (target,) = targets_from_options(["granian:asgi?tls=on"], None, None, None, None)
     root = tmp_path_factory.mktemp("app")
-    started = StartedServer(target.target, target.capabilities, event_dir=root / "events", log_dir=root / "log",
-                            work_dir=root)
+    started = StartedServer(
+        target.target, target.capabilities, event_dir=root / "events", log_dir=root / "log", work_dir=root
+    )
     (root / "events").mkdir()
     (root / "log").mkdir()
     try:

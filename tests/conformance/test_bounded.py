@@ -1,4 +1,5 @@
 """conformance/client/bounded.py: every way a bounded read ends, over a real socket pair."""
+
 import socket
 import threading
 import time

@@ -13,6 +13,7 @@ run, its outcomes read from the results JSON.
   while its leader forks another) makes the check whose request was in flight "crashed", with the server's
   last log lines, counted by level in the summary and the results JSON; never "known", a private server's too.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,17 +33,37 @@ HOSTILE = "{python} -m tests.hostile.server --port {port} --mode "
 def _session(tmp: Path, name: str, files, target: list, keyword: str | None = None, extra=(), timeout=900) -> dict:
     """One conformance subprocess: its check records, its summary output."""
     results = tmp / f"{name}.json"
-    argv = [sys.executable, "-m", "pytest", *PYTEST_ARGS, "--confcutdir", str(CONFORMANCE),
-            *[CHECKS + f for f in files], "-q", "-p", "no:cacheprovider",
-            *([] if "--expectations" in extra else ["--no-expectations"]), *target,
-            "--results-json", str(results), *(["-k", keyword] if keyword else []), *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *PYTEST_ARGS,
+        "--confcutdir",
+        str(CONFORMANCE),
+        *[CHECKS + f for f in files],
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *([] if "--expectations" in extra else ["--no-expectations"]),
+        *target,
+        "--results-json",
+        str(results),
+        *(["-k", keyword] if keyword else []),
+        *extra,
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.run(argv, cwd=RUN_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          stdin=subprocess.DEVNULL, timeout=timeout)
+    proc = subprocess.run(
+        argv,
+        cwd=RUN_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+    )
     output = proc.stdout.decode("utf-8", "replace")
     doc = json.loads(results.read_text(encoding="utf-8")) if results.exists() else {}
-    return {"name": name, "records": doc.get("checks", []), "doc": doc, "output": output,
-            "status": proc.returncode}
+    return {"name": name, "records": doc.get("checks", []), "doc": doc, "output": output, "status": proc.returncode}
 
 
 def _tail(run: dict) -> str:
@@ -54,30 +75,47 @@ def _tail(run: dict) -> str:
 #: the checks of the issue that took the fixture's 400 as evidence, and whole files of scripted checks
 SCRIPTED = "cr_lf or app_supplied or status_line_has_sp or connection_close_from_the_app"
 MANGLED = {
-    "asgi": ("{python} -m uvicorn tests.hostile.mangle:asgi --host {host} --port {port}",
-             ["test_asgi_messages.py", "test_asgi_messages_errors.py", "test_http1_responses.py",
-              "test_connection_states.py"],
-             f"not h2 and ({SCRIPTED} or header_with_cr_lf or omitted_keys or response_body_in_each or "
-             f"after_completion or response_headers_keep)"),
-    "wsgi": ("{python} -m granian --interface wsgi --host {host} --port {port} tests.hostile.mangle:wsgi",
-             ["test_wsgi_input.py", "test_wsgi_iterable.py", "test_wsgi_response.py", "test_http1_responses.py",
-              "test_connection_states.py"],
-             f"not h2 and (test_wsgi or {SCRIPTED})"),
+    "asgi": (
+        "{python} -m uvicorn tests.hostile.mangle:asgi --host {host} --port {port}",
+        [
+            "test_asgi_messages.py",
+            "test_asgi_messages_errors.py",
+            "test_http1_responses.py",
+            "test_connection_states.py",
+        ],
+        f"not h2 and ({SCRIPTED} or header_with_cr_lf or omitted_keys or response_body_in_each or "
+        f"after_completion or response_headers_keep)",
+    ),
+    "wsgi": (
+        "{python} -m granian --interface wsgi --host {host} --port {port} tests.hostile.mangle:wsgi",
+        [
+            "test_wsgi_input.py",
+            "test_wsgi_iterable.py",
+            "test_wsgi_response.py",
+            "test_http1_responses.py",
+            "test_connection_states.py",
+        ],
+        f"not h2 and (test_wsgi or {SCRIPTED})",
+    ),
 }
 
 
 def test_a_server_that_mangles_the_query_string_gets_errors_naming_it_and_no_pass(tmp_path):
     def one(interface):
         command, files, keyword = MANGLED[interface]
-        return _session(tmp_path, f"mangled-{interface}", files, ["--server-cmd", command, "--interface", interface],
-                        keyword)
+        return _session(
+            tmp_path, f"mangled-{interface}", files, ["--server-cmd", command, "--interface", interface], keyword
+        )
 
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(one, MANGLED))
     for run in runs:
         assert len(run["records"]) > 20, _tail(run)
-        wrong = {r["check"]: (r["outcome"], r["message"][:200]) for r in run["records"]
-                 if r["outcome"] != "unsupported" and not (r["outcome"] == "error" and "'?s=" in r["message"])}
+        wrong = {
+            r["check"]: (r["outcome"], r["message"][:200])
+            for r in run["records"]
+            if r["outcome"] != "unsupported" and not (r["outcome"] == "error" and "'?s=" in r["message"])
+        }
         assert not wrong, f"{run['name']}: not an error naming the query string: {wrong}"
         named = [r for r in run["records"] if "test_cr_lf_in_an_app_header_value_never_splits" in r["check"]]
         assert named and "could not run" in named[0]["message"], _tail(run)
@@ -87,20 +125,39 @@ def test_a_server_that_mangles_the_query_string_gets_errors_naming_it_and_no_pas
 
 #: the HTTP/1 checks (every interface-neutral one, and the WSGI ones), less those whose rule is what a server does
 #: with requests the client sent after a close (they send them in the same write, on purpose)
-DRAIN_FILES = ["test_connection_states.py", "test_echo.py", "test_files.py", "test_http1_connection.py",
-               "test_http1_fields.py", "test_http1_framing.py", "test_http1_limits.py", "test_http1_responses.py",
-               "test_http1_smuggling.py", "test_wsgi_environ.py", "test_wsgi_input.py", "test_wsgi_iterable.py",
-               "test_wsgi_response.py", "test_streaming.py"]
-DELIBERATE = ("not h2 and not websocket and not pipelined_after and not close_request_is_answered_then_closed_at_each "
-              "and not half_closed")
+DRAIN_FILES = [
+    "test_connection_states.py",
+    "test_echo.py",
+    "test_files.py",
+    "test_http1_connection.py",
+    "test_http1_fields.py",
+    "test_http1_framing.py",
+    "test_http1_limits.py",
+    "test_http1_responses.py",
+    "test_http1_smuggling.py",
+    "test_wsgi_environ.py",
+    "test_wsgi_input.py",
+    "test_wsgi_iterable.py",
+    "test_wsgi_response.py",
+    "test_streaming.py",
+]
+DELIBERATE = (
+    "not h2 and not websocket and not pipelined_after and not close_request_is_answered_then_closed_at_each "
+    "and not half_closed"
+)
 
 
 def test_the_client_sends_no_request_on_a_connection_a_close_ended(tmp_path):
     def one(mode):
         record = tmp_path / f"{mode}.jsonl"
-        run = _session(tmp_path, mode, DRAIN_FILES,
-                       ["--server-cmd", HOSTILE + f"{mode} --record {record}", "--interface", "wsgi"], DELIBERATE,
-                       ["--jobs", "2"])
+        run = _session(
+            tmp_path,
+            mode,
+            DRAIN_FILES,
+            ["--server-cmd", HOSTILE + f"{mode} --record {record}", "--interface", "wsgi"],
+            DELIBERATE,
+            ["--jobs", "2"],
+        )
         lines = record.read_text().splitlines() if record.exists() else []
         return run, [json.loads(line) for line in lines]
 
@@ -125,17 +182,24 @@ def test_a_request_that_kills_the_server_is_crashed_counted_by_level_never_known
     cases = {"die": "exit code 3", "segfault": "SIGSEGV", "die-0 --fork-worker": "vanished"}
 
     def one(mode):
-        return mode, _session(tmp_path, mode.split()[0], ENVIRON,
-                              ["--server-cmd", HOSTILE + mode, "--interface", "wsgi"], QUERY,
-                              ["--expectations", str(listed)], timeout=300)
+        return mode, _session(
+            tmp_path,
+            mode.split()[0],
+            ENVIRON,
+            ["--server-cmd", HOSTILE + mode, "--interface", "wsgi"],
+            QUERY,
+            ["--expectations", str(listed)],
+            timeout=300,
+        )
 
     with ThreadPoolExecutor(3) as pool:
         runs = list(pool.map(one, cases))
     for mode, run in runs:
         records = run["records"]
         assert records and {r["outcome"] for r in records} == {"crashed"}, _tail(run)
-        assert all(cases[mode] in r["message"] and "last log lines" in r["message"] for r in records), (
-            [r["message"][:300] for r in records])
+        assert all(cases[mode] in r["message"] and "last log lines" in r["message"] for r in records), [
+            r["message"][:300] for r in records
+        ]
         assert run["doc"]["by_level"] == {"MUST/SHOULD (spec)": {"crashed": len(records)}}, run["doc"].get("by_level")
         assert f"failed by level: MUST/SHOULD (spec) {len(records)} ({len(records)} crashed)" in run["output"]
         assert run["status"] == 1
@@ -145,8 +209,14 @@ def test_a_private_server_that_dies_is_crashed_never_known(tmp_path):
     check = "test_multiprocess_is_true_when_the_server_runs_several_worker_processes"
     listed = tmp_path / "expect.toml"
     listed.write_text(f'[[deviation]]\ncheck = "test_wsgi_environ.py::{check}"\nevidence = "sent a, got b"\n')
-    run = _session(tmp_path, "private", ENVIRON, ["--server-cmd", HOSTILE + "die --workers {workers}",
-                                                  "--interface", "wsgi", "--features", "workers"], check,
-                   ["--expectations", str(listed)], timeout=300)
+    run = _session(
+        tmp_path,
+        "private",
+        ENVIRON,
+        ["--server-cmd", HOSTILE + "die --workers {workers}", "--interface", "wsgi", "--features", "workers"],
+        check,
+        ["--expectations", str(listed)],
+        timeout=300,
+    )
     (record,) = run["records"]
     assert record["outcome"] == "crashed" and "private server" in record["message"], _tail(run)

@@ -5,6 +5,7 @@ reports the entries that matched nothing (issue 13 item 2).
 The end-to-end tests run a real pytest session from a directory outside gatecheck's tree (as a server's
 repository would), with the expectation file kept there, against a real server: granian, or the hostile
 server of tests/hostile/server.py through --server-cmd."""
+
 from __future__ import annotations
 
 import json
@@ -16,16 +17,21 @@ from pathlib import Path
 import pytest
 
 from gatecheck.conformance.plugin.expectations import (
-    EXPECTATIONS_DIR, ExpectationError, Expectations, load_expectations, read_expectations,
-    server_version)
+    EXPECTATIONS_DIR,
+    ExpectationError,
+    Expectations,
+    load_expectations,
+    read_expectations,
+    server_version,
+)
 from gatecheck.conformance.plugin.stale import Collected, judge
 from tests.installed import CHECKS, PYTEST
 
 ROOT = Path(__file__).resolve().parents[2]
 SCOPE_FILE = str(CHECKS / "test_asgi_scope.py")
-CLIENT = "test_asgi_scope.py::test_client_is_host_and_int_port"                   # granian 2.8: port is a str
-SERVER = "test_asgi_scope.py::test_server_is_host_and_int_port_of_the_listener"   # granian 2.8: port is a str
-SCOPE_CLAUSE = "ASGI WWW §HTTP Connection Scope"                                   # both checks' @spec
+CLIENT = "test_asgi_scope.py::test_client_is_host_and_int_port"  # granian 2.8: port is a str
+SERVER = "test_asgi_scope.py::test_server_is_host_and_int_port_of_the_listener"  # granian 2.8: port is a str
+SCOPE_CLAUSE = "ASGI WWW §HTTP Connection Scope"  # both checks' @spec
 
 
 def write(tmp_path, text, name="srv.toml"):
@@ -40,6 +46,7 @@ def entry(check, evidence="sent a, got b", **keys):
 
 # -- the format --------------------------------------------------------------------------------------------
 
+
 def test_a_deviation_matches_its_check_and_target_patterns(tmp_path):
     d = write(tmp_path, entry("t.py::c[x]", targets=["srv:asgi*"]))
     (dev,) = load_expectations("srv", d)
@@ -50,18 +57,21 @@ def test_a_deviation_matches_its_check_and_target_patterns(tmp_path):
     assert dev.where == f"{d / 'srv.toml'}:1"
 
 
-@pytest.mark.parametrize("text,fragment", [
-    ('[[deviation]]\ncheck = "t.py::x"\n', "lacks evidence"),
-    ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nwhy = 1\n', "unknown keys"),
-    ('[[oops]]\ncheck = "x"\n', "unknown top-level keys"),
-    ('not toml [', "not valid TOML"),
-    ('[[deviation]]\ncheck = "conformance/t.py::x[granian:asgi:auto]"\nevidence = "e"\n', "not a check id"),
-    ('[[deviation]]\ncheck = "x"\nevidence = "e"\n', "not a check id"),
-    ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nversions = "2.8"\n', "not PEP 440"),
-    ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\ntargets = "srv:asgi"\n', "must be a list"),
-    ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nintermittent = " "\n', "how often"),
-    ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nintermittent = true\n', "how often"),
-])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ('[[deviation]]\ncheck = "t.py::x"\n', "lacks evidence"),
+        ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nwhy = 1\n', "unknown keys"),
+        ('[[oops]]\ncheck = "x"\n', "unknown top-level keys"),
+        ("not toml [", "not valid TOML"),
+        ('[[deviation]]\ncheck = "conformance/t.py::x[granian:asgi:auto]"\nevidence = "e"\n', "not a check id"),
+        ('[[deviation]]\ncheck = "x"\nevidence = "e"\n', "not a check id"),
+        ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nversions = "2.8"\n', "not PEP 440"),
+        ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\ntargets = "srv:asgi"\n', "must be a list"),
+        ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nintermittent = " "\n', "how often"),
+        ('[[deviation]]\ncheck = "t.py::x"\nevidence = "e"\nintermittent = true\n', "how often"),
+    ],
+)
 def test_malformed_files_are_refused(tmp_path, text, fragment):
     with pytest.raises(ExpectationError) as info:
         load_expectations("srv", write(tmp_path, text))
@@ -98,8 +108,16 @@ def test_a_clause_is_ignored_with_a_warning(tmp_path):
 
 def test_own_files_come_after_the_built_in_one_and_the_last_entry_in_range_wins(tmp_path):
     write(tmp_path, entry("t.py::c", "built-in"), "srv.toml")
-    own = write(tmp_path, 'server = "srv"\n' + entry("t.py::c", "own, 2.8", versions="~=2.8.0")
-                + entry("t.py::c", "own, 3", versions=">=3"), "own.toml") / "own.toml"
+    own = (
+        write(
+            tmp_path,
+            'server = "srv"\n'
+            + entry("t.py::c", "own, 2.8", versions="~=2.8.0")
+            + entry("t.py::c", "own, 3", versions=">=3"),
+            "own.toml",
+        )
+        / "own.toml"
+    )
     other = write(tmp_path, 'server = "other"\n' + entry("t.py::c", "not srv's"), "other.toml") / "other.toml"
     found = read_expectations(["srv"], [own, other], directory=tmp_path)
     candidates = found.candidates("t.py::c", "srv", "srv:asgi")
@@ -107,27 +125,46 @@ def test_own_files_come_after_the_built_in_one_and_the_last_entry_in_range_wins(
     pick = Expectations.chosen
     assert pick(candidates, "2.8.7").evidence == "own, 2.8" and pick(candidates, "3.1").evidence == "own, 3"
     assert pick(candidates, "2.9").evidence == "built-in" and pick(candidates, None).evidence == "built-in"
-    assert [d.evidence for d in read_expectations(["srv"], [own], builtin=False, directory=tmp_path).entries] \
-        == ["own, 2.8", "own, 3"]
+    assert [d.evidence for d in read_expectations(["srv"], [own], builtin=False, directory=tmp_path).entries] == [
+        "own, 2.8",
+        "own, 3",
+    ]
 
 
 def test_stale_is_judged_on_what_was_collected_not_on_what_was_selected(tmp_path):
     """-k leaves a collected check unrun: its entry is not stale; an entry naming no collected check is."""
-    own = write(tmp_path, entry("t.py::ran") + entry("t.py::deselected") + entry("t.py::wsgi_only")
-                + entry("t.py::renamed") + entry("t.py::ran", versions="<0.1")
-                + entry("gone.py::c") + entry("other.py::c"), "own.toml") / "own.toml"
+    own = (
+        write(
+            tmp_path,
+            entry("t.py::ran")
+            + entry("t.py::deselected")
+            + entry("t.py::wsgi_only")
+            + entry("t.py::renamed")
+            + entry("t.py::ran", versions="<0.1")
+            + entry("gone.py::c")
+            + entry("other.py::c"),
+            "own.toml",
+        )
+        / "own.toml"
+    )
     (tmp_path / "other.py").write_text("")
     collected = Collected()
     for check, target in [("t.py::ran", "srv:asgi"), ("t.py::deselected", "srv:asgi"), ("t.py::wsgi_only", None)]:
         collected.add(check, target, tmp_path / "t.py")
-    report = judge(read_expectations([], [own]), [("srv", "srv:asgi")], {"srv:asgi": "2.8.7"},
-                   {("t.py::ran", "srv:asgi")}, collected)
+    report = judge(
+        read_expectations([], [own]),
+        [("srv", "srv:asgi")],
+        {"srv:asgi": "2.8.7"},
+        {("t.py::ran", "srv:asgi")},
+        collected,
+    )
     assert [(s["check"], s["line"]) for s in report["stale"]] == [("t.py::renamed", 13), ("gone.py::c", 22)]
     assert (report["entries"], report["matched"], report["out_of_range"]) == (7, 1, 1)
     assert "no check file gone.py" in report["stale"][1]["why"]
 
 
 # -- the committed files -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("path", sorted(EXPECTATIONS_DIR.glob("*.toml")), ids=lambda p: p.name)
 def test_committed_expectation_files_are_valid(path):
@@ -149,17 +186,26 @@ def test_every_entry_names_a_collected_check(collected_checks, path):
     ids = {_check_id(item) for item in collected_checks}
     stale = [f"{d.where} {d.check}" for d in load_expectations(path.stem) if not any(map(d.names, ids))]
     if stale:
-        pytest.fail(f"conformance/expectations/{path.name}: entries that match no check:\n  " + "\n  ".join(stale),
-                    pytrace=False)
+        pytest.fail(
+            f"conformance/expectations/{path.name}: entries that match no check:\n  " + "\n  ".join(stale),
+            pytrace=False,
+        )
 
 
 # -- end to end: a server's own file, outside gatecheck's tree ---------------------------------------------
 
+
 def session(repo: Path, *args, timeout=180):
     """A conformance session run from ``repo`` (a server's repository), its results in repo/r.json."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([*PYTEST, "-p", "no:cacheprovider", "--results-json", str(repo / "r.json"), *args],
-                         cwd=repo, capture_output=True, text=True, timeout=timeout, env=env)
+    out = subprocess.run(
+        [*PYTEST, "-p", "no:cacheprovider", "--results-json", str(repo / "r.json"), *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
     data = json.loads((repo / "r.json").read_text()) if (repo / "r.json").exists() else {}
     return out, {c["check"]: c for c in data.get("checks", [])}, data.get("expectations")
 
@@ -167,51 +213,81 @@ def session(repo: Path, *args, timeout=180):
 def granian_file(repo: Path) -> Path:
     version = metadata.version("granian")
     path = repo / "gatecheck-expectations.toml"
-    path.write_text('server = "granian"\n\n'
-                    + entry(CLIENT, "own: the client port is a str", versions=f"=={version}")   # line 3
-                    + entry(SERVER, "own: only before 0.1", versions="<0.1")                      # line 8
-                    + entry("test_asgi_scope.py::test_client_was_renamed", "own: stale")          # line 13
-                    + entry("test_asgi_scope.py::test_http_version_matches_request[HTTP/1.0-1.0]",
-                            "own: not selected by -k"), encoding="utf-8")                          # line 17
+    path.write_text(
+        'server = "granian"\n\n'
+        + entry(CLIENT, "own: the client port is a str", versions=f"=={version}")  # line 3
+        + entry(SERVER, "own: only before 0.1", versions="<0.1")  # line 8
+        + entry("test_asgi_scope.py::test_client_was_renamed", "own: stale")  # line 13
+        + entry("test_asgi_scope.py::test_http_version_matches_request[HTTP/1.0-1.0]", "own: not selected by -k"),
+        encoding="utf-8",
+    )  # line 17
     return path
 
 
 def test_a_servers_own_file_makes_known_scopes_by_version_and_reports_stale_entries(tmp_path):
     own = granian_file(tmp_path)
-    out, checks, report = session(tmp_path, SCOPE_FILE, "--server", "granian:asgi", "-k", "host_and_int_port",
-                                  "--no-builtin-expectations", "--expectations", own.name)
+    out, checks, report = session(
+        tmp_path,
+        SCOPE_FILE,
+        "--server",
+        "granian:asgi",
+        "-k",
+        "host_and_int_port",
+        "--no-builtin-expectations",
+        "--expectations",
+        own.name,
+    )
     assert checks[CLIENT]["outcome"] == "known", out.stdout[-3000:]
     assert checks[CLIENT]["message"] == f"known deviation [{SCOPE_CLAUSE}]: own: the client port is a str"
-    assert checks[SERVER]["outcome"] == "failed"          # its only entry's range excludes the running version
+    assert checks[SERVER]["outcome"] == "failed"  # its only entry's range excludes the running version
     assert report["files"] == [own.name] and (report["entries"], report["matched"], report["out_of_range"]) == (4, 1, 1)
     (stale,) = report["stale"]
-    assert (stale["file"], stale["line"], stale["check"]) == (own.name, 13, "test_asgi_scope.py::test_client_was_renamed")
+    assert (stale["file"], stale["line"], stale["check"]) == (
+        own.name,
+        13,
+        "test_asgi_scope.py::test_client_was_renamed",
+    )
     assert f"stale {own.name}:13 test_asgi_scope.py::test_client_was_renamed" in out.stdout
     assert "1 stale" in out.stdout and out.returncode == 1
 
 
 def test_a_servers_own_file_overrides_the_built_in_entry_for_its_check(tmp_path):
     own = granian_file(tmp_path)
-    out, checks, report = session(tmp_path, SCOPE_FILE, "--server", "granian:asgi", "-k", "host_and_int_port",
-                                  "--expectations", own.name)
+    out, checks, report = session(
+        tmp_path, SCOPE_FILE, "--server", "granian:asgi", "-k", "host_and_int_port", "--expectations", own.name
+    )
     assert checks[CLIENT]["message"].endswith("own: the client port is a str"), out.stdout[-3000:]
-    assert checks[SERVER]["outcome"] == "known" and "own:" not in checks[SERVER]["message"]   # the built-in's
+    assert checks[SERVER]["outcome"] == "known" and "own:" not in checks[SERVER]["message"]  # the built-in's
     assert [s["line"] for s in report["stale"]] == [13] and out.returncode == 0
 
 
 def test_a_command_targets_file_with_an_old_clause_warns_and_uses_the_checks_clause(tmp_path):
-    own = write(tmp_path, 'server = "command"\n[[deviation]]\ncheck = "test_wsgi_environ.py::test_query_string_is_raw*"'
-                          '\nclause = "RFC 0"\nevidence = "garbage back"\nversions = ">=1"\n'
-                          + entry("test_wsgi_environ.py::test_query_string_is_raw*", "no version range"),
-                "own.toml") / "own.toml"
+    own = (
+        write(
+            tmp_path,
+            'server = "command"\n[[deviation]]\ncheck = "test_wsgi_environ.py::test_query_string_is_raw*"'
+            '\nclause = "RFC 0"\nevidence = "garbage back"\nversions = ">=1"\n'
+            + entry("test_wsgi_environ.py::test_query_string_is_raw*", "no version range"),
+            "own.toml",
+        )
+        / "own.toml"
+    )
     out, checks, report = session(
-        tmp_path, str(CHECKS / "test_wsgi_environ.py"), "-k", "test_query_string_is_raw",
-        "--server-cmd", "{python} -m tests.hostile.server --port {port} --mode garbage", "--interface", "wsgi",
-        "--expectations", str(own))
+        tmp_path,
+        str(CHECKS / "test_wsgi_environ.py"),
+        "-k",
+        "test_query_string_is_raw",
+        "--server-cmd",
+        "{python} -m tests.hostile.server --port {port} --mode garbage",
+        "--interface",
+        "wsgi",
+        "--expectations",
+        str(own),
+    )
     assert checks and {c["outcome"] for c in checks.values()} == {"known"}, out.stdout[-3000:]
     assert all(c["message"] == f"known deviation [{c['clause']}]: no version range" for c in checks.values())
     assert "'clause' is ignored" in out.stdout and "RFC 0" not in json.dumps(checks)
-    assert (report["matched"], report["out_of_range"], report["stale"]) == (1, 1, [])   # its version: unknown
+    assert (report["matched"], report["out_of_range"], report["stale"]) == (1, 1, [])  # its version: unknown
 
 
 def test_no_expectations_with_an_expectations_file_is_a_usage_error(tmp_path):

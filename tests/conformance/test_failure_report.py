@@ -6,6 +6,7 @@ The end-to-end tests run the stdlib server of tests/broken/server.py with one wi
 chunk_size_int``: a chunk-size parsed with ``int(size, 16)``, so ``+5`` is a size) through ``--server-cmd``, from
 an empty directory with gatecheck's cache in a temporary one, as a tester following the README would.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,6 +35,7 @@ CHECK = "test_http1_framing.py::test_invalid_chunk_size_is_rejected[plus]"
 
 
 # -- the transcript ----------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def echo_server():
@@ -89,30 +91,52 @@ def test_a_transcript_is_capped_and_escaped():
 
 # -- the failure's text ------------------------------------------------------------------------------------
 
+
 def test_a_failure_names_target_rule_bytes_and_the_command_that_reruns_it():
-    record = {"target": "srv:asgi:h1", "check": CHECK, "clause": "RFC 9112 §2.2", "level": "SHOULD",
-              "sentence": "the server SHOULD respond with a 400", "accepts": "a 400", "outcome": "failed",
-              "message": "E       AssertionError: expected a 400\nE       assert 200 in {400}", "where": "test_x.py:35",
-              "exchange": "connection 1 (127.0.0.1:1):\n  → sent 2 bytes:\n    +5", "log": "a line",
-              "out_of_range": "recorded for srv <1 at f.toml:3, not srv 2: re-confirm or remove"}
+    record = {
+        "target": "srv:asgi:h1",
+        "check": CHECK,
+        "clause": "RFC 9112 §2.2",
+        "level": "SHOULD",
+        "sentence": "the server SHOULD respond with a 400",
+        "accepts": "a 400",
+        "outcome": "failed",
+        "message": "E       AssertionError: expected a 400\nE       assert 200 in {400}",
+        "where": "test_x.py:35",
+        "exchange": "connection 1 (127.0.0.1:1):\n  → sent 2 bytes:\n    +5",
+        "log": "a line",
+        "out_of_range": "recorded for srv <1 at f.toml:3, not srv 2: re-confirm or remove",
+    }
     text = failure_text(record, "srv:asgi?name=x", ["--no-expectations"], "srv 2")
-    for part in ("target:  srv:asgi:h1 (srv 2)", "clause:  RFC 9112 §2.2 (SHOULD)", '"the server SHOULD respond',
-                 "allows:  a 400", "failed:  AssertionError: expected a 400", "at:      test_x.py:35",
-                 "→ sent 2 bytes", "a line",
-                 "note:    recorded for srv <1 at f.toml:3, not srv 2: re-confirm or remove",
-                 f"rerun:   gatecheck conformance --server 'srv:asgi?name=x' --no-expectations '{CHECK}'"):
+    for part in (
+        "target:  srv:asgi:h1 (srv 2)",
+        "clause:  RFC 9112 §2.2 (SHOULD)",
+        '"the server SHOULD respond',
+        "allows:  a 400",
+        "failed:  AssertionError: expected a 400",
+        "at:      test_x.py:35",
+        "→ sent 2 bytes",
+        "a line",
+        "note:    recorded for srv <1 at f.toml:3, not srv 2: re-confirm or remove",
+        f"rerun:   gatecheck conformance --server 'srv:asgi?name=x' --no-expectations '{CHECK}'",
+    ):
         assert part in text, part
     assert rerun_command("a:b", "t.py::f") == "gatecheck conformance --server a:b t.py::f"
 
 
 def test_an_entry_out_of_its_range_says_so(tmp_path):
     path = tmp_path / "own.toml"
-    path.write_text(f'[[deviation]]\ncheck = "{CHECK}"\nversions = "<2.8.8"\nevidence = "e"\n'
-                    'upstream = "https://github.com/o/r/issues/1"\n', encoding="utf-8")
+    path.write_text(
+        f'[[deviation]]\ncheck = "{CHECK}"\nversions = "<2.8.8"\nevidence = "e"\n'
+        'upstream = "https://github.com/o/r/issues/1"\n',
+        encoding="utf-8",
+    )
     entries = load_expectation_file(path)
     assert entries[0].upstream == "https://github.com/o/r/issues/1"
-    assert out_of_range_note(entries, "granian", "2.8.9") == \
-        f"recorded for granian <2.8.8 at {path}:1, not granian 2.8.9: re-confirm or remove"
+    assert (
+        out_of_range_note(entries, "granian", "2.8.9")
+        == f"recorded for granian <2.8.8 at {path}:1, not granian 2.8.9: re-confirm or remove"
+    )
     assert out_of_range_note([], "granian", "2.8.9") == ""
     path.write_text(f'[[deviation]]\ncheck = "{CHECK}"\nevidence = "e"\nupstream = "see the tracker"\n')
     with pytest.raises(ValueError, match="upstream must be the URL"):
@@ -121,13 +145,23 @@ def test_an_entry_out_of_its_range_says_so(tmp_path):
 
 # -- naming a check on the command line --------------------------------------------------------------------
 
+
 def test_a_check_named_as_a_run_printed_it_is_resolved_against_the_installed_checks(tmp_path):
     pasted = f"../../venv/lib/python3.12/site-packages/gatecheck/conformance/checks/{CHECK.split('[')[0]}[a:b:c-plus]"
     files, rest = split_args(["--server", "test_echo.py", CHECK, "-k", "x", pasted, "test_mine.py"], CHECKS)
     assert files == [str(CHECKS / "test_http1_framing.py")]
-    assert rest == ["--server", "test_echo.py", OPTION, CHECK, "-k", "x", OPTION,
-                    "test_http1_framing.py::test_invalid_chunk_size_is_rejected[a:b:c-plus]", "test_mine.py"]
-    (tmp_path / "test_echo.py").write_text("")   # a path of the user's own stays a path
+    assert rest == [
+        "--server",
+        "test_echo.py",
+        OPTION,
+        CHECK,
+        "-k",
+        "x",
+        OPTION,
+        "test_http1_framing.py::test_invalid_chunk_size_is_rejected[a:b:c-plus]",
+        "test_mine.py",
+    ]
+    (tmp_path / "test_echo.py").write_text("")  # a path of the user's own stays a path
     files, rest = split_args([str(tmp_path / "test_echo.py")], CHECKS)
     assert files == [] and rest == [str(tmp_path / "test_echo.py")]
 
@@ -155,31 +189,40 @@ def test_lastfailed_of_children_is_merged_into_the_runs_cache(tmp_path):
         (folder / KEY).write_text(json.dumps(data))
 
     write(tmp_path / "cache", {"a": True, "b": True, "c": True})
-    write(tmp_path / "c0", {"a": True, "c": True, "d": True})     # b passed, d failed in child 0
-    write(tmp_path / "c1", {"a": True, "b": True})                # c passed in child 1
-    (tmp_path / "c2").mkdir()                                      # a child that wrote nothing
+    write(tmp_path / "c0", {"a": True, "c": True, "d": True})  # b passed, d failed in child 0
+    write(tmp_path / "c1", {"a": True, "b": True})  # c passed in child 1
+    (tmp_path / "c2").mkdir()  # a child that wrote nothing
     merge(Config(), [tmp_path / "c0", tmp_path / "c1", tmp_path / "c2"])
     assert json.loads((tmp_path / "cache" / KEY).read_text()) == {"a": True, "d": True}
 
 
 # -- end to end: the installed command from an empty directory ---------------------------------------------
 
+
 def _run(args: list, cwd: Path, cache: Path, timeout: float = 240) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT), GATECHECK_CACHE=str(cache))
-    return subprocess.run([sys.executable, "-m", "gatecheck", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "gatecheck", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_a_failure_shows_its_bytes_and_its_rerun_line_reruns_exactly_it(tmp_path):
     work, cache = tmp_path / "work", tmp_path / "cache"
     work.mkdir()
-    first = _run(["conformance", "--server-cmd", BROKEN, "--interface", "wsgi", CHECK,
-                  "--results-json", "r.json"], work, cache)
+    first = _run(
+        ["conformance", "--server-cmd", BROKEN, "--interface", "wsgi", CHECK, "--results-json", "r.json"], work, cache
+    )
     out = first.stdout
     assert first.returncode == 1, out[-3000:] + first.stderr[-3000:]
     for part in ("clause:  RFC 9112 §2.2", "allows:", "→ sent", "+5\\r\\n", "← received", "HTTP/1.1 200"):
         assert part in out, (part, out[-4000:])
-    assert "XFAIL" not in out and "Traceback" not in out and "def test_" not in out   # no Python source
+    assert "XFAIL" not in out and "Traceback" not in out and "def test_" not in out  # no Python source
     (line,) = [ln for ln in out.splitlines() if ln.startswith("rerun:")]
     command = shlex.split(line.removeprefix("rerun:"))
     assert command[:2] == ["gatecheck", "conformance"] and command[-1] == CHECK
@@ -193,8 +236,9 @@ def test_a_failure_shows_its_bytes_and_its_rerun_line_reruns_exactly_it(tmp_path
     pasted = _run([*command[1:-1], failed, "--results-json", "pasted.json"], work, cache)
     assert pasted.returncode == 1 and "1 failed" in pasted.stdout, pasted.stdout[-3000:]
     # --lf: the last failed check alone (pytest's cache in gatecheck's, not in the working directory)
-    last = _run(["conformance", "--server-cmd", BROKEN, "--interface", "wsgi", "--lf", "--results-json", "lf.json"],
-                work, cache)
+    last = _run(
+        ["conformance", "--server-cmd", BROKEN, "--interface", "wsgi", "--lf", "--results-json", "lf.json"], work, cache
+    )
     assert last.returncode == 1 and re.search(r"\b1 failed\b", last.stdout), last.stdout[-3000:]
     assert [c["check"] for c in json.loads((work / "lf.json").read_text())["checks"]] == [CHECK]
     assert sorted(os.listdir(work)) == ["again.json", "lf.json", "pasted.json", "r.json"]
@@ -203,14 +247,28 @@ def test_a_failure_shows_its_bytes_and_its_rerun_line_reruns_exactly_it(tmp_path
 def test_a_green_run_is_short_and_lists_known_deviations_only_with_v(tmp_path):
     work, cache = tmp_path / "work", tmp_path / "cache"
     work.mkdir()
-    (work / "own.toml").write_text("".join(
-        f'[[deviation]]\ncheck = "test_http1_framing.py::test_invalid_chunk_size_is_rejected[{param}]"\n'
-        'evidence = "chunk-size +5, 0x5, \' 5\' and \'5 \' read as sizes: 200"\n'
-        'upstream = "https://example.org/broken-server/issues/1"\n'
-        for param in ("plus", "hex-prefix", "leading-space", "trailing-space")), encoding="utf-8")
-    args = ["conformance", "--server-cmd", BROKEN, "--interface", "wsgi", "--no-builtin-expectations",
-            "--expectations", "own.toml", "test_http1_framing.py::test_invalid_chunk_size_is_rejected",
-            "--results-json", "r.json"]
+    (work / "own.toml").write_text(
+        "".join(
+            f'[[deviation]]\ncheck = "test_http1_framing.py::test_invalid_chunk_size_is_rejected[{param}]"\n'
+            "evidence = \"chunk-size +5, 0x5, ' 5' and '5 ' read as sizes: 200\"\n"
+            'upstream = "https://example.org/broken-server/issues/1"\n'
+            for param in ("plus", "hex-prefix", "leading-space", "trailing-space")
+        ),
+        encoding="utf-8",
+    )
+    args = [
+        "conformance",
+        "--server-cmd",
+        BROKEN,
+        "--interface",
+        "wsgi",
+        "--no-builtin-expectations",
+        "--expectations",
+        "own.toml",
+        "test_http1_framing.py::test_invalid_chunk_size_is_rejected",
+        "--results-json",
+        "r.json",
+    ]
     quiet = _run(args, work, cache)
     assert quiet.returncode == 0, quiet.stdout[-3000:]
     assert "XFAIL" not in quiet.stdout and " known" in quiet.stdout
@@ -226,5 +284,7 @@ def test_a_green_run_is_short_and_lists_known_deviations_only_with_v(tmp_path):
     quiet = _run([*jobs, "--jobs", "2"], work, cache)
     assert quiet.returncode == 0 and "gatecheck [" in quiet.stdout and "KNOWN " not in quiet.stdout, quiet.stdout
     verbose = _run([*jobs, "--jobs", "2", "-v"], work, cache)
-    assert "KNOWN test_http1_framing.py::test_invalid_chunk_size_is_rejected[plus] @ cmd-tests.broken.server" \
-        in verbose.stdout, verbose.stdout[-3000:]
+    assert (
+        "KNOWN test_http1_framing.py::test_invalid_chunk_size_is_rejected[plus] @ cmd-tests.broken.server"
+        in verbose.stdout
+    ), verbose.stdout[-3000:]

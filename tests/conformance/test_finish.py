@@ -1,4 +1,5 @@
 """A killed session's results, finished from its partial file (conformance/plugin/finish.py)."""
+
 from __future__ import annotations
 
 import json
@@ -19,11 +20,14 @@ def test_the_last_record_of_a_check_wins_and_a_torn_line_is_ignored(tmp_path):
         + _line(record="check", check="test_a.py::test_x", target="t", outcome="passed", duration=0.1)
         + _line(record="check", check="test_a.py::test_y", target="t", outcome="failed", message="bad")
         + _line(record="check", check="test_a.py::test_y", target="t", outcome="error", message="worse")
-        + '{"record": "check", "check": "test_a.py::test_z", "tar')
+        + '{"record": "check", "check": "test_a.py::test_z", "tar'
+    )
     assert finish(partial, tmp_path / "r.json", tmp_path / "j.xml")
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert [(c["check"], c["outcome"]) for c in doc["checks"]] == [("test_a.py::test_x", "passed"),
-                                                                   ("test_a.py::test_y", "error")]
+    assert [(c["check"], c["outcome"]) for c in doc["checks"]] == [
+        ("test_a.py::test_x", "passed"),
+        ("test_a.py::test_y", "error"),
+    ]
     assert doc["targets"][0]["versions"] == {"s": "1"} and doc["incomplete"]
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     assert (suite.get("tests"), suite.get("errors"), suite.get("failures")) == ("2", "1", "0")

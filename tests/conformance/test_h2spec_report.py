@@ -1,4 +1,5 @@
 """h2spec plumbing (case list, JUnit and console parsing) and the h2 client's raw-frame path, without a server."""
+
 from __future__ import annotations
 
 import socket
@@ -7,8 +8,8 @@ import h2.config
 import h2.connection
 import h2.events
 
-from gatecheck.conformance.h2spec import tool as h2spec
 from gatecheck.conformance.client.h2 import GOAWAY, PING, H2Client, StreamState
+from gatecheck.conformance.h2spec import tool as h2spec
 
 DRYRUN = """Generic tests for HTTP/2 server
   1. Starting HTTP/2
@@ -47,9 +48,11 @@ Error: http2: failed reading the frame payload: unexpected EOF</error>
 </testsuites>
 """
 
-CASES = [h2spec.Case("generic/3.1/1", False, "Sends a DATA frame"),
-         h2spec.Case("generic/3.1/2", False, "Sends multiple DATA frames"),
-         h2spec.Case("http2/5.4.1/1", False, "Sends an invalid PING frame for connection close")]
+CASES = [
+    h2spec.Case("generic/3.1/1", False, "Sends a DATA frame"),
+    h2spec.Case("generic/3.1/2", False, "Sends multiple DATA frames"),
+    h2spec.Case("http2/5.4.1/1", False, "Sends an invalid PING frame for connection close"),
+]
 
 
 def test_dryrun_lines_become_case_ids_named_as_on_the_h2spec_command_line():
@@ -90,14 +93,20 @@ def test_junit_outcomes_are_matched_to_cases_by_group_and_description():
 
 
 def test_failure_text_is_taken_from_the_console_report():
-    stdout = ("...\nFailures: \n\nHypertext Transfer Protocol Version 2 (HTTP/2)\n  3. Starting HTTP/2\n"
-              "    3.5. HTTP/2 Connection Preface\n      × 2: Sends invalid connection preface\n"
-              "        -> The endpoint MUST terminate the TCP connection.\n"
-              "           Expected: Connection closed\n             Actual: Error: boom\n\n"
-              "Finished in 0.0615 seconds\n145 tests, 144 passed, 0 skipped, 1 failed\n")
+    stdout = (
+        "...\nFailures: \n\nHypertext Transfer Protocol Version 2 (HTTP/2)\n  3. Starting HTTP/2\n"
+        "    3.5. HTTP/2 Connection Preface\n      × 2: Sends invalid connection preface\n"
+        "        -> The endpoint MUST terminate the TCP connection.\n"
+        "           Expected: Connection closed\n             Actual: Error: boom\n\n"
+        "Finished in 0.0615 seconds\n145 tests, 144 passed, 0 skipped, 1 failed\n"
+    )
     texts = h2spec._failure_texts(stdout)
-    assert texts == {("http2/3.5", "Sends invalid connection preface"):
-                     "-> The endpoint MUST terminate the TCP connection.\nExpected: Connection closed\nActual: Error: boom"}
+    assert texts == {
+        (
+            "http2/3.5",
+            "Sends invalid connection preface",
+        ): "-> The endpoint MUST terminate the TCP connection.\nExpected: Connection closed\nActual: Error: boom"
+    }
 
 
 def _server_bytes() -> tuple:
@@ -106,8 +115,9 @@ def _server_bytes() -> tuple:
     server.initiate_connection()
     client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
     client.initiate_connection()
-    client.send_headers(1, [(":method", "GET"), (":scheme", "http"), (":authority", "x"), (":path", "/")],
-                        end_stream=True)
+    client.send_headers(
+        1, [(":method", "GET"), (":scheme", "http"), (":authority", "x"), (":path", "/")], end_stream=True
+    )
     server.receive_data(client.data_to_send())
     before = server.data_to_send()
     server.close_connection(last_stream_id=1)
@@ -128,11 +138,12 @@ def test_client_completes_a_stream_after_goaway_through_the_raw_path():
         client.conn.initiate_connection()
         client.conn.data_to_send()
         client.streams[1] = StreamState(1)
-        client.conn.send_headers(1, [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"x"),
-                                     (b":path", b"/")], end_stream=True)
+        client.conn.send_headers(
+            1, [(b":method", b"GET"), (b":scheme", b"http"), (b":authority", b"x"), (b":path", b"/")], end_stream=True
+        )
         client.conn.data_to_send()
         before, after = _server_bytes()
-        client.feed(before + after[:7])   # split mid-frame on purpose
+        client.feed(before + after[:7])  # split mid-frame on purpose
         client.feed(after[7:])
         state = client.streams[1]
         assert [f.type for f in client.frames].count(GOAWAY) == 1 and client.goaways[0].last_stream_id == 1
@@ -141,8 +152,8 @@ def test_client_completes_a_stream_after_goaway_through_the_raw_path():
         sent, frames = theirs.recv(65536), []
         while len(sent) >= 9:
             length = int.from_bytes(sent[:3], "big")
-            frames.append((sent[3], sent[4], sent[9:9 + length]))
-            sent = sent[9 + length:]
+            frames.append((sent[3], sent[4], sent[9 : 9 + length]))
+            sent = sent[9 + length :]
         assert (PING, 1, b"12345678") in frames, frames  # the PING after the GOAWAY was ACKed
     finally:
         ours.close()

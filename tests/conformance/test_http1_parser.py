@@ -1,4 +1,5 @@
 """The raw HTTP/1 response parser the wire checks rely on: every framing, fed whole and byte by byte."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,11 +8,15 @@ from gatecheck.conformance.client.http1 import HEAD_CAP, ParseError, broken_star
 
 CASES = {
     "length": (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", [b"hello"]),
-    "chunked": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n1\r\n!\r\n0\r\nT: v\r\n\r\n",
-                [b"hello!"]),
+    "chunked": (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n1\r\n!\r\n0\r\nT: v\r\n\r\n",
+        [b"hello!"],
+    ),
     "interim then final": (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n", [b"", b""]),
-    "pipelined": (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb",
-                  [b"a", b"b"]),
+    "pipelined": (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb",
+        [b"a", b"b"],
+    ),
 }
 
 
@@ -32,10 +37,15 @@ def test_a_valid_start_is_never_called_broken_at_any_cut(name):
     assert not any(broken_start(data[:cut]) for cut in range(len(data) + 1))
 
 
-@pytest.mark.parametrize("data", [
-    b"garbage", b"HTTP/1.1 200 OK\r\nthis is not a field line\r\nContent-Length: 2\r\n\r\nok",
-    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nbad line\r\n\r\n",
-], ids=["not-http", "bad-field-line", "bad-final-after-interim"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"garbage",
+        b"HTTP/1.1 200 OK\r\nthis is not a field line\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nbad line\r\n\r\n",
+    ],
+    ids=["not-http", "bad-field-line", "bad-final-after-interim"],
+)
 def test_bytes_that_cannot_begin_a_response_are_broken_as_soon_as_they_show_it(data):
     assert broken_start(data)
     assert not broken_start(b"HTTP/1.1 200 OK\r\nthis is not a field line")  # the head is not complete yet
@@ -59,27 +69,44 @@ def test_close_delimited_body_needs_the_close():
     assert responses[0].body == b"abc" and responses[0].framing == "close"
 
 
-@pytest.mark.parametrize("data", [
-    b"HTTP/1.1 2000 OK\r\n\r\n", b"garbage\r\n\r\n", b"HTTP/1.1 200 OK\r\nno-colon\r\n\r\n",
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
-    b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"HTTP/1.1 2000 OK\r\n\r\n",
+        b"garbage\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nno-colon\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx",
+    ],
+)
 def test_invalid_responses_raise(data):
     with pytest.raises(ParseError):
         parse_responses(data)
 
 
-@pytest.mark.parametrize("data", [
-    b"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",                      # no SP after the code (RFC 9112 §4)
-    b"HTTP/1.1 200 OK\r\nX-A : 1\r\nContent-Length: 0\r\n\r\n",          # whitespace before the colon (§5.1)
-    b"HTTP/1.1 200 OK\r\nX[A]: 1\r\nContent-Length: 0\r\n\r\n",          # a name that is not a token (§5)
-    b"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 0\r\n\r\n",  # obs-fold (§5.2)
-    b"HTTP/1.1 200 OK\r\nX-A: a\nX-B: 1\r\nContent-Length: 0\r\n\r\n",     # a bare LF inside a field line
-    b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 0\r\n\r\n",        # NUL in a value (RFC 9110 §5.5)
-    b"HTTP/1.1 200 OK\r\nthis is not a field line\r\nContent-Length: 2\r\n\r\nok",
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nBad Trailer: x\r\n\r\n",
-], ids=["no-sp-after-code", "space-before-colon", "non-token-name", "obs-fold", "bare-lf", "nul", "not-a-field",
-        "bad-trailer"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",  # no SP after the code (RFC 9112 §4)
+        b"HTTP/1.1 200 OK\r\nX-A : 1\r\nContent-Length: 0\r\n\r\n",  # whitespace before the colon (§5.1)
+        b"HTTP/1.1 200 OK\r\nX[A]: 1\r\nContent-Length: 0\r\n\r\n",  # a name that is not a token (§5)
+        b"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 0\r\n\r\n",  # obs-fold (§5.2)
+        b"HTTP/1.1 200 OK\r\nX-A: a\nX-B: 1\r\nContent-Length: 0\r\n\r\n",  # a bare LF inside a field line
+        b"HTTP/1.1 200 OK\r\nX-A: a\x00b\r\nContent-Length: 0\r\n\r\n",  # NUL in a value (RFC 9110 §5.5)
+        b"HTTP/1.1 200 OK\r\nthis is not a field line\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nBad Trailer: x\r\n\r\n",
+    ],
+    ids=[
+        "no-sp-after-code",
+        "space-before-colon",
+        "non-token-name",
+        "obs-fold",
+        "bare-lf",
+        "nul",
+        "not-a-field",
+        "bad-trailer",
+    ],
+)
 def test_malformed_heads_raise(data):
     with pytest.raises(ParseError):
         parse_responses(data)
@@ -104,7 +131,8 @@ def test_parsing_stops_after_a_101():
 
 def test_build_request_adds_host_and_length_only_when_absent():
     assert build_request("POST", "/e", [("X", "1")], b"abc") == (
-        b"POST /e HTTP/1.1\r\nHost: 127.0.0.1\r\nX: 1\r\nContent-Length: 3\r\n\r\nabc")
+        b"POST /e HTTP/1.1\r\nHost: 127.0.0.1\r\nX: 1\r\nContent-Length: 3\r\n\r\nabc"
+    )
     raw = build_request("GET", "/", [("Host", "h")], host="ignored")
     assert raw.count(b"Host") == 1
     assert b"Host" not in build_request("GET", "/", host=None)
@@ -124,6 +152,7 @@ PERSISTS = {
 @pytest.mark.parametrize("name", PERSISTS)
 def test_persistence_is_read_as_rfc_9112_section_9_3_says(name):
     from gatecheck.conformance.client.http1 import persistent
+
     data, expected = PERSISTS[name]
     (resp,), _ = parse_responses(data, closed=True)
     assert persistent(resp) is expected

@@ -6,6 +6,7 @@ client had closed, the FIN lost: the server holds them (uWSGI's router until its
 blamed it for "29 → 58 descriptors". That loss is timing-dependent, so the pin is what the check sends: a real
 listener in this process accepts every connection and records how each silent one ended.
 """
+
 from __future__ import annotations
 
 import importlib

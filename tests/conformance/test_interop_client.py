@@ -2,6 +2,7 @@
 server (tests/hostile/server.py) as a real process: an endless body stops at the cap, an endless WebSocket
 message at websockets' ``max_size``, and a connection closed without an answer is a failure that shows the
 client's exception - never a pass, never a hang."""
+
 from __future__ import annotations
 
 import time
@@ -25,8 +26,12 @@ def hostile(tmp_path):
         options = (("cmd", cmd),)
         if tls:
             options = (("cmd", cmd + " --tls-cert {tls_cert} --tls-key {tls_key}"), ("features", "tls"))
-        srv = start_server(Target("command", "asgi", "h1", options), app="x:y", log_dir=tmp_path,
-                           tls=(fixtures.TLS_CERT, fixtures.TLS_KEY))
+        srv = start_server(
+            Target("command", "asgi", "h1", options),
+            app="x:y",
+            log_dir=tmp_path,
+            tls=(fixtures.TLS_CERT, fixtures.TLS_KEY),
+        )
         started.append(srv)
         return SimpleNamespace(url=srv.url, authority=f"{srv.host}:{srv.port}", address=(srv.host, srv.port))
 
@@ -96,7 +101,7 @@ def test_a_close_stuck_past_every_deadline_is_left_to_end_with_its_socket_shut(m
     ws = _StuckClose(wakes=True)
     began = time.monotonic()
     assert interop.ws_close(ws) is False and time.monotonic() - began < 2
-    assert ws.released.wait(2)                 # the shut socket ended the stuck close
+    assert ws.released.wait(2)  # the shut socket ended the stuck close
     with pytest.raises(ConnectionResetError):  # what a close that returned raised is the caller's
         interop.ws_close(_StuckClose(wakes=False, raises=ConnectionResetError("gone")))
 

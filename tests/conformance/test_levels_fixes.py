@@ -36,6 +36,7 @@ and reads the outcomes from its results file:
   included. A close the request under test provokes still fails: ``test_checks_can_fail.py``'s row
   ``connection_states-wire-later_body_dropped``.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,78 +44,142 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from tests.installed import PYTEST, RUN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
 HOSTILE = "{python} -m tests.hostile.server --port {port} --mode "
 CASES = {
-    "{python} -m tests.broken.server --host {host} --port {port} --variant any_major_served": (["gatecheck/conformance/checks/test_http1_fields.py"], "unsupported_major",
-           {"test_http1_fields.py::test_unsupported_major_version_is_505_or_served": "passed"}),
-    "{python} -m tests.broken.server --host {host} --port {port} --variant unknown_coding_501": (["gatecheck/conformance/checks/test_http1_smuggling.py"], "obfuscated and nul-suffix",
-               {"test_http1_smuggling.py::test_obfuscated_transfer_encoding_never_falls_back_to_content_length"
-                "[nul-suffix]": "passed",
-                "test_http1_smuggling.py::test_obfuscated_transfer_encoding_closes_the_connection[nul-suffix]":
-                    "passed"}),
+    "{python} -m tests.broken.server --host {host} --port {port} --variant any_major_served": (
+        ["gatecheck/conformance/checks/test_http1_fields.py"],
+        "unsupported_major",
+        {"test_http1_fields.py::test_unsupported_major_version_is_505_or_served": "passed"},
+    ),
+    "{python} -m tests.broken.server --host {host} --port {port} --variant unknown_coding_501": (
+        ["gatecheck/conformance/checks/test_http1_smuggling.py"],
+        "obfuscated and nul-suffix",
+        {
+            "test_http1_smuggling.py::test_obfuscated_transfer_encoding_never_falls_back_to_content_length"
+            "[nul-suffix]": "passed",
+            "test_http1_smuggling.py::test_obfuscated_transfer_encoding_closes_the_connection[nul-suffix]": "passed",
+        },
+    ),
     "{python} -m tests.broken.server --host {host} --port {port} --variant request_line_bare_cr_as_space": (
-        ["gatecheck/conformance/checks/test_http1_fields.py"], "bare_cr_in_the_request_line",
-        {"test_http1_fields.py::test_bare_cr_in_the_request_line_is_rejected": "passed"}),
+        ["gatecheck/conformance/checks/test_http1_fields.py"],
+        "bare_cr_in_the_request_line",
+        {"test_http1_fields.py::test_bare_cr_in_the_request_line_is_rejected": "passed"},
+    ),
     "{python} -m uvicorn --host {host} --port {port} --no-access-log tests.broken.asgi:ws_local_close_refused": (
-        ["gatecheck/conformance/checks/test_websocket_asgi.py"], "local_only_code",
-        {f"test_websocket_asgi.py::test_app_close_with_local_only_code_never_reaches_the_wire[{code}]": "passed"
-         for code in (1005, 1006, 1015)}, ["--interface", "asgi", "--features", "websockets"]),
+        ["gatecheck/conformance/checks/test_websocket_asgi.py"],
+        "local_only_code",
+        {
+            f"test_websocket_asgi.py::test_app_close_with_local_only_code_never_reaches_the_wire[{code}]": "passed"
+            for code in (1005, 1006, 1015)
+        },
+        ["--interface", "asgi", "--features", "websockets"],
+    ),
     "{python} -m tests.broken.server --host {host} --port {port} --variant write_past_length_raises_after_sending": (
-        ["gatecheck/conformance/checks/test_wsgi_response.py"], "write_past_content_length",
-        {"test_wsgi_response.py::test_write_past_content_length_raises": "passed",
-         "test_wsgi_response.py::test_write_past_content_length_is_not_sent": "failed"}),
+        ["gatecheck/conformance/checks/test_wsgi_response.py"],
+        "write_past_content_length",
+        {
+            "test_wsgi_response.py::test_write_past_content_length_raises": "passed",
+            "test_wsgi_response.py::test_write_past_content_length_is_not_sent": "failed",
+        },
+    ),
     "{python} -m uvicorn --host {host} --port {port} --no-access-log tests.broken.asgi:ws_unoffered_accept_refused": (
-        ["gatecheck/conformance/checks/test_websocket_asgi.py"], "did_not_offer",
-        {"test_websocket_asgi.py::test_subprotocol_the_client_did_not_offer_never_reaches_the_wire"
-         f"[{offered}]": "passed" for offered in ("none-offered", "other-offered")},
-        ["--interface", "asgi", "--features", "websockets"]),
+        ["gatecheck/conformance/checks/test_websocket_asgi.py"],
+        "did_not_offer",
+        {
+            "test_websocket_asgi.py::test_subprotocol_the_client_did_not_offer_never_reaches_the_wire"
+            f"[{offered}]": "passed"
+            for offered in ("none-offered", "other-offered")
+        },
+        ["--interface", "asgi", "--features", "websockets"],
+    ),
     "{python} -m uvicorn --host {host} --port {port} --no-access-log "
     "tests.broken.asgi:invalid_start_raises_then_malformed": (
-        ["gatecheck/conformance/checks/test_asgi_messages_errors.py"], "invalid_event and status",
-        {f"test_asgi_messages_errors.py::test_invalid_event_raises_from_send[{case}]": "passed"
-         for case in ("missing-status", "str-status")}, ["--interface", "asgi"]),
-    HOSTILE + "one-per-connection": (["gatecheck/conformance/checks/test_http1_smuggling.py"], "garbage",
-                           {"test_http1_smuggling.py::test_garbage_after_a_pipelined_request_is_rejected":
-                                "unsupported",
-                            "test_http1_smuggling.py::test_garbage_after_a_pipelined_request_closes_the_connection":
-                                "unsupported"}),
+        ["gatecheck/conformance/checks/test_asgi_messages_errors.py"],
+        "invalid_event and status",
+        {
+            f"test_asgi_messages_errors.py::test_invalid_event_raises_from_send[{case}]": "passed"
+            for case in ("missing-status", "str-status")
+        },
+        ["--interface", "asgi"],
+    ),
+    HOSTILE + "one-per-connection": (
+        ["gatecheck/conformance/checks/test_http1_smuggling.py"],
+        "garbage",
+        {
+            "test_http1_smuggling.py::test_garbage_after_a_pipelined_request_is_rejected": "unsupported",
+            "test_http1_smuggling.py::test_garbage_after_a_pipelined_request_closes_the_connection": "unsupported",
+        },
+    ),
     "{python} -m tests.broken.server --host {host} --port {port} --break no_persistent_connections "
-    "--break close_unannounced": (["gatecheck/conformance/checks/test_connection_states.py"], "each_position or pipelined_after or half_closed", {
-        **{f"test_connection_states.py::test_app_sees_the_request_at_each_position[{p}]": "unsupported"
-           for p in ("keep-alive-2nd", "keep-alive-3rd", "pipelined-2nd", "pipelined-3rd")},
-        **{f"test_connection_states.py::test_app_sees_the_request_at_each_position[{p}]": "passed"
-           for p in ("alone", "pipelined-1st")},
-        "test_connection_states.py::test_request_body_is_read_at_each_position"
-        "[keep-alive-2nd-chunked]": "unsupported",
-        "test_connection_states.py::test_request_body_is_read_at_each_position"
-        "[pipelined-1st-content-length]": "passed",
-        "test_connection_states.py::test_streamed_response_is_delimited_at_each_position"
-        "[pipelined-3rd]": "unsupported",
-        "test_connection_states.py::test_connection_close_request_is_answered_then_closed_at_each_position"
-        "[keep-alive-3rd]": "unsupported",
-        "test_connection_states.py::test_connection_close_from_the_app_closes_at_each_position"
-        "[pipelined-2nd]": "unsupported",
-        "test_connection_states.py::test_requests_pipelined_after_a_close_are_not_processed"
-        "[pipelined-2nd-request]": "unsupported",
-        "test_connection_states.py::test_half_closed_client_gets_its_responses[pipelined-two]": "unsupported",
-        "test_connection_states.py::test_half_closed_client_gets_its_responses[get]": "passed"}),
+    "--break close_unannounced": (
+        ["gatecheck/conformance/checks/test_connection_states.py"],
+        "each_position or pipelined_after or half_closed",
+        {
+            **{
+                f"test_connection_states.py::test_app_sees_the_request_at_each_position[{p}]": "unsupported"
+                for p in ("keep-alive-2nd", "keep-alive-3rd", "pipelined-2nd", "pipelined-3rd")
+            },
+            **{
+                f"test_connection_states.py::test_app_sees_the_request_at_each_position[{p}]": "passed"
+                for p in ("alone", "pipelined-1st")
+            },
+            "test_connection_states.py::test_request_body_is_read_at_each_position"
+            "[keep-alive-2nd-chunked]": "unsupported",
+            "test_connection_states.py::test_request_body_is_read_at_each_position"
+            "[pipelined-1st-content-length]": "passed",
+            "test_connection_states.py::test_streamed_response_is_delimited_at_each_position"
+            "[pipelined-3rd]": "unsupported",
+            "test_connection_states.py::test_connection_close_request_is_answered_then_closed_at_each_position"
+            "[keep-alive-3rd]": "unsupported",
+            "test_connection_states.py::test_connection_close_from_the_app_closes_at_each_position"
+            "[pipelined-2nd]": "unsupported",
+            "test_connection_states.py::test_requests_pipelined_after_a_close_are_not_processed"
+            "[pipelined-2nd-request]": "unsupported",
+            "test_connection_states.py::test_half_closed_client_gets_its_responses[pipelined-two]": "unsupported",
+            "test_connection_states.py::test_half_closed_client_gets_its_responses[get]": "passed",
+        },
+    ),
 }
 
 
-@pytest.mark.parametrize("command", list(CASES), ids=["any-major-served", "501-te", "bare-cr-as-space", "ws-local-close-refused",
-                                                       "write-past-raises-after-sending", "ws-unoffered-accept-refused",
-                                                       "invalid-start-raises-then-malformed", "one-per-connection",
-                                                       "close-unannounced"])
+@pytest.mark.parametrize(
+    "command",
+    list(CASES),
+    ids=[
+        "any-major-served",
+        "501-te",
+        "bare-cr-as-space",
+        "ws-local-close-refused",
+        "write-past-raises-after-sending",
+        "ws-unoffered-accept-refused",
+        "invalid-start-raises-then-malformed",
+        "one-per-connection",
+        "close-unannounced",
+    ],
+)
 def test_check_outcome_on_a_server_the_text_allows(tmp_path, command):
     files, keyword, expected, *target = CASES[command]
     results = tmp_path / "results.json"
-    cmd = [*PYTEST, *files, "-q", "-p", "no:cacheprovider", "--no-expectations",
-           "--server-cmd", command,
-           *(target[0] if target else ["--interface", "wsgi"]), "-k", keyword, "--results-json", str(results)]
+    cmd = [
+        *PYTEST,
+        *files,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--no-expectations",
+        "--server-cmd",
+        command,
+        *(target[0] if target else ["--interface", "wsgi"]),
+        "-k",
+        keyword,
+        "--results-json",
+        str(results),
+    ]
     done = subprocess.run(cmd, cwd=RUN_DIR, capture_output=True, text=True, timeout=300)
     assert results.exists(), f"no results:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     got = {c["check"]: (c["outcome"], c["message"]) for c in json.loads(results.read_text())["checks"]}
@@ -128,8 +193,8 @@ def test_pipelined_requests_never_answered_are_not_supported():
     server that does not serve pipelined requests: *not supported*, not a failure. A server that says close
     and closes still passes; one that answers out of order still fails."""
     from gatecheck.conformance.client.http1 import Exchange, parse_responses
-    from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
     from gatecheck.conformance.helpers.wire import assert_answered_in_order
+    from gatecheck.conformance.spec.results import UNSUPPORTED_PREFIX
 
     ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
     responses, _ = parse_responses(ok, closed=False)

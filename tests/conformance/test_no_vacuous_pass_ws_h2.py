@@ -7,6 +7,7 @@ come from the results JSON. To stay within about two minutes on two cores, only 
 of each check runs (the others take the same path through the client), the runs go in parallel (they
 mostly wait on a socket), and ``silent``, where each check waits out its own timeout, is split in shards.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,14 +17,22 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
 from tests.installed import PYTEST, RUN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 
-WS_FILES = ["gatecheck/conformance/checks/test_websocket.py", "gatecheck/conformance/checks/test_websocket_close.py",
-            "gatecheck/conformance/checks/test_websocket_asgi.py"]
-H2_FILES = ["gatecheck/conformance/checks/test_h2_connection.py", "gatecheck/conformance/checks/test_h2_mapping.py",
-            "gatecheck/conformance/checks/test_h2_streams.py", "gatecheck/conformance/checks/test_h2spec.py"]
+WS_FILES = [
+    "gatecheck/conformance/checks/test_websocket.py",
+    "gatecheck/conformance/checks/test_websocket_close.py",
+    "gatecheck/conformance/checks/test_websocket_asgi.py",
+]
+H2_FILES = [
+    "gatecheck/conformance/checks/test_h2_connection.py",
+    "gatecheck/conformance/checks/test_h2_mapping.py",
+    "gatecheck/conformance/checks/test_h2_streams.py",
+    "gatecheck/conformance/checks/test_h2spec.py",
+]
 #: the same exchanges through httpx and websockets (h2c and ws here; their HTTP/1.1 check runs there too)
 INTEROP_FILES = ["gatecheck/conformance/checks/test_interop.py"]
 FAST_MODES = ("garbage", "close", "reset", "bad-header")
@@ -31,20 +40,34 @@ SILENT_SHARDS = 12
 
 
 #: checks that only look at a 101 the ws-* modes answer correctly (they pass there, rightly)
-HANDSHAKE_ONLY = ("test_valid_handshake_is_answered_with_101_and_upgrade_headers",
-                  "test_accept_is_base64_sha1_of_the_key_as_sent", "test_no_subprotocol_header_when_none_was_chosen",
-                  "test_no_extension_the_client_did_not_offer", "test_permessage_deflate_answer_obeys_the_offer",
-                  "test_upgrade_tokens_are_case_insensitive_and_listed")
+HANDSHAKE_ONLY = (
+    "test_valid_handshake_is_answered_with_101_and_upgrade_headers",
+    "test_accept_is_base64_sha1_of_the_key_as_sent",
+    "test_no_subprotocol_header_when_none_was_chosen",
+    "test_no_extension_the_client_did_not_offer",
+    "test_permessage_deflate_answer_obeys_the_offer",
+    "test_upgrade_tokens_are_case_insensitive_and_listed",
+)
 
 #: prints the pytest process's own peak RSS (KiB on Linux) after the run
-_PYTEST_WITH_RSS = ("import resource, sys, pytest; rc = pytest.main(sys.argv[1:]); "
-                    "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); "
-                    "sys.exit(rc)")
+_PYTEST_WITH_RSS = (
+    "import resource, sys, pytest; rc = pytest.main(sys.argv[1:]); "
+    "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); "
+    "sys.exit(rc)"
+)
 
 
 def _target_args(mode: str) -> list:
-    return ["--server-cmd", f"{{python}} -m tests.hostile.server --port {{port}} --mode {mode}",
-            "--interface", "asgi", "--http", "auto", "--features", "websockets,h2c,h2c_upgrade"]
+    return [
+        "--server-cmd",
+        f"{{python}} -m tests.hostile.server --port {{port}} --mode {mode}",
+        "--interface",
+        "asgi",
+        "--http",
+        "auto",
+        "--features",
+        "websockets,h2c,h2c_upgrade",
+    ]
 
 
 def _run(mode: str, selection: list, results: Path, timeout: float = 420) -> tuple:
@@ -52,8 +75,19 @@ def _run(mode: str, selection: list, results: Path, timeout: float = 420) -> tup
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # node ids name the target, whose id holds its command line: collected for silent, run for ``mode``
     selection = [s.replace("--mode_20silent_", f"--mode_20{mode}_") for s in selection]
-    argv = [sys.executable, "-c", _PYTEST_WITH_RSS, "-p", "no:cacheprovider", "-q", "--tb=line", *selection,
-            *_target_args(mode), "--results-json", str(results)]
+    argv = [
+        sys.executable,
+        "-c",
+        _PYTEST_WITH_RSS,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--tb=line",
+        *selection,
+        *_target_args(mode),
+        "--results-json",
+        str(results),
+    ]
     out = subprocess.run(argv, cwd=RUN_DIR, capture_output=True, text=True, timeout=timeout, env=env)
     rss = re.search(r"MAXRSS (\d+)", out.stderr)
     tail = (out.stdout + out.stderr)[-3000:]
@@ -64,9 +98,24 @@ def _run(mode: str, selection: list, results: Path, timeout: float = 420) -> tup
 def _first_parameter_sets(files: list, tmp_path: Path) -> list:
     """One node id per check function (its first parameter set) in ``files``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([*PYTEST, "-p", "no:cacheprovider", "--collect-only", "-q", *files,
-                          *_target_args("silent"), "--results-json", str(tmp_path / "collect.json")],
-                         cwd=RUN_DIR, capture_output=True, text=True, timeout=120, env=env)
+    out = subprocess.run(
+        [
+            *PYTEST,
+            "-p",
+            "no:cacheprovider",
+            "--collect-only",
+            "-q",
+            *files,
+            *_target_args("silent"),
+            "--results-json",
+            str(tmp_path / "collect.json"),
+        ],
+        cwd=RUN_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     seen, ids = set(), []
     for line in out.stdout.splitlines():
         if "::" in line and line.startswith("gatecheck/conformance/"):
@@ -79,8 +128,12 @@ def _first_parameter_sets(files: list, tmp_path: Path) -> list:
 
 
 def _passes(checks: list) -> list:
-    return [c["check"] for c in checks if c["outcome"] == "passed"
-            and (c["area"].startswith("websocket") or c["area"].startswith("h2") or c["area"] == "interop")]
+    return [
+        c["check"]
+        for c in checks
+        if c["outcome"] == "passed"
+        and (c["area"].startswith("websocket") or c["area"].startswith("h2") or c["area"] == "interop")
+    ]
 
 
 def test_no_websocket_or_http2_check_passes_against_a_hostile_server(tmp_path):
@@ -104,8 +157,14 @@ def test_no_websocket_or_http2_check_passes_against_a_hostile_server(tmp_path):
 
 
 CAPPED = {
-    "ws-endless-frame": ("gatecheck/conformance/checks/test_websocket.py::test_binary_message_round_trips_with_minimal_length", "0B"),
-    "ws-endless-message": ("gatecheck/conformance/checks/test_websocket.py::test_text_message_round_trips_as_text", "0B"),
+    "ws-endless-frame": (
+        "gatecheck/conformance/checks/test_websocket.py::test_binary_message_round_trips_with_minimal_length",
+        "0B",
+    ),
+    "ws-endless-message": (
+        "gatecheck/conformance/checks/test_websocket.py::test_text_message_round_trips_as_text",
+        "0B",
+    ),
     "h2-endless-data": ("gatecheck/conformance/checks/test_h2_mapping.py::test_te_trailers_is_served", ""),
     "h2-endless-headers": ("gatecheck/conformance/checks/test_h2_mapping.py::test_te_trailers_is_served", ""),
 }
@@ -114,6 +173,7 @@ CAPPED = {
 def test_endless_frames_data_and_header_blocks_stop_at_a_cap(tmp_path):
     """A frame declaring 2^62 bytes, a message that never ends, endless DATA and an endless header block:
     each check fails naming the cap it stopped at, and pytest's memory stays small."""
+
     def one(mode):
         check, param = CAPPED[mode]
         return mode, *_run(mode, [check, "-k", param] if param else [check], tmp_path / f"{mode}.json", timeout=120)

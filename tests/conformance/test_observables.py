@@ -2,6 +2,7 @@
 check (and parameter) whose @spec is the row's clause and level, every letter row is INFO, and an observable
 row allows only values its text could name (a close code an endpoint may send, an HTTP status). The checks
 are collected by the real pytest run of tests/conformance/conftest.py's ``collected_checks``."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,11 +13,14 @@ from gatecheck.conformance.spec.observables import LETTERS, OBSERVABLES, SENDABL
 @pytest.fixture(scope="module")
 def by_id(collected_checks) -> dict:
     """check id ("test_x.py::name" plus "[params]") → the collected item {clause, level, ...}."""
-    return {f"{i['module']}.py::{i['function']}" + (f"[{i['params']}]" if i["params"] else ""): i
-            for i in collected_checks}
+    return {
+        f"{i['module']}.py::{i['function']}" + (f"[{i['params']}]" if i["params"] else ""): i for i in collected_checks
+    }
 
 
-@pytest.mark.parametrize("row", OBSERVABLES, ids=[f"{r.check.split('::')[1]}[{r.interface}-{r.name}]" for r in OBSERVABLES])
+@pytest.mark.parametrize(
+    "row", OBSERVABLES, ids=[f"{r.check.split('::')[1]}[{r.interface}-{r.name}]" for r in OBSERVABLES]
+)
 def test_every_observable_row_is_a_check_with_its_clause_and_level(by_id, row):
     check = row.check + (f"[{row.name}]" if row.name else "")
     assert check in by_id, f"{check}: no such check collected (renamed? the row must follow it)"
@@ -24,7 +28,9 @@ def test_every_observable_row_is_a_check_with_its_clause_and_level(by_id, row):
     assert (item["clause"], item["level"]) == (row.clause, row.level), (check, item)
 
 
-@pytest.mark.parametrize("row", OBSERVABLES, ids=[f"{r.check.split('::')[1]}[{r.interface}-{r.name}]" for r in OBSERVABLES])
+@pytest.mark.parametrize(
+    "row", OBSERVABLES, ids=[f"{r.check.split('::')[1]}[{r.interface}-{r.name}]" for r in OBSERVABLES]
+)
 def test_every_observable_row_allows_values_its_text_names(row):
     assert row.allowed, row
     if row.observable.startswith("the Close frame"):

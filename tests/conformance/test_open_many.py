@@ -5,6 +5,7 @@ connect() waits. Opening 500 connections one 5 s connect timeout at a time ran t
 its 60 s deadline (a timeout, never "known"); one bound for the whole set makes it fail with a message instead.
 A real listening socket that never calls accept() plays that server.
 """
+
 from __future__ import annotations
 
 import socket
@@ -19,7 +20,7 @@ from gatecheck.conformance.helpers.usage import open_many
 def test_open_many_fails_within_its_bound_when_the_backlog_is_full():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
-    listener.listen(0)   # never accepted: the kernel's backlog fills after a connection or two
+    listener.listen(0)  # never accepted: the kernel's backlog fills after a connection or two
     server = SimpleNamespace(address=listener.getsockname())
     started = time.monotonic()
     try:

@@ -1,4 +1,5 @@
 """conformance/plugin/outcomes.py: the verdict of a phase, from recorded report fields."""
+
 from types import SimpleNamespace
 
 import pytest
@@ -8,8 +9,13 @@ from gatecheck.conformance.plugin.reports import brief_if_known
 
 
 def _failed_call():
-    return SimpleNamespace(passed=False, skipped=False, failed=True, longrepr="E   assert 400 in (505, 200)",
-                           longreprtext="E   assert 400 in (505, 200)")
+    return SimpleNamespace(
+        passed=False,
+        skipped=False,
+        failed=True,
+        longrepr="E   assert 400 in (505, 200)",
+        longreprtext="E   assert 400 in (505, 200)",
+    )
 
 
 def test_a_failed_info_check_is_noted_and_never_fails_the_run():
@@ -34,8 +40,12 @@ def _passed_call():
 
 def test_a_listed_check_that_passes_is_fixed_unless_its_entry_is_intermittent():
     plain = SimpleNamespace(intermittent="", check="t.py::x", where="f.toml:3", reason=lambda: "known deviation: e")
-    race = SimpleNamespace(intermittent="failed 2 of 14 loaded runs", check="t.py::x", where="f.toml:3",
-                           reason=lambda: "known intermittent deviation: e; intermittent: failed 2 of 14 loaded runs")
+    race = SimpleNamespace(
+        intermittent="failed 2 of 14 loaded runs",
+        check="t.py::x",
+        where="f.toml:3",
+        reason=lambda: "known intermittent deviation: e; intermittent: failed 2 of 14 loaded runs",
+    )
     assert decide("call", _passed_call(), None, plain, False, "SHOULD").outcome == "fixed"
     held = decide("call", _passed_call(), None, race, False, "SHOULD")
     assert held.outcome == "known" and held.message.startswith("held this run; known intermittent deviation")
@@ -71,8 +81,12 @@ def test_every_other_call_keeps_pytest_own_failure_text():
         raise CheckTimeout("over its deadline")
 
     listed = SimpleNamespace(reason=lambda: "known deviation: e")
-    for call, known in ((_call(_failing), None), (_call(skipped), listed), (_call(timed_out), listed),
-                        (_call(lambda: None), listed)):
+    for call, known in (
+        (_call(_failing), None),
+        (_call(skipped), listed),
+        (_call(timed_out), listed),
+        (_call(lambda: None), listed),
+    ):
         item = SimpleNamespace()
         brief_if_known(item, call, known)
         assert "repr_failure" not in vars(item)
@@ -98,8 +112,10 @@ def test_a_timeout_says_where_the_check_was_and_what_led_there():
 
 # -- issue 28: a MAY never fails a run; a crash is a finding; a fixture refusal is an error ------------------
 
+
 def test_a_failed_may_check_is_noted_never_failed_nor_counted_with_must_and_should():
     from gatecheck.conformance.plugin.outcomes import SPEC_GROUP, level_group
+
     verdict = decide("call", _failed_call(), None, None, False, "MAY")
     assert verdict.outcome == "noted" and "MAY" in verdict.message
     assert level_group("MAY") != SPEC_GROUP and level_group("MUST NOT") == SPEC_GROUP
@@ -107,6 +123,7 @@ def test_a_failed_may_check_is_noted_never_failed_nor_counted_with_must_and_shou
 
 def test_a_crash_is_crashed_in_any_phase_even_on_a_listed_check():
     from gatecheck.conformance.spec.results import ServerCrashed
+
     deviation = SimpleNamespace(reason=lambda: "known deviation: e", intermittent="")
     for when in ("call", "teardown"):
         excinfo = _call(lambda: (_ for _ in ()).throw(ServerCrashed("crashed: exit code -11"))).excinfo
@@ -117,6 +134,7 @@ def test_a_crash_is_crashed_in_any_phase_even_on_a_listed_check():
 
 def test_a_fixture_refusal_is_an_error_never_known():
     from gatecheck.conformance.spec.results import CheckError
+
     deviation = SimpleNamespace(reason=lambda: "known deviation: e", intermittent="")
     excinfo = _call(lambda: (_ for _ in ()).throw(CheckError("the fixture app could not run ..."))).excinfo
     assert decide("call", _failed_call(), excinfo, deviation, False, "MUST").outcome == "error"
@@ -124,10 +142,16 @@ def test_a_fixture_refusal_is_an_error_never_known():
 
 def test_crashes_are_counted_by_level_in_the_results(tmp_path):
     from gatecheck.conformance.plugin.resultsfile import Results
+
     results = Results(tmp_path / "r.json")
-    for n, (level, outcome) in enumerate([("MUST", "crashed"), ("SHOULD", "failed"), ("MAY", "noted"),
-                                          ("POLICY", "crashed"), ("MUST NOT", "crashed")]):
-        results.records[(f"t.py::c{n}", "s")] = {"check": f"t.py::c{n}", "target": "s", "level": level,
-                                                 "outcome": outcome}
+    for n, (level, outcome) in enumerate(
+        [("MUST", "crashed"), ("SHOULD", "failed"), ("MAY", "noted"), ("POLICY", "crashed"), ("MUST NOT", "crashed")]
+    ):
+        results.records[(f"t.py::c{n}", "s")] = {
+            "check": f"t.py::c{n}",
+            "target": "s",
+            "level": level,
+            "outcome": outcome,
+        }
     assert results.findings_by_level() == {"MUST/SHOULD (spec)": {"crashed": 2, "failed": 1}, "POLICY": {"crashed": 1}}
     assert results.failures_by_level() == {"MUST/SHOULD (spec)": 3, "POLICY": 1}

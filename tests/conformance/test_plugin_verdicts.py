@@ -1,5 +1,6 @@
 """The conformance plugin against hostile servers, end to end: a pytest subprocess per test, its results JSON
 and exit status (issue 10 items 1, 3, 6, 7, 8, 9, 11, 15, 16; issue 12 item 4; issue 28 shape 7)."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from tests.installed import PYTEST, RUN_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "{python} -m tests.hostile.server --port {port} --mode "
-ENVIRON = "test_wsgi_environ and (query_string or path_info)"   # 7 cheap WSGI checks, one request each
+ENVIRON = "test_wsgi_environ and (query_string or path_info)"  # 7 cheap WSGI checks, one request each
 
 
 ENVIRON_FILE = "gatecheck/conformance/checks/test_wsgi_environ.py"
@@ -26,14 +27,14 @@ ENVIRON_FILE = "gatecheck/conformance/checks/test_wsgi_environ.py"
 
 def pytest_args(tmp_path, *args):
     """A conformance session; the check files come first in ``args`` (one file keeps collection short)."""
-    return [*PYTEST, "-p", "no:cacheprovider", "--results-json", str(tmp_path / "r.json"),
-            *args]
+    return [*PYTEST, "-p", "no:cacheprovider", "--results-json", str(tmp_path / "r.json"), *args]
 
 
 def run(tmp_path, *args, timeout=120, env=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run(pytest_args(tmp_path, *args), cwd=RUN_DIR, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        pytest_args(tmp_path, *args), cwd=RUN_DIR, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def hostile(mode, *flags, interface="wsgi"):
@@ -56,16 +57,29 @@ def expectations(tmp_path, check, extra=""):
 
 # -- item 1: an error is never "known" ---------------------------------------------------------------
 
+
 def test_a_listed_check_whose_server_cannot_start_is_an_error_not_known(tmp_path):
-    out = run(tmp_path, "gatecheck/conformance/checks/test_asgi_scope.py", "--server", "granian:asgi?python=/nonexistent",
-              "-k", "test_client_is_host_and_int_port")
+    out = run(
+        tmp_path,
+        "gatecheck/conformance/checks/test_asgi_scope.py",
+        "--server",
+        "granian:asgi?python=/nonexistent",
+        "-k",
+        "test_client_is_host_and_int_port",
+    )
     assert outcomes(tmp_path) == ["error"], out.stdout[-2000:]
     assert out.returncode == 1 and "does not exist" in checks(tmp_path)[0]["message"]
 
 
 def test_a_server_killed_during_a_listed_check_is_crashed_and_fails_the_run(tmp_path):
-    out = run(tmp_path, ENVIRON_FILE, *hostile("die"), "-k", "test_query_string_is_raw",
-              *expectations(tmp_path, "test_wsgi_environ.py::test_query_string_is_raw*"))
+    out = run(
+        tmp_path,
+        ENVIRON_FILE,
+        *hostile("die"),
+        "-k",
+        "test_query_string_is_raw",
+        *expectations(tmp_path, "test_wsgi_environ.py::test_query_string_is_raw*"),
+    )
     assert set(outcomes(tmp_path)) == {"crashed"}, out.stdout[-2000:]
     assert all("the server process exited (exit code 3)" in c["message"] for c in checks(tmp_path))
     assert out.returncode == 1
@@ -73,17 +87,34 @@ def test_a_server_killed_during_a_listed_check_is_crashed_and_fails_the_run(tmp_
 
 def test_a_listed_check_that_fails_its_call_is_known_in_json_and_junit(tmp_path):
     listed = expectations(tmp_path, "test_wsgi_environ.py::test_query_string_is_raw*")
-    out = run(tmp_path, ENVIRON_FILE, *hostile("garbage"), "-k", "test_query_string_is_raw",
-              "--junitxml", str(tmp_path / "j.xml"), *listed)
+    out = run(
+        tmp_path,
+        ENVIRON_FILE,
+        *hostile("garbage"),
+        "-k",
+        "test_query_string_is_raw",
+        "--junitxml",
+        str(tmp_path / "j.xml"),
+        *listed,
+    )
     assert set(outcomes(tmp_path)) == {"known"} and out.returncode == 0, out.stdout[-2000:]
     cases = ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
     assert [c.find("skipped").get("type") for c in cases] == ["pytest.xfail"] * len(checks(tmp_path))
 
 
 def test_a_listed_check_that_passes_is_fixed_and_fails_the_run(tmp_path):
-    check = "test_slow_header_trickle_does_not_delay_other_clients"   # passes on granian (no canned answer passes)
-    out = run(tmp_path, "gatecheck/conformance/checks/test_http1_limits.py", "--server", "granian:wsgi", "-k", check,
-              "--junitxml", str(tmp_path / "j.xml"), *expectations(tmp_path, f"test_http1_limits.py::{check}"))
+    check = "test_slow_header_trickle_does_not_delay_other_clients"  # passes on granian (no canned answer passes)
+    out = run(
+        tmp_path,
+        "gatecheck/conformance/checks/test_http1_limits.py",
+        "--server",
+        "granian:wsgi",
+        "-k",
+        check,
+        "--junitxml",
+        str(tmp_path / "j.xml"),
+        *expectations(tmp_path, f"test_http1_limits.py::{check}"),
+    )
     assert outcomes(tmp_path) == ["fixed"] and out.returncode == 1, out.stdout[-2000:]
     assert "remove the entry" in checks(tmp_path)[0]["message"]
     (case,) = ET.parse(tmp_path / "j.xml").getroot().iter("testcase")
@@ -91,10 +122,11 @@ def test_a_listed_check_that_passes_is_fixed_and_fails_the_run(tmp_path):
 
 
 def test_a_listed_intermittent_check_that_passes_is_known_and_says_it_held(tmp_path):
-    check = "test_slow_header_trickle_does_not_delay_other_clients"   # passes on granian (no canned answer passes)
+    check = "test_slow_header_trickle_does_not_delay_other_clients"  # passes on granian (no canned answer passes)
     listed = expectations(tmp_path, f"test_http1_limits.py::{check}", 'intermittent = "failed 1 of 9 runs"\n')
-    out = run(tmp_path, "gatecheck/conformance/checks/test_http1_limits.py", "--server", "granian:wsgi", "-k", check,
-              *listed)
+    out = run(
+        tmp_path, "gatecheck/conformance/checks/test_http1_limits.py", "--server", "granian:wsgi", "-k", check, *listed
+    )
     assert outcomes(tmp_path) == ["known"] and out.returncode == 0, out.stdout[-2000:]
     assert checks(tmp_path)[0]["message"].startswith("held this run; known intermittent deviation")
     assert "stale" not in out.stdout.split("expectations:")[-1].split("\n")[0].replace(" 0 stale", "")
@@ -102,17 +134,20 @@ def test_a_listed_intermittent_check_that_passes_is_known_and_says_it_held(tmp_p
 
 # -- item 3: restarts ----------------------------------------------------------------------------------
 
+
 def test_a_server_that_dies_between_checks_is_restarted(tmp_path):
     out = run(tmp_path, ENVIRON_FILE, "-p", "tests.hostile.between", *hostile("ok"), "-k", ENVIRON)
     records = checks(tmp_path)
-    assert len(records) == 7 and not any("down" in c["message"] or c["outcome"] == "error" for c in records), \
+    assert len(records) == 7 and not any("down" in c["message"] or c["outcome"] == "error" for c in records), (
         out.stdout[-3000:]
+    )
 
 
 def test_a_failed_restart_says_why_once_with_the_log_tail(tmp_path):
     once = tmp_path / "started"
-    out = run(tmp_path, ENVIRON_FILE, "-p", "tests.hostile.between", *hostile("ok", f"--start-once {once}"),
-              "-k", ENVIRON)
+    out = run(
+        tmp_path, ENVIRON_FILE, "-p", "tests.hostile.between", *hostile("ok", f"--start-once {once}"), "-k", ENVIRON
+    )
     records = sorted(checks(tmp_path), key=lambda c: c["outcome"])
     errors = [c["message"] for c in records if c["outcome"] == "error"]
     assert len(errors) == 6, out.stdout[-3000:]
@@ -123,11 +158,19 @@ def test_a_failed_restart_says_why_once_with_the_log_tail(tmp_path):
 
 # -- items 6 and 16: Ctrl-C and SIGTERM ----------------------------------------------------------------
 
+
 def _start_pytest(tmp_path, *args, ignore_sigint=False):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     preexec = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None
-    return subprocess.Popen(pytest_args(tmp_path, *args), cwd=RUN_DIR, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, preexec_fn=preexec)
+    return subprocess.Popen(
+        pytest_args(tmp_path, *args),
+        cwd=RUN_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=preexec,
+    )
 
 
 def _wait_for_server(proc, timeout=60):
@@ -140,11 +183,20 @@ def _wait_for_server(proc, timeout=60):
     raise AssertionError("the run never started its server")
 
 
-@pytest.mark.parametrize("sig,ignored", [(signal.SIGINT, True), (signal.SIGTERM, False)],
-                         ids=["sigint-ignored", "sigterm"])
+@pytest.mark.parametrize(
+    "sig,ignored", [(signal.SIGINT, True), (signal.SIGTERM, False)], ids=["sigint-ignored", "sigterm"]
+)
 def test_a_signal_during_a_check_records_it_interrupted_and_exits_2(tmp_path, sig, ignored):
-    proc = _start_pytest(tmp_path, ENVIRON_FILE, *hostile("silent"), "-k", ENVIRON,
-                         "--junitxml", str(tmp_path / "j.xml"), ignore_sigint=ignored)
+    proc = _start_pytest(
+        tmp_path,
+        ENVIRON_FILE,
+        *hostile("silent"),
+        "-k",
+        ENVIRON,
+        "--junitxml",
+        str(tmp_path / "j.xml"),
+        ignore_sigint=ignored,
+    )
     try:
         servers = _wait_for_server(proc)
         time.sleep(1.5)  # into the first check, which waits on a silent server
@@ -163,14 +215,16 @@ def test_a_signal_during_a_check_records_it_interrupted_and_exits_2(tmp_path, si
 
 # -- item 7: records on disk as decided; JSON and JUnit agree -------------------------------------------
 
+
 def _text(path):
     return path.read_text() if path.exists() else ""
 
 
 def test_records_decided_before_a_sigkill_stay_on_disk_and_are_finished_with_junit(tmp_path):
     junit = tmp_path / "j.xml"
-    proc = _start_pytest(tmp_path, ENVIRON_FILE, *hostile("silent"), "-k", ENVIRON, "--check-timeout", "1",
-                         "--junitxml", str(junit))
+    proc = _start_pytest(
+        tmp_path, ENVIRON_FILE, *hostile("silent"), "-k", ENVIRON, "--check-timeout", "1", "--junitxml", str(junit)
+    )
     partial = tmp_path / "r.json.partial.jsonl"
     try:
         servers = _wait_for_server(proc)
@@ -216,12 +270,14 @@ def test_json_and_junit_count_the_same_checks_when_the_server_keeps_dying(tmp_pa
 
 # -- item 8: output paths checked before anything starts ------------------------------------------------
 
+
 @pytest.mark.parametrize("option", ["--results-json", "--server-log-dir", "--junitxml"])
 def test_an_unwritable_output_path_is_one_line_before_any_server_starts(tmp_path, option):
     bad = {"--results-json": "/proc/x/r.json", "--server-log-dir": "/proc/x", "--junitxml": "/proc/x/j.xml"}[option]
     started = time.monotonic()
-    out = run(tmp_path, ENVIRON_FILE, *hostile("ok", f"--start-once {tmp_path / 'started'}"), "-k", ENVIRON,
-              option, bad)
+    out = run(
+        tmp_path, ENVIRON_FILE, *hostile("ok", f"--start-once {tmp_path / 'started'}"), "-k", ENVIRON, option, bad
+    )
     assert out.returncode == 4 and "Traceback" not in out.stderr + out.stdout
     assert f"{option} {bad}: cannot write to" in out.stderr
     assert not (tmp_path / "started").exists() and time.monotonic() - started < 30
@@ -229,10 +285,21 @@ def test_an_unwritable_output_path_is_one_line_before_any_server_starts(tmp_path
 
 # -- item 9: a missing binary, a bad --ready-timeout ------------------------------------------------------
 
+
 def test_a_missing_binary_is_launched_once_and_each_check_errors_with_one_reason(tmp_path):
     logs = tmp_path / "logs"
-    out = run(tmp_path, ENVIRON_FILE, "--server-cmd", "/nonexistent/gatecheck-server --port {port}",
-              "--interface", "wsgi", "-k", "test_wsgi_environ", "--server-log-dir", str(logs))
+    out = run(
+        tmp_path,
+        ENVIRON_FILE,
+        "--server-cmd",
+        "/nonexistent/gatecheck-server --port {port}",
+        "--interface",
+        "wsgi",
+        "-k",
+        "test_wsgi_environ",
+        "--server-log-dir",
+        str(logs),
+    )
     # checks needing a feature the command does not declare (workers) are unsupported before any start
     records = [c for c in checks(tmp_path) if not (c["outcome"] == "unsupported" and "lacks" in c["message"])]
     assert len(records) > 20 and {c["outcome"] for c in records} == {"error"}, out.stdout[-2000:]
@@ -257,6 +324,7 @@ def test_an_unbalanced_quote_in_server_cmd_is_a_usage_error(tmp_path):
 
 # -- item 11: deadlines -----------------------------------------------------------------------------------
 
+
 def test_a_slow_server_times_out_each_check_at_its_deadline(tmp_path):
     started = time.monotonic()
     out = run(tmp_path, ENVIRON_FILE, *hostile("slow"), "-k", "test_query_string_is_raw", "--check-timeout", "1.5")
@@ -266,8 +334,17 @@ def test_a_slow_server_times_out_each_check_at_its_deadline(tmp_path):
 
 def test_the_session_deadline_stops_the_run(tmp_path):
     started = time.monotonic()
-    out = run(tmp_path, ENVIRON_FILE, *hostile("slow"), "-k", "test_wsgi_environ", "--session-timeout", "4",
-              "--check-timeout", "30")
+    out = run(
+        tmp_path,
+        ENVIRON_FILE,
+        *hostile("slow"),
+        "-k",
+        "test_wsgi_environ",
+        "--session-timeout",
+        "4",
+        "--check-timeout",
+        "30",
+    )
     took = time.monotonic() - started
     records = checks(tmp_path)
     assert out.returncode == 2 and took < 40, (took, out.stdout[-2000:])
@@ -279,26 +356,50 @@ def test_the_session_deadline_stops_the_run(tmp_path):
 
 # -- item 15: temporary directories; private servers' logs ------------------------------------------------
 
+
 def test_temporary_directories_are_removed_and_private_logs_go_to_the_log_dir(tmp_path):
     scratch, logs = tmp_path / "tmp", tmp_path / "logs"
     scratch.mkdir()
-    out = run(tmp_path, "gatecheck/conformance/checks/test_asgi_lifespan.py", "--server", "granian:asgi", "-k",
-              "test_failed_startup_never_serves_requests", "--server-log-dir", str(logs), env={"TMPDIR": str(scratch)})
+    out = run(
+        tmp_path,
+        "gatecheck/conformance/checks/test_asgi_lifespan.py",
+        "--server",
+        "granian:asgi",
+        "-k",
+        "test_failed_startup_never_serves_requests",
+        "--server-log-dir",
+        str(logs),
+        env={"TMPDIR": str(scratch)},
+    )
     assert out.returncode == 0, out.stdout[-2000:]
     assert list(scratch.iterdir()) == []
     assert [p.parent.name.startswith("private-") for p in logs.rglob("*.log")].count(True) == 1
-    out = run(tmp_path, "gatecheck/conformance/checks/test_asgi_lifespan.py", "--server", "granian:asgi", "-k",
-              "test_failed_startup_never_serves_requests", env={"TMPDIR": str(scratch)})
+    out = run(
+        tmp_path,
+        "gatecheck/conformance/checks/test_asgi_lifespan.py",
+        "--server",
+        "granian:asgi",
+        "-k",
+        "test_failed_startup_never_serves_requests",
+        env={"TMPDIR": str(scratch)},
+    )
     assert out.returncode == 0 and list(scratch.iterdir()) == []
 
 
 # -- issue 12 item 4: the summary separates spec failures from POLICY -------------------------------------
 
+
 def test_the_summary_counts_spec_and_policy_failures_apart(tmp_path):
-    out = run(tmp_path, ENVIRON_FILE, "gatecheck/conformance/checks/test_http1_limits.py", *hostile("garbage"), "-k",
-              "test_query_string_is_raw or test_slow_header_trickle_does_not_delay_other_clients")
+    out = run(
+        tmp_path,
+        ENVIRON_FILE,
+        "gatecheck/conformance/checks/test_http1_limits.py",
+        *hostile("garbage"),
+        "-k",
+        "test_query_string_is_raw or test_slow_header_trickle_does_not_delay_other_clients",
+    )
     levels = [c["level"] for c in checks(tmp_path) if c["outcome"] == "failed"]
     spec = sum(level not in ("POLICY", "INFO") for level in levels)
-    assert spec and spec < len(levels), (levels, out.stdout[-2000:])   # both kinds failed
+    assert spec and spec < len(levels), (levels, out.stdout[-2000:])  # both kinds failed
     expected = f"MUST/SHOULD (spec) {spec}, POLICY {levels.count('POLICY')}, INFO {levels.count('INFO')}"
     assert f"failed by level: {expected}" in out.stdout

@@ -4,6 +4,7 @@ Hypothesis (6.131 and later) mixes literals of imported "local" modules into wha
 a conformance session switches that off (``conformance/plugin/profiles.py``). Each draw runs in a fresh
 interpreter, once with a local module full of path-like literals imported and once without.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,13 +20,13 @@ from gatecheck.conformance.helpers import strategies
 
 ROOT = Path(__file__).resolve().parents[2]
 
-_LITERALS = '''
+_LITERALS = """
 WORDS = ["/pathsend/", "/probe/%2F", "x-literal-one", "x-literal-two", "/", "%", "?", "\\u00e9t\\u00e9",
          "gatecheck", "segment/with/slashes", "a=b&c=d", "X-P-Literal"]
 NUMBERS = [65535, 65536, 1 << 20, 4097]
-'''
+"""
 
-_DRAW = '''
+_DRAW = """
 import json, sys
 if sys.argv[1] == "with-literals":
     import path_literals  # noqa: F401 - a local module: hypothesis may draw its literals
@@ -43,15 +44,20 @@ def draw(path, query, value):
 
 draw()
 print(json.dumps(seen))
-'''
+"""
 
 
 def _draw(tmp_path, literals: bool, session: bool) -> list:
     (tmp_path / "path_literals.py").write_text(_LITERALS)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
-    out = subprocess.run([sys.executable, "-c", _DRAW, "with-literals" if literals else "plain",
-                          "session" if session else "bare"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", _DRAW, "with-literals" if literals else "plain", "session" if session else "bare"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
 
@@ -63,6 +69,7 @@ def test_a_session_draws_the_same_examples_whatever_local_modules_are_imported(t
 def test_without_the_session_profile_the_local_literals_do_change_the_examples(tmp_path):
     """The control: the test above would see the difference if the session did not remove it."""
     from hypothesis.internal.conjecture import providers
+
     if not hasattr(providers, "_get_local_constants"):
         pytest.skip("this hypothesis draws no local literals (before 6.131)")
     with_literals = _draw(tmp_path, literals=True, session=False)

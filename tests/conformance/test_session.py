@@ -1,4 +1,5 @@
 """The conformance session end to end, in a subprocess: results file, usage errors, and Ctrl-C cleanup."""
+
 from __future__ import annotations
 
 import json
@@ -19,25 +20,43 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_pytest(*args, timeout=180, **kw):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([*PYTEST, "-p", "no:cacheprovider", *args], cwd=RUN_DIR,
-                          capture_output=True, text=True, timeout=timeout, env=env, **kw)
+    return subprocess.run(
+        [*PYTEST, "-p", "no:cacheprovider", *args],
+        cwd=RUN_DIR,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        **kw,
+    )
 
 
 def test_a_bad_target_is_a_usage_error_without_traceback(tmp_path):
-    out = run_pytest("gatecheck/conformance/checks", "--server", "nginx:asgi", "--results-json", str(tmp_path / "r.json"))
+    out = run_pytest(
+        "gatecheck/conformance/checks", "--server", "nginx:asgi", "--results-json", str(tmp_path / "r.json")
+    )
     assert out.returncode == 4, out.stdout + out.stderr
     assert "unknown server 'nginx'" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_server_cmd_needs_an_interface(tmp_path):
-    out = run_pytest("gatecheck/conformance/checks", "--server-cmd", "x {port}", "--results-json", str(tmp_path / "r.json"))
+    out = run_pytest(
+        "gatecheck/conformance/checks", "--server-cmd", "x {port}", "--results-json", str(tmp_path / "r.json")
+    )
     assert out.returncode == 4 and "--server-cmd needs --interface" in out.stderr
 
 
 def test_a_run_writes_results_with_clauses(tmp_path):
     results = tmp_path / "r.json"
-    out = run_pytest("gatecheck/conformance/checks/test_asgi_scope.py", "--server", "granian:asgi", "-k", "asgi_version",
-                     "--results-json", str(results))
+    out = run_pytest(
+        "gatecheck/conformance/checks/test_asgi_scope.py",
+        "--server",
+        "granian:asgi",
+        "-k",
+        "asgi_version",
+        "--results-json",
+        str(results),
+    )
     assert out.returncode == 0, out.stdout[-2000:]
     data = json.loads(results.read_text())
     assert data["schema_version"] == 2
@@ -48,9 +67,19 @@ def test_a_run_writes_results_with_clauses(tmp_path):
 
 def test_a_server_that_never_starts_errors_each_check_with_its_log(tmp_path):
     fake = ROOT / "tests" / "servers" / "fake" / "exits_at_once.py"
-    out = run_pytest("gatecheck/conformance/checks/test_asgi_scope.py", "-k", "asgi_version or spec_version",
-                     "--server-cmd", f"{sys.executable} {fake} {{port}}", "--interface", "asgi",
-                     "--ready-timeout", "5", "--results-json", str(tmp_path / "r.json"))
+    out = run_pytest(
+        "gatecheck/conformance/checks/test_asgi_scope.py",
+        "-k",
+        "asgi_version or spec_version",
+        "--server-cmd",
+        f"{sys.executable} {fake} {{port}}",
+        "--interface",
+        "asgi",
+        "--ready-timeout",
+        "5",
+        "--results-json",
+        str(tmp_path / "r.json"),
+    )
     assert out.returncode == 1
     assert "exited with code 3" in out.stdout and "cannot load application" in out.stdout
     outcomes = {c["outcome"] for c in json.loads((tmp_path / "r.json").read_text())["checks"]}
@@ -60,9 +89,23 @@ def test_a_server_that_never_starts_errors_each_check_with_its_log(tmp_path):
 def test_sigint_mid_run_leaves_no_server_behind(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [*PYTEST, "-p", "no:cacheprovider", "gatecheck/conformance/checks/test_echo.py",
-         "--server", "granian:asgi", "--server", "granian:wsgi", "--results-json", str(tmp_path / "r.json")],
-        cwd=RUN_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [
+            *PYTEST,
+            "-p",
+            "no:cacheprovider",
+            "gatecheck/conformance/checks/test_echo.py",
+            "--server",
+            "granian:asgi",
+            "--server",
+            "granian:wsgi",
+            "--results-json",
+            str(tmp_path / "r.json"),
+        ],
+        cwd=RUN_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         servers = []
         deadline = time.monotonic() + 60

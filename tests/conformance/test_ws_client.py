@@ -1,4 +1,5 @@
 """The raw WebSocket client the WebSocket checks rely on (conformance/client/ws.py), against a scripted peer."""
+
 from __future__ import annotations
 
 import socket
@@ -6,8 +7,20 @@ import threading
 
 import pytest
 
-from gatecheck.conformance.client.ws import (EOF, OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, TIMEOUT, WSConnection, accept_for,
-                            close_payload, encode_frame, handshake_request, parse_close)
+from gatecheck.conformance.client.ws import (
+    EOF,
+    OP_BINARY,
+    OP_CLOSE,
+    OP_PING,
+    OP_TEXT,
+    TIMEOUT,
+    WSConnection,
+    accept_for,
+    close_payload,
+    encode_frame,
+    handshake_request,
+    parse_close,
+)
 
 
 class Peer:
@@ -58,8 +71,9 @@ def test_accept_matches_the_rfc_sample():
 
 
 def test_handshake_request_omits_what_is_none_and_keeps_extra_headers_in_order():
-    data, key = handshake_request("/ws", "h:1", key=None, version=None, protocols=["a", "b"],
-                                  headers=[("X-One", "1"), ("X-One", "2")])
+    data, key = handshake_request(
+        "/ws", "h:1", key=None, version=None, protocols=["a", "b"], headers=[("X-One", "1"), ("X-One", "2")]
+    )
     assert key is None and b"Sec-WebSocket-Key" not in data and b"Sec-WebSocket-Version" not in data
     assert b"Sec-WebSocket-Protocol: a, b\r\nX-One: 1\r\nX-One: 2\r\n\r\n" in data
     _, fresh = handshake_request("/ws", "h:1")
@@ -119,8 +133,7 @@ def test_silence_is_a_timeout_and_a_close_is_eof():
 
 
 def test_read_message_joins_fragments_and_sets_controls_aside():
-    wire = (_server_frame(OP_TEXT, b"frag", fin=False) + _server_frame(OP_PING, b"p")
-            + _server_frame(0, b"ment"))
+    wire = _server_frame(OP_TEXT, b"frag", fin=False) + _server_frame(OP_PING, b"p") + _server_frame(0, b"ment")
     peer = Peer(_101 + wire)
     with WSConnection(peer.address, 2.0) as conn:
         conn.open(b"GET / HTTP/1.1\r\n\r\n", None)
@@ -157,7 +170,7 @@ def test_wss_speaks_the_same_protocol_over_tls():
     thread.start()
     with listener, connect(listener.getsockname(), "/ws", "127.0.0.1", timeout=3, tls=True) as conn:
         assert conn.handshake.status == 101
-        assert conn.info is not None and conn.info.version.startswith("TLS"), conn.info   # opened by client.connect
+        assert conn.info is not None and conn.info.version.startswith("TLS"), conn.info  # opened by client.connect
         assert conn.read_message() == (OP_TEXT, b"over tls")
     thread.join(3)
 

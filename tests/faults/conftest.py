@@ -1,4 +1,5 @@
 """Fixtures of the fault tests: a small full filesystem."""
+
 from __future__ import annotations
 
 import resource
@@ -6,7 +7,7 @@ import subprocess
 
 import pytest
 
-SIZE = 12 * 1024   # room for the first records of a run, not for its results
+SIZE = 12 * 1024  # room for the first records of a run, not for its results
 LIMIT = 52 * 1024  # a file-size limit must leave room for the staged fixture files (the largest is 49 KB)
 
 
@@ -17,8 +18,9 @@ def small_disk(tmp_path):
     it fail with EFBIG, as a full disk's fail with ENOSPC; a test then selects more checks)."""
     mount = tmp_path / "full"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE},mode=0777", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={SIZE},mode=0777", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         yield mount, lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
         return

@@ -5,6 +5,7 @@ every descendant, whatever its session: the harness, its reaper, its ``--jobs`` 
 a test finds all of them afterwards with psutil, independently of how gatecheck tracks them; its temporary
 folders go under a ``TMPDIR`` of the test's own, so a test sees every one left behind.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,7 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
 class Run:
     """One ``pytest`` conformance session over the installed checks, started in a session of its own."""
 
-    def __init__(self, tmp: Path, *args: str, results: Path | None = None, junit: bool = True,
-                 preexec=None) -> None:
+    def __init__(self, tmp: Path, *args: str, results: Path | None = None, junit: bool = True, preexec=None) -> None:
         self.mark = secrets.token_hex(8)
         self.tmp = tmp
         self.tmpdir = tmp / "tmp"
@@ -64,12 +64,28 @@ class Run:
         self.junit = self.results.with_suffix(".xml") if junit else None
         self.logs = tmp / "logs"
         self.out = tmp / f"out-{self.mark}.txt"
-        argv = [*PYTEST, "-p", "no:cacheprovider", *args, "--results-json", str(self.results),
-                "--server-log-dir", str(self.logs)] + (["--junitxml", str(self.junit)] if junit else [])
+        argv = [
+            *PYTEST,
+            "-p",
+            "no:cacheprovider",
+            *args,
+            "--results-json",
+            str(self.results),
+            "--server-log-dir",
+            str(self.logs),
+        ] + (["--junitxml", str(self.junit)] if junit else [])
         env = {**os.environ, "PYTHONPATH": str(ROOT), MARK: self.mark, "TMPDIR": str(self.tmpdir)}
         with open(self.out, "wb") as out:
-            self.proc = subprocess.Popen(argv, cwd=RUN_DIR, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec)
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=RUN_DIR,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
 
     def signal(self, sig: int) -> None:
         if self.proc.poll() is None:

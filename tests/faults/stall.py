@@ -7,6 +7,7 @@ probe's first wait); any other request gets a chunked ``200`` head and one chunk
 then nothing more: the connection stays open and unread. Serving an ``APP`` that holds ``TEXT``, it closes its
 listener and exits right after its first ``200 ok``: a server found dead before anyone but its probe used it.
 """
+
 from __future__ import annotations
 
 import argparse

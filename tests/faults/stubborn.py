@@ -7,6 +7,7 @@ it does, one line each, to its stdout (the server's log): ``stubborn: child PID`
 On SIGTERM it waits ``--term-delay`` seconds, then SIGTERMs the child and exits when the child has. A worker
 left behind by a harness that forgot this server's tree keeps listening: the leak the fault tests look for.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -1,5 +1,6 @@
 """Ctrl-C and SIGTERM in the middle of a check: the running check is *interrupted* (never "the check produced
 no result"), with or without --full-trace, and nothing is left behind."""
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,10 @@ from tests.faults.servers import stall
 _STREAMING = [f"{CHECKS}/test_streaming.py", "-k", "iterated_echo", "--server-cmd", stall(), "--interface", "asgi"]
 
 
-@pytest.mark.parametrize("how", [pytest.param(("SIGINT", "--full-trace"), id="sigint-full-trace"),
-                                 pytest.param(("SIGTERM", "-q"), id="sigterm")])
+@pytest.mark.parametrize(
+    "how",
+    [pytest.param(("SIGINT", "--full-trace"), id="sigint-full-trace"), pytest.param(("SIGTERM", "-q"), id="sigterm")],
+)
 def test_the_running_check_is_interrupted(tmp_path, how):
     sig, flag = how
     run = Run(tmp_path, *_STREAMING, flag)

@@ -1,6 +1,7 @@
 """Nothing left behind: a signal at any phase of a server's stop, and a SIGKILL of the harness, leave no
 process of the run and no temporary folder (items: a stop finishes whatever signal arrives; the reaper removes
 the folders of a killed harness)."""
+
 from __future__ import annotations
 
 import signal
@@ -10,13 +11,24 @@ import pytest
 from tests.faults.run import CHECKS, Run, wait_until
 from tests.faults.servers import stubborn
 
-_PRIVATE = f"{CHECKS}/test_asgi_messages_errors.py"   # its legacy-app check starts and stops a private server
+_PRIVATE = f"{CHECKS}/test_asgi_messages_errors.py"  # its legacy-app check starts and stops a private server
 _K = "test_legacy_double_callable_app_is_served"
 
 
 def _private_stop_run(tmp_path, *extra) -> Run:
-    return Run(tmp_path, _PRIVATE, "-k", _K, "--server-cmd", stubborn(term_delay=30), "--interface", "asgi",
-               "--features", "lifespan", *extra)
+    return Run(
+        tmp_path,
+        _PRIVATE,
+        "-k",
+        _K,
+        "--server-cmd",
+        stubborn(term_delay=30),
+        "--interface",
+        "asgi",
+        "--features",
+        "lifespan",
+        *extra,
+    )
 
 
 def _in_private_stop(run: Run) -> bool:
@@ -28,8 +40,18 @@ def _h2spec_run(tmp_path) -> Run:
 
     if find_h2spec() is None:
         pytest.skip("h2spec is not installed (the granian env of .ci/run installs it)")
-    return Run(tmp_path, f"{CHECKS}/test_h2spec.py", "-k", "test_h2spec_ran_every_case", "--server-cmd",
-               stubborn("granian", term_delay=30), "--interface", "asgi", "--features", "h2c")
+    return Run(
+        tmp_path,
+        f"{CHECKS}/test_h2spec.py",
+        "-k",
+        "test_h2spec_ran_every_case",
+        "--server-cmd",
+        stubborn("granian", term_delay=30),
+        "--interface",
+        "asgi",
+        "--features",
+        "h2c",
+    )
 
 
 @pytest.mark.parametrize("phase", ["start", "h2spec", "private-stop", "teardown", "jobs"])
@@ -39,8 +61,18 @@ def test_a_signal_at_any_phase_of_a_stop_leaves_no_process(tmp_path, phase):
         when = lambda: any("private-" in str(p) for p in run.log_lines("stubborn: child"))  # noqa: E731
         signals = [signal.SIGINT, signal.SIGINT]
     elif phase == "start":
-        run = Run(tmp_path, _PRIVATE, "-k", _K, "--server-cmd", stubborn(start_delay=3, term_delay=2),
-                  "--interface", "asgi", "--features", "lifespan")
+        run = Run(
+            tmp_path,
+            _PRIVATE,
+            "-k",
+            _K,
+            "--server-cmd",
+            stubborn(start_delay=3, term_delay=2),
+            "--interface",
+            "asgi",
+            "--features",
+            "lifespan",
+        )
         when = lambda: run.log_lines("stubborn: starting")  # noqa: E731
         signals = [signal.SIGINT]
     elif phase == "private-stop":

@@ -2,6 +2,7 @@
 
 Every decided record is kept or its loss is said (at once, in the summary, and in the exit status); JSON and
 JUnit count the same checks."""
+
 from __future__ import annotations
 
 import re
@@ -27,8 +28,11 @@ def _partial_checks(path, target: str = "") -> int:
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_full_disk_keeps_or_counts_every_record(tmp_path, small_disk, jobs):
     folder, limit = small_disk
-    more = [] if limit is None else [f"{CHECKS}/{name}" for name in ("test_echo.py", "test_byte_classes.py",
-                                                                  "test_http1_fields.py")]  # past 52 KiB
+    more = (
+        []
+        if limit is None
+        else [f"{CHECKS}/{name}" for name in ("test_echo.py", "test_byte_classes.py", "test_http1_fields.py")]
+    )  # past 52 KiB
     run = Run(tmp_path, *_SCOPE, *more, "--jobs", jobs, results=folder / "r.json", preexec=limit)
     try:
         code = run.wait()
@@ -48,8 +52,15 @@ def test_a_full_disk_keeps_or_counts_every_record(tmp_path, small_disk, jobs):
 
 
 def test_two_runs_on_one_results_file_refuse_the_second(tmp_path):
-    slow = [f"{CHECKS}/test_asgi_messages_errors.py", "-k", "test_legacy_double_callable_app_is_served",
-            "--server-cmd", stubborn(start_delay=8), "--interface", "asgi"]
+    slow = [
+        f"{CHECKS}/test_asgi_messages_errors.py",
+        "-k",
+        "test_legacy_double_callable_app_is_served",
+        "--server-cmd",
+        stubborn(start_delay=8),
+        "--interface",
+        "asgi",
+    ]
     first = Run(tmp_path, *slow, junit=False)
     try:
         wait_until(lambda: first.log_lines("stubborn: starting"), 90, "the first run's server")
@@ -65,14 +76,27 @@ def test_two_runs_on_one_results_file_refuse_the_second(tmp_path):
 
 
 def test_a_killed_jobs_child_counts_the_same_in_json_and_junit(tmp_path):
-    run = Run(tmp_path, f"{CHECKS}/test_asgi_scope.py", f"{CHECKS}/test_echo.py", f"{CHECKS}/test_wsgi_environ.py",
-              f"{CHECKS}/test_wsgi_input.py", "--server", "granian:asgi", "--server", "granian:wsgi", "--jobs", "2")
+    run = Run(
+        tmp_path,
+        f"{CHECKS}/test_asgi_scope.py",
+        f"{CHECKS}/test_echo.py",
+        f"{CHECKS}/test_wsgi_environ.py",
+        f"{CHECKS}/test_wsgi_input.py",
+        "--server",
+        "granian:asgi",
+        "--server",
+        "granian:wsgi",
+        "--jobs",
+        "2",
+    )
     try:
+
         def a_child_with_records():
             for proc in psutil.Process(run.proc.pid).children():
                 if "pytest" in " ".join(proc.cmdline()) and "granian:wsgi" in proc.cmdline():
                     return proc
             return None
+
         child = wait_until(a_child_with_records, 90, "a child session")
         partial = run.results.with_name("r.json.partial.jsonl")
         wait_until(lambda: _partial_checks(partial, "granian:wsgi") > 3, 90, "records of the child")

@@ -5,6 +5,7 @@
 It SIGKILLs every ``tests.hostile.server`` process started by this pytest (its descendants, never anything
 else) and waits until they are gone, so the next check finds its server dead: the harness must restart it.
 """
+
 from __future__ import annotations
 
 import os

@@ -8,6 +8,7 @@
 Everything else is the fixture app as is (its event log included), so the harness's tests can show that a
 check whose script the app cannot read errs naming the query string the app was handed, and never passes.
 """
+
 from __future__ import annotations
 
 from gatecheck.fixtures.apps.asgi import app as _asgi_app

@@ -1,4 +1,5 @@
 """Finding the hostile servers (and other servers) a test's pytest run started: its descendants by command line."""
+
 from __future__ import annotations
 
 import psutil

@@ -18,6 +18,7 @@ Rules of this module:
 3. A request is read up to the end of its head (a body is not read); a connection is served until
    the client closes it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,47 +48,46 @@ MODES = {
     "huge-header": "a 200 status line, then an endless header line",
     "endless-body": "a 200 head without Content-Length, then body bytes forever",
     "die": "the process exits (code 3) on the request",
-    "die-0": "the process exits with code 0 on the request (with --fork-worker: the worker; the leader forks "
-             "another)",
+    "die-0": "the process exits with code 0 on the request (with --fork-worker: the worker; the leader forks another)",
     "segfault": "the process dies of SIGSEGV on the request",
     "one-per-connection": "the first request of a connection gets a well-formed 200 'ok' (no close), every later "
-                          "one on it is read and never answered (a server that does not serve pipelined requests)",
+    "one on it is read and never answered (a server that does not serve pipelined requests)",
     # canned answers: well-formed, made without running any app (a pass on them is a vacuous pass)
     "canned-close": "a well-formed 200 'ok' with Connection: close, then the connection is closed",
     "canned-10": "a well-formed HTTP/1.0 200 'ok' (no Connection field: not persistent), then the connection is closed",
     # the client's rules (RFC 9112 §9.3, §9.6): every response ends the connection, which the server then keeps
     # open, reading; a request that arrives after it is recorded (--record)
     "drain-close": "a well-formed 200 'ok' with Connection: close; the connection stays open and any later request "
-                   "on it is recorded",
+    "on it is recorded",
     "drain-10": "a well-formed HTTP/1.0 200 'ok' without keep-alive; the connection stays open and any later request "
-                "on it is recorded",
+    "on it is recorded",
     # WebSocket: a handshake (a request with Upgrade: websocket) gets a valid 101, then the mode;
     # any other request is read and never answered
     "ws-garbage": "a WebSocket handshake gets a valid 101, then bytes that are not frames, then a close",
     "ws-close": "a WebSocket handshake gets a valid 101, then the connection is closed",
     "ws-endless-frame": "a WebSocket handshake gets a valid 101, then a binary frame declaring 2^62 bytes, "
-                        "then bytes forever",
+    "then bytes forever",
     "ws-endless-message": "a WebSocket handshake gets a valid 101, then a text message whose continuation "
-                          "frames never end",
+    "frames never end",
     "ws-partial-tls-record": "(with --tls-cert) a WebSocket handshake gets a valid 101, then the first bytes of "
-                             "a TLS record, written under the TLS layer, then silence; the connection stays open",
+    "a TLS record, written under the TLS layer, then silence; the connection stays open",
     # HTTP/2 with prior knowledge: a connection preface gets a SETTINGS frame, then the mode;
     # any other request is read and never answered
     "h2-garbage": "an HTTP/2 connection preface is answered with bytes that are not frames, then a close",
     "h2-endless-data": "an HTTP/2 connection gets SETTINGS and an ACK, then a 200 HEADERS on stream 1 and DATA "
-                       "frames forever (flow control ignored)",
+    "frames forever (flow control ignored)",
     "h2-endless-headers": "an HTTP/2 connection gets SETTINGS and an ACK, then a HEADERS frame on stream 1 "
-                          "without END_HEADERS and CONTINUATION frames forever",
+    "without END_HEADERS and CONTINUATION frames forever",
 }
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
 OK_CLOSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nok"
 OK_10 = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
-_RECORD: list = []   # the --record path, when given
+_RECORD: list = []  # the --record path, when given
 
 _served = 0
 _lock = threading.Lock()
-_REFORKED: list = []   # set in a worker forked after another died: no request of it is a readiness probe
+_REFORKED: list = []  # set in a worker forked after another died: no request of it is a readiness probe
 
 
 def _read_head(conn: socket.socket) -> bytes | None:
@@ -128,8 +128,10 @@ def _ws_101(head: bytes) -> bytes | None:
     if fields.get(b"upgrade", b"").lower() != b"websocket" or b"sec-websocket-key" not in fields:
         return None
     accept = base64.b64encode(hashlib.sha1(fields[b"sec-websocket-key"] + _GUID).digest())
-    return (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+    return (
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
+    )
 
 
 def _frame(ftype: int, flags: int, stream: int, payload: bytes) -> bytes:
@@ -194,8 +196,14 @@ def _client_ended(head: bytes) -> bool:
 def _record(why: str, head: bytes) -> None:
     """A request that arrived on a connection already ended (``why``), appended to --record as one JSON line."""
     line = head.split(b"\r\n", 1)[0].decode("latin-1")
-    token = next((ln.partition(b":")[2].strip().decode("latin-1") for ln in head.split(b"\r\n")
-                  if ln.lower().startswith(b"x-gatecheck-token:")), None)
+    token = next(
+        (
+            ln.partition(b":")[2].strip().decode("latin-1")
+            for ln in head.split(b"\r\n")
+            if ln.lower().startswith(b"x-gatecheck-token:")
+        ),
+        None,
+    )
     if _RECORD:
         with open(_RECORD[0], "a", encoding="utf-8") as fh:
             fh.write(json.dumps({"after": why, "request": line[:200], "token": token}) + "\n")
@@ -341,7 +349,7 @@ def _serve_drain(conn: socket.socket, mode: str, ready_requests: int) -> None:
             if buffer is None:
                 return
             if not _REQUEST_LINE.fullmatch(head.split(b"\r\n", 1)[0]):
-                continue   # not a request: nothing to record, nothing to answer
+                continue  # not a request: nothing to record, nothing to answer
             with _lock:
                 _served += 1
                 ready = _served <= ready_requests
@@ -353,7 +361,7 @@ def _serve_drain(conn: socket.socket, mode: str, ready_requests: int) -> None:
             if not _drain_mode(conn, mode, head, ended):
                 return
             if not closed_before and ended and ended[0] != _CLIENT_CLOSE:
-                buffer = b""   # sent before the client could read the response that ended it: pipelined
+                buffer = b""  # sent before the client could read the response that ended it: pipelined
 
 
 def _recv(conn: socket.socket) -> bytes:
@@ -412,20 +420,34 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.hostile.server", description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--mode", choices=sorted(MODES), default="ok",
-                        help="; ".join(f"{k}: {v}" for k, v in MODES.items()))
-    parser.add_argument("--ready-requests", type=int, default=1,
-                        help="requests answered well before the mode applies (default 1: the readiness probe)")
-    parser.add_argument("--double-fork", action="store_true",
-                        help="serve from a grandchild in a new session (escapes the process group)")
+    parser.add_argument(
+        "--mode", choices=sorted(MODES), default="ok", help="; ".join(f"{k}: {v}" for k, v in MODES.items())
+    )
+    parser.add_argument(
+        "--ready-requests",
+        type=int,
+        default=1,
+        help="requests answered well before the mode applies (default 1: the readiness probe)",
+    )
+    parser.add_argument(
+        "--double-fork",
+        action="store_true",
+        help="serve from a grandchild in a new session (escapes the process group)",
+    )
     parser.add_argument("--ignore-sigterm", action="store_true", help="ignore SIGTERM")
-    parser.add_argument("--start-once", metavar="PATH",
-                        help="start only when PATH does not exist (and create it): a restart fails, exit code 4")
+    parser.add_argument(
+        "--start-once",
+        metavar="PATH",
+        help="start only when PATH does not exist (and create it): a restart fails, exit code 4",
+    )
     parser.add_argument("--tls-cert", metavar="CERT", help="serve TLS with this certificate (and --tls-key)")
     parser.add_argument("--tls-key", metavar="KEY", help="the certificate's private key")
     parser.add_argument("--record", metavar="PATH", help="drain-*: append each request sent after a close here")
-    parser.add_argument("--fork-worker", action="store_true",
-                        help="serve from a forked worker process; the leader forks another when it dies")
+    parser.add_argument(
+        "--fork-worker",
+        action="store_true",
+        help="serve from a forked worker process; the leader forks another when it dies",
+    )
     parser.add_argument("--workers", type=int, default=1, help="accepted and ignored (a template's {workers})")
     args = parser.parse_args(argv)
     if args.record:

@@ -9,6 +9,7 @@ repository, with its expectation file), ``wheels/head`` and ``wheels/base`` (bot
 this environment has installed: an A/A gate). What only GitHub can run (checkout, caches, the JUnit action, uploads)
 is checked by its inputs instead: the JUnit file it would read, the annotations' paths.
 """
+
 from __future__ import annotations
 
 import base64
@@ -64,10 +65,12 @@ def test_each_tool_has_its_own_cache_and_the_actions_and_gatecheck_are_pinned(wo
     commit = workflow["env"]["GATECHECK_COMMIT"]
     assert SHA.match(commit)
     if (ROOT / ".git").exists():
-        assert subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"]).returncode == 0, \
+        assert subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"]).returncode == 0, (
             f"GATECHECK_COMMIT {commit} is no commit of this repository"
-        cli = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:src/gatecheck/cli.py"], capture_output=True,
-                             text=True).stdout
+        )
+        cli = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:src/gatecheck/cli.py"], capture_output=True, text=True
+        ).stdout
         assert '"annotate"' in cli, "the pinned commit has no `gatecheck annotate`, which the template runs"
 
 
@@ -94,11 +97,18 @@ def repack(distribution: str, out: Path) -> Path:
 
 
 def _bash(script: str, cwd: Path, env: dict, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
-EXPECTATIONS = '''server = "granian"
+EXPECTATIONS = """server = "granian"
 
 [[deviation]]
 check = "test_http1_framing.py::test_invalid_chunk_size_is_rejected[hex-prefix]"
@@ -112,7 +122,7 @@ evidence = "chunk-size '+5' read as a size"
 [[deviation]]
 check = "test_http1_framing.py::test_no_such_check"
 evidence = "an entry whose check is gone"
-'''
+"""
 
 
 def _layout(tmp_path: Path) -> tuple:
@@ -124,7 +134,7 @@ def _layout(tmp_path: Path) -> tuple:
     wheel = repack("granian", work / "wheels" / "head")
     (work / "wheels" / "base").mkdir(parents=True)
     shutil.copy(wheel, work / "wheels" / "base" / wheel.name)
-    bin_dir = tmp_path / "bin"           # `python` as the runner's setup-python provides it
+    bin_dir = tmp_path / "bin"  # `python` as the runner's setup-python provides it
     bin_dir.mkdir()
     (bin_dir / "python").symlink_to(sys.executable)
     cache = tmp_path / "cache"
@@ -133,8 +143,12 @@ def _layout(tmp_path: Path) -> tuple:
     if (real / "oha-1.16.0").exists():
         (cache / "oha-1.16.0").symlink_to(real / "oha-1.16.0")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PYTEST", "GATECHECK"))}
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", GATECHECK_CACHE=str(cache),
-               GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env['PATH']}",
+        GATECHECK_CACHE=str(cache),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+    )
     return work, env
 
 
@@ -143,23 +157,28 @@ def test_the_templates_steps_run_end_to_end_on_two_local_wheels(tmp_path, workfl
         pytest.skip("the pinned commit is installed from this checkout's git repository; this tree has none")
     work, env = _layout(tmp_path)
     env.update({k: str(v) for k, v in workflow["env"].items() if "${{" not in str(v)})
-    env.update(GATECHECK_REPOSITORY=f"file://localhost{ROOT}", TARGETS="granian:asgi",
-               CONFORMANCE_OPTIONS="-k test_invalid_chunk_size_is_rejected")
+    env.update(
+        GATECHECK_REPOSITORY=f"file://localhost{ROOT}",
+        TARGETS="granian:asgi",
+        CONFORMANCE_OPTIONS="-k test_invalid_chunk_size_is_rejected",
+    )
     conformance, gate = workflow["jobs"]["conformance"], workflow["jobs"]["gate"]
     install = _bash(_step(conformance, "Install gatecheck and the wheel")["run"], work, env)
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     run = _bash(_step(conformance, "Conformance")["run"], work, env)
-    assert run.returncode == 1, run.stdout[-4000:] + run.stderr[-3000:]   # the out-of-range entry's check fails
+    assert run.returncode == 1, run.stdout[-4000:] + run.stderr[-3000:]  # the out-of-range entry's check fails
     assert "recorded for granian <2 at head/.github/gatecheck-expectations.toml:7" in run.stdout, run.stdout[-4000:]
     assert "rerun:" in run.stdout
     annotate = _bash(_step(conformance, "Annotations")["run"], work, env)
-    assert annotate.returncode == 1      # a stale entry fails the job
+    assert annotate.returncode == 1  # a stale entry fails the job
     lines = annotate.stdout.splitlines()
     assert any(ln.startswith("::warning file=.github/gatecheck-expectations.toml,line=12,title=stale") for ln in lines)
-    assert any(ln.startswith("::warning file=.github/gatecheck-expectations.toml,line=7,title=expectation out of")
-               for ln in lines), lines
-    junit = ET.parse(work / "results" / "conformance.xml").getroot()   # what the JUnit action reads
-    failures = [f.text or "" for f in junit.iter("failure")]   # granian's other chunk-size deviations fail too
+    assert any(
+        ln.startswith("::warning file=.github/gatecheck-expectations.toml,line=7,title=expectation out of")
+        for ln in lines
+    ), lines
+    junit = ET.parse(work / "results" / "conformance.xml").getroot()  # what the JUnit action reads
+    failures = [f.text or "" for f in junit.iter("failure")]  # granian's other chunk-size deviations fail too
     (plus,) = [f for f in failures if "test_invalid_chunk_size_is_rejected[plus]" in f]
     assert "rerun:" in plus and "+5\\r\\n" in plus and "recorded for granian <2" in plus, plus
     matrix = _bash(_step(conformance, "The compliance matrix")["run"], work, env)

@@ -68,7 +68,7 @@ def test_every_file_of_the_package_folders_is_in_the_wheel_under_gatecheck(wheel
     names = set(wheel.namelist())
     tops = {name.split("/", 1)[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"gatecheck"}
-    wanted = {n[len("src/"):] if n.startswith("src/") else f"gatecheck/{n}" for n in _shipped_files()}
+    wanted = {n[len("src/") :] if n.startswith("src/") else f"gatecheck/{n}" for n in _shipped_files()}
     assert len(wanted) > 200
     assert sorted(wanted - names) == []
     assert not [n for n in names if "benchmarks" in n]  # the lab (raw results, experiments) never ships

@@ -47,11 +47,25 @@ class FakeRun:
         self.concurrency = concurrency
         self.server_cpu_seconds = cpu_us * ok / 1e6
         mean = (mean_us or concurrency / rps * 1e6) / 1e6
-        self.result = SimpleNamespace(all_failed=all_failed, ok=ok, rps=self.rps, errors={}, non_2xx={},
-                                      latency_avg=mean, latency_p50=mean * 0.9, latency_p99=p99_ms / 1e3)
-        self._d = {"rps": self.rps, "ok": ok, "errors": {"connection reset": errors} if errors else {},
-                   "non_2xx": {}, "latency_ms": {"p99": p99_ms},
-                   "server": {"cpu_seconds": self.server_cpu_seconds}, "generator_bound": False}
+        self.result = SimpleNamespace(
+            all_failed=all_failed,
+            ok=ok,
+            rps=self.rps,
+            errors={},
+            non_2xx={},
+            latency_avg=mean,
+            latency_p50=mean * 0.9,
+            latency_p99=p99_ms / 1e3,
+        )
+        self._d = {
+            "rps": self.rps,
+            "ok": ok,
+            "errors": {"connection reset": errors} if errors else {},
+            "non_2xx": {},
+            "latency_ms": {"p99": p99_ms},
+            "server": {"cpu_seconds": self.server_cpu_seconds},
+            "generator_bound": False,
+        }
 
     def to_dict(self):
         return dict(self._d)
@@ -91,7 +105,9 @@ class FakeLab:
         errors = 3 if srv.side == "head" and self.head_errors_in_pair == pair else 0
         # an injected cost adds exactly its average here
         burn = float(srv.env.get(gate.COST_ENV, 0.0)) / int(srv.env.get(gate.COST_EVERY_ENV, 1))
-        return FakeRun(rps, 3.0 / factor, 50.0 / factor + burn, errors=errors, all_failed=self.head_dead and srv.side == "head")
+        return FakeRun(
+            rps, 3.0 / factor, 50.0 / factor + burn, errors=errors, all_failed=self.head_dead and srv.side == "head"
+        )
 
     def latency(self, handles, route, duration, cpus=None):
         """The interleaved low-concurrency run: 200 µs, slower by HEAD's factor; a wait adds exactly its mean."""
@@ -99,9 +115,18 @@ class FakeLab:
         for side, srv in handles.items():
             self.latency_runs.append(srv.side)
             wait = float(srv.env.get(gate.DELAY_ENV, 0.0)) / int(srv.env.get(gate.DELAY_EVERY_ENV, 1))
-            mean = 200.0 / (self.head_factor if srv.side == "head" else 1.0) * (1 + self.rng.gauss(0, self.noise)) + wait
-            out[side] = {"concurrency": 1, "ok": 1000, "errors": {}, "non_2xx": {}, "avg_ms": mean / 1000,
-                         "p50_ms": mean * 0.9 / 1000, "p99_ms": mean * 3 / 1000}
+            mean = (
+                200.0 / (self.head_factor if srv.side == "head" else 1.0) * (1 + self.rng.gauss(0, self.noise)) + wait
+            )
+            out[side] = {
+                "concurrency": 1,
+                "ok": 1000,
+                "errors": {},
+                "non_2xx": {},
+                "avg_ms": mean / 1000,
+                "p50_ms": mean * 0.9 / 1000,
+                "p99_ms": mean * 3 / 1000,
+            }
         return out
 
     def count_lane(self, spec, out_dir):
@@ -115,9 +140,19 @@ class FakeLab:
             for side in ("base", "head"):
                 ipr = 60_000.0 * (1 + self.lane_rng.gauss(0, 0.001))
                 ipr = ipr / self.head_factor + 70 * loops if side == "head" else ipr
-                append_record(out_dir / "runs.jsonl", {"kind": "gate-run", "lane": "count", "case": CASE.name,
-                                                       "pair": pair, "side": side, "instructions_per_request": ipr,
-                                                       "requests": 300, "instructions": int(ipr * 300)})
+                append_record(
+                    out_dir / "runs.jsonl",
+                    {
+                        "kind": "gate-run",
+                        "lane": "count",
+                        "case": CASE.name,
+                        "pair": pair,
+                        "side": side,
+                        "instructions_per_request": ipr,
+                        "requests": 300,
+                        "instructions": int(ipr * 300),
+                    },
+                )
         return SimpleNamespace(wait=lambda timeout: self.lane_note, stop=lambda: None)
 
     def gate(self, tmp_path, **opts):
@@ -125,9 +160,21 @@ class FakeLab:
         slowdown = opts.pop("head_slowdown", None)
         increase = opts.pop("head_delay_increase", None)
         o.update(opts)
-        return run_gate(GateOptions(**o), base_python="/base/python", head_python="/head/python",
-                        base_info={"spec": "granian==1.0"}, head_info={"spec": "granian==1.1"}, out_dir=tmp_path,
-                        start=self.start, measure_fn=self.measure, route_fn=lambda name: name,
-                        check_fn=lambda *a, **k: None, latency_fn=self.latency, head_slowdown=slowdown,
-                        head_delay_increase=increase, log=lambda s: None, lane_fn=self.count_lane,
-                        counting_missing=lambda: self.missing)
+        return run_gate(
+            GateOptions(**o),
+            base_python="/base/python",
+            head_python="/head/python",
+            base_info={"spec": "granian==1.0"},
+            head_info={"spec": "granian==1.1"},
+            out_dir=tmp_path,
+            start=self.start,
+            measure_fn=self.measure,
+            route_fn=lambda name: name,
+            check_fn=lambda *a, **k: None,
+            latency_fn=self.latency,
+            head_slowdown=slowdown,
+            head_delay_increase=increase,
+            log=lambda s: None,
+            lane_fn=self.count_lane,
+            counting_missing=lambda: self.missing,
+        )

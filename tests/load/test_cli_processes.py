@@ -26,8 +26,14 @@ MISSING_CPU = str((os.cpu_count() or 1) + 3)
 
 
 def load_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gatecheck.load", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "gatecheck.load", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _no_traceback(proc) -> None:
@@ -39,18 +45,35 @@ def test_a_run_whose_target_does_not_resolve_measures_nothing_and_exits_non_zero
     assert proc.returncode == 1, proc.stderr
     _no_traceback(proc)
     skipped = [line for line in proc.stderr.splitlines() if line.startswith("ERROR ")]
-    assert skipped == ["ERROR ASGI get 1KB: skipped, its target 'granian:asgi?workers=abc' is invalid: "
-                       "option workers='abc' must be a whole number >= 1"]
-    assert proc.stderr.strip().splitlines()[-1].startswith(
-        "error: 1 case(s) skipped for an error, nothing was measured (0 run(s) measured;")
+    assert skipped == [
+        "ERROR ASGI get 1KB: skipped, its target 'granian:asgi?workers=abc' is invalid: "
+        "option workers='abc' must be a whole number >= 1"
+    ]
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: 1 case(s) skipped for an error, nothing was measured (0 run(s) measured;")
+    )
 
 
-@pytest.mark.parametrize("command", [
-    ["run", "granian", "--profile", "smoke", "--out", "/proc/gatecheck-nowhere"],
-    ["gate", "--base", sys.executable, "--head", sys.executable, "--out", "/proc/gatecheck-nowhere"],
-    ["gate", "--base", sys.executable, "--head", sys.executable, "--out", "{tmp}/ok",
-     "--benchmark-storage", "/proc/gatecheck-nowhere"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "granian", "--profile", "smoke", "--out", "/proc/gatecheck-nowhere"],
+        ["gate", "--base", sys.executable, "--head", sys.executable, "--out", "/proc/gatecheck-nowhere"],
+        [
+            "gate",
+            "--base",
+            sys.executable,
+            "--head",
+            sys.executable,
+            "--out",
+            "{tmp}/ok",
+            "--benchmark-storage",
+            "/proc/gatecheck-nowhere",
+        ],
+    ],
+)
 def test_an_unwritable_output_path_fails_before_any_work_with_one_line(command, tmp_path):
     t0 = time.monotonic()
     proc = load_cli(*[c.format(tmp=tmp_path) for c in command])
@@ -60,27 +83,44 @@ def test_an_unwritable_output_path_fails_before_any_work_with_one_line(command, 
     assert time.monotonic() - t0 < 30  # nothing was started or built first
 
 
-@pytest.mark.parametrize("command", [
-    ["run", "granian", "--profile", "smoke", "--out", "{tmp}", "--server-cpus", MISSING_CPU, "--oha-cpus", "0"],
-    ["gate", "--base", sys.executable, "--head", sys.executable, "--out", "{tmp}/g",
-     "--server-cpus", MISSING_CPU, "--oha-cpus", "0"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "granian", "--profile", "smoke", "--out", "{tmp}", "--server-cpus", MISSING_CPU, "--oha-cpus", "0"],
+        [
+            "gate",
+            "--base",
+            sys.executable,
+            "--head",
+            sys.executable,
+            "--out",
+            "{tmp}/g",
+            "--server-cpus",
+            MISSING_CPU,
+            "--oha-cpus",
+            "0",
+        ],
+    ],
+)
 def test_a_cpu_this_host_lacks_is_one_line_not_a_traceback(command, tmp_path):
     proc = load_cli(*[c.format(tmp=tmp_path) for c in command])
     assert proc.returncode == 2, proc.stderr
     _no_traceback(proc)
-    assert proc.stderr.strip() == (f"error: --server-cpus {MISSING_CPU}: CPU {MISSING_CPU} is not available here "
-                                   f"(this process may use CPUs {_cpus()})")
+    assert proc.stderr.strip() == (
+        f"error: --server-cpus {MISSING_CPU}: CPU {MISSING_CPU} is not available here "
+        f"(this process may use CPUs {_cpus()})"
+    )
 
 
 def _cpus() -> str:
-    from gatecheck.load.run.pinning import available_cpus
     from gatecheck.load.plan.cpulist import format_cpu_list
+    from gatecheck.load.run.pinning import available_cpus
 
     return format_cpu_list(available_cpus())
 
 
 # ---- signals: started with SIGINT ignored, then interrupted while measuring ----------------------------
+
 
 def _real_load_or_skip():
     from gatecheck.load.run.oha import OhaNotFound, find_oha
@@ -97,8 +137,15 @@ def _start_with_sigint_ignored(args, log_path: Path) -> subprocess.Popen:
     def ignore_sigint():  # as a shell starts a script's background job
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    return subprocess.Popen([sys.executable, "-m", "gatecheck.load", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=open(log_path, "w"), text=True, stdin=subprocess.DEVNULL, preexec_fn=ignore_sigint)
+    return subprocess.Popen(
+        [sys.executable, "-m", "gatecheck.load", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=open(log_path, "w"),
+        text=True,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=ignore_sigint,
+    )
 
 
 def _wait_for(log_path: Path, text: str, proc: subprocess.Popen, timeout: float) -> None:
@@ -129,8 +176,24 @@ def _interrupt_and_collect(proc: subprocess.Popen, timeout: float = 30) -> tuple
 def test_a_gate_started_with_sigint_ignored_stops_on_sigint_and_reports_what_it_measured(tmp_path):
     _real_load_or_skip()
     log = tmp_path / "stderr.txt"
-    proc = _start_with_sigint_ignored(["gate", "--base", sys.executable, "--head", sys.executable, "--out",
-                                       str(tmp_path / "gate"), "--duration", "0.5", "--warmup", "0", "--seed", "1"], log)
+    proc = _start_with_sigint_ignored(
+        [
+            "gate",
+            "--base",
+            sys.executable,
+            "--head",
+            sys.executable,
+            "--out",
+            str(tmp_path / "gate"),
+            "--duration",
+            "0.5",
+            "--warmup",
+            "0",
+            "--seed",
+            "1",
+        ],
+        log,
+    )
     _wait_for(log, "pair 1:", proc, timeout=60)
     status, out = _interrupt_and_collect(proc)
     stderr = log.read_text()
@@ -145,8 +208,24 @@ def test_a_gate_started_with_sigint_ignored_stops_on_sigint_and_reports_what_it_
 def test_a_run_started_with_sigint_ignored_stops_on_sigint(tmp_path):
     _real_load_or_skip()
     log = tmp_path / "stderr.txt"
-    proc = _start_with_sigint_ignored(["run", "granian:rsgi", "--profile", "smoke", "--select", "RSGI get",
-                                       "--quick", "0.5", "--duration", "10", "--out", str(tmp_path), "--no-report"], log)
+    proc = _start_with_sigint_ignored(
+        [
+            "run",
+            "granian:rsgi",
+            "--profile",
+            "smoke",
+            "--select",
+            "RSGI get",
+            "--quick",
+            "0.5",
+            "--duration",
+            "10",
+            "--out",
+            str(tmp_path),
+            "--no-report",
+        ],
+        log,
+    )
     _wait_for(log, "[1/", proc, timeout=60)
     status, _out = _interrupt_and_collect(proc)
     stderr = log.read_text()

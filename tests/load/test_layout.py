@@ -6,6 +6,7 @@
   ``records``; only the command lines import ``gate``.
 - The lab is not in the package: nothing dated, no experiments.
 """
+
 from __future__ import annotations
 
 import ast
@@ -34,8 +35,11 @@ def _name(path: Path) -> str:
 def test_no_module_is_over_400_lines_nor_any_function_over_60(path):
     text = path.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 400
-    long = [f"{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(ast.parse(text))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60]
+    long = [
+        f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60
+    ]
     assert not long
 
 
@@ -80,8 +84,12 @@ def test_every_package_names_its_api_and_its_rules():
 
 def test_no_dates_no_tracker_numbers_and_no_experiments_in_the_package():
     dated = re.compile(r"20[0-9]{2}-[0-9]{2}-[0-9]{2}|issue [0-9]+")
-    found = [f"{_name(path)}:{number}" for path in sorted(LOAD.rglob("*")) if path.is_file()
-             and path.suffix in (".py", ".md", ".toml")
-             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if dated.search(line)]
+    found = [
+        f"{_name(path)}:{number}"
+        for path in sorted(LOAD.rglob("*"))
+        if path.is_file() and path.suffix in (".py", ".md", ".toml")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if dated.search(line)
+    ]
     assert not found
     assert not (LOAD / "experiments").exists()

@@ -1,4 +1,5 @@
 """``python -m gatecheck.load``: subcommands in-process, bad values rejected at parse time."""
+
 from __future__ import annotations
 
 import shutil
@@ -55,7 +56,10 @@ def test_every_option_has_help():
 def test_dry_run_shows_runs_and_skips_without_starting_anything(capsys):
     assert cli.main(["run", "granian", "--profile", "concurrency", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "granian:rsgi:h1?loop=uvloop&runtime-blocking-threads=1&workers=2&ws=off" in out and "skip (needs 4 cores" in out
+    assert (
+        "granian:rsgi:h1?loop=uvloop&runtime-blocking-threads=1&workers=2&ws=off" in out
+        and "skip (needs 4 cores" in out
+    )
 
 
 def test_a_full_target_selects_its_interface_and_adds_its_options(capsys):

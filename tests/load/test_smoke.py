@@ -2,6 +2,7 @@
 
 Skips (saying why) when oha or granian is not installed; ``python -m gatecheck.load run ...`` builds oha once.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -22,18 +23,23 @@ def _oha_or_skip():
 def test_the_smoke_profile_runs_for_real_and_renders(tmp_path):
     """Every case is measured with 2xx responses only, recorded, pinned, and rendered; no server outlives it."""
     oha = _oha_or_skip()
+    from gatecheck.load.plan.profile import load_profile
+    from gatecheck.load.records.results import load_records
+    from gatecheck.load.report.tables import write_report
+    from gatecheck.load.run.options import RunOptions
+    from gatecheck.load.run.pinning import available_cpus, split_cpus
+    from gatecheck.load.run.runner import run_profile
     from gatecheck.servers import Target, live_pids
 
-    from gatecheck.load.run.pinning import available_cpus, split_cpus
-    from gatecheck.load.plan.profile import load_profile
-    from gatecheck.load.report.tables import write_report
-    from gatecheck.load.records.results import load_records
-    from gatecheck.load.run.options import RunOptions
-    from gatecheck.load.run.runner import run_profile
-
     lines = []
-    opts = RunOptions(profile=load_profile("smoke"), target=Target("granian"), out_dir=tmp_path, quick=0.1, oha=oha,
-                      pinning=split_cpus(available_cpus()))
+    opts = RunOptions(
+        profile=load_profile("smoke"),
+        target=Target("granian"),
+        out_dir=tmp_path,
+        quick=0.1,
+        oha=oha,
+        pinning=split_cpus(available_cpus()),
+    )
     summary = run_profile(opts, log=lines.append)
     assert summary.failures == 0, "\n".join(lines)
     records = load_records([summary.results])

@@ -1,4 +1,5 @@
 """Adapters turn targets into command lines; these pin the exact argv each server gets."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,8 +17,15 @@ def argv_of(text: str, app: str = APP) -> list:
 def test_granian_argv_has_interface_http_mode_and_options():
     argv = argv_of("granian:asgi:h2?runtime-threads=2&loop=uvloop&ws=off&runtime-mode=st")
     assert argv[:3] == ["/py", "-m", "granian"]
-    for pair in (["--interface", "asgi"], ["--host", "127.0.0.1"], ["--port", "8123"], ["--http", "2"],
-                 ["--runtime-threads", "2"], ["--loop", "uvloop"], ["--runtime-mode", "st"]):
+    for pair in (
+        ["--interface", "asgi"],
+        ["--host", "127.0.0.1"],
+        ["--port", "8123"],
+        ["--http", "2"],
+        ["--runtime-threads", "2"],
+        ["--loop", "uvloop"],
+        ["--runtime-mode", "st"],
+    ):
         assert _has_pair(argv, pair), (pair, argv)
     assert "--no-ws" in argv and APP in argv
 
@@ -36,7 +44,10 @@ def test_uvicorn_argv_maps_impl_and_loop_and_keeps_its_lifespan_default():
 
 def test_hypercorn_argv_prefixes_the_interface():
     argv = argv_of("hypercorn:wsgi?workers=2", "gatecheck.fixtures.apps.wsgi:app")
-    assert argv[-3:] == ["wsgi:gatecheck.fixtures.apps.wsgi:app", "--workers", "2"] or "wsgi:gatecheck.fixtures.apps.wsgi:app" in argv
+    assert (
+        argv[-3:] == ["wsgi:gatecheck.fixtures.apps.wsgi:app", "--workers", "2"]
+        or "wsgi:gatecheck.fixtures.apps.wsgi:app" in argv
+    )
     assert _has_pair(argv, ["--bind", "127.0.0.1:8123"])
 
 
@@ -61,16 +72,19 @@ def test_command_adapter_fills_the_template():
     assert argv == ["myserver", "--bind", "127.0.0.1:8123", "--iface", "asgi", APP]
 
 
-@pytest.mark.parametrize("text, argv_has", [
-    ("granian:wsgi", ["--workers", "2"]),
-    ("uvicorn:asgi", ["--workers", "2"]),
-    ("uwsgi:wsgi", ["--processes", "2"]),
-    ("command:wsgi?cmd=srv --port {port} -w {workers} {app}&features=workers", ["-w", "2"]),
-])
+@pytest.mark.parametrize(
+    "text, argv_has",
+    [
+        ("granian:wsgi", ["--workers", "2"]),
+        ("uvicorn:asgi", ["--workers", "2"]),
+        ("uwsgi:wsgi", ["--processes", "2"]),
+        ("command:wsgi?cmd=srv --port {port} -w {workers} {app}&features=workers", ["-w", "2"]),
+    ],
+)
 def test_a_target_asked_for_two_workers_says_so_with_its_own_option(text, argv_has):
     adapter, target = resolve(text)
     argv = adapter.launch(adapter.with_workers(target, 2), app=APP, host="127.0.0.1", port=8123, python="/py").argv
-    assert any(argv[i:i + 2] == argv_has for i in range(len(argv)))
+    assert any(argv[i : i + 2] == argv_has for i in range(len(argv)))
 
 
 def test_a_command_template_without_workers_cannot_be_asked_for_more_and_defaults_to_one():
@@ -80,12 +94,15 @@ def test_a_command_template_without_workers_cannot_be_asked_for_more_and_default
     assert adapter.launch(target, app=APP, host="127.0.0.1", port=8123, python="/py").argv[3:5] == ["-w", "1"]
 
 
-@pytest.mark.parametrize("text,fragment", [
-    ("command:asgi", "needs a template"),
-    ("command:asgi?cmd=myserver {app}", "must contain {port}"),
-    ("command:asgi?cmd=myserver {port} {nope}", "bad placeholder"),
-    ("command:asgi?cmd=s {port}&features=warp", "unknown feature"),
-])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("command:asgi", "needs a template"),
+        ("command:asgi?cmd=myserver {app}", "must contain {port}"),
+        ("command:asgi?cmd=myserver {port} {nope}", "bad placeholder"),
+        ("command:asgi?cmd=s {port}&features=warp", "unknown feature"),
+    ],
+)
 def test_command_adapter_errors(text, fragment):
     with pytest.raises(TargetError) as info:
         resolve(text)
@@ -104,14 +121,17 @@ def test_command_capabilities_are_only_what_is_declared():
     assert not caps.h2c and not caps.pathsend
 
 
-@pytest.mark.parametrize("text,features,absent", [
-    ("granian:asgi:h1", {"http1", "websockets", "lifespan", "pathsend"}, {"h2c"}),
-    ("granian:rsgi:h2", {"h2c", "websockets"}, {"http1", "lifespan", "pathsend"}),
-    ("granian:wsgi", {"http1", "h2c"}, {"websockets", "lifespan"}),
-    ("granian:asgi?ws=off", {"http1"}, {"websockets"}),
-    ("daphne:asgi", {"http1", "websockets"}, {"lifespan", "h2c"}),
-    ("uvicorn:asgi?lifespan=off", {"http1"}, {"lifespan"}),
-])
+@pytest.mark.parametrize(
+    "text,features,absent",
+    [
+        ("granian:asgi:h1", {"http1", "websockets", "lifespan", "pathsend"}, {"h2c"}),
+        ("granian:rsgi:h2", {"h2c", "websockets"}, {"http1", "lifespan", "pathsend"}),
+        ("granian:wsgi", {"http1", "h2c"}, {"websockets", "lifespan"}),
+        ("granian:asgi?ws=off", {"http1"}, {"websockets"}),
+        ("daphne:asgi", {"http1", "websockets"}, {"lifespan", "h2c"}),
+        ("uvicorn:asgi?lifespan=off", {"http1"}, {"lifespan"}),
+    ],
+)
 def test_target_capabilities_narrow_the_server_capabilities(text, features, absent):
     adapter, target = resolve(text)
     caps = adapter.target_capabilities(target)
@@ -132,7 +152,14 @@ def test_every_adapter_declares_what_the_listing_needs():
 
 def test_robyn_runs_its_own_app_module_with_host_port_and_robyn_flags():
     assert argv_of("robyn", "gatecheck.fixtures.apps.robyn_app") == [
-        "/py", "-m", "gatecheck.fixtures.apps.robyn_app", "--host", "127.0.0.1", "--port", "8123"]
+        "/py",
+        "-m",
+        "gatecheck.fixtures.apps.robyn_app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+    ]
     argv = argv_of("robyn?processes=2&workers=3&log-level=WARN&openapi=off", "gatecheck.fixtures.apps.robyn_app:app")
     assert argv[:3] == ["/py", "-m", "gatecheck.fixtures.apps.robyn_app"]
     for pair in (["--processes", "2"], ["--workers", "3"], ["--log-level", "WARN"]):
@@ -144,8 +171,11 @@ def test_robyn_has_no_interface_and_refuses_one():
     adapter, target = resolve("robyn")
     assert target.interface is None and adapter.own_app == "gatecheck.fixtures.apps.robyn_app"
     assert not adapter.target_capabilities(target).interfaces
-    for text, fragment in (("robyn:asgi", "its own server"), ("robyn?loop=uvloop", "no option"),
-                           ("robyn?processes=0", ">= 1")):
+    for text, fragment in (
+        ("robyn:asgi", "its own server"),
+        ("robyn?loop=uvloop", "no option"),
+        ("robyn?processes=0", ">= 1"),
+    ):
         with pytest.raises(TargetError) as info:
             resolve(text)
         assert fragment in str(info.value), (text, info.value)
@@ -160,4 +190,4 @@ def test_conformance_refuses_a_target_without_an_interface():
 
 
 def _has_pair(argv: list, pair: list) -> bool:
-    return any(argv[i:i + 2] == pair for i in range(len(argv) - 1))
+    return any(argv[i : i + 2] == pair for i in range(len(argv) - 1))

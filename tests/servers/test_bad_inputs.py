@@ -1,4 +1,5 @@
 """Bad inputs to the servers layer: one clear line (a ServerError, or exit 2 from the CLI), never a traceback."""
+
 from __future__ import annotations
 
 import os
@@ -33,11 +34,14 @@ def test_a_file_that_is_not_executable_is_one_error(tmp_path):
     assert "cannot run" in str(info.value) and "Permission denied" in str(info.value)
 
 
-@pytest.mark.parametrize("target", [
-    command('{python} -m tests.hostile.server --port {port} --mode "ok'),
-    command("{python} -m tests.hostile.server --port {port}", args="--x 'unbalanced"),
-    Target.parse("granian:asgi").with_options(args='--workers "2'),
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        command('{python} -m tests.hostile.server --port {port} --mode "ok'),
+        command("{python} -m tests.hostile.server --port {port}", args="--x 'unbalanced"),
+        Target.parse("granian:asgi").with_options(args='--workers "2'),
+    ],
+)
 def test_an_unbalanced_quote_is_a_target_error(target):
     with pytest.raises(TargetError) as info:
         resolve(target)
@@ -48,20 +52,28 @@ def test_an_unbalanced_quote_is_a_target_error(target):
 @pytest.mark.parametrize("port", [-1, 0, 65536])
 def test_a_port_out_of_range_is_a_target_error(tmp_path, port):
     with pytest.raises(TargetError) as info:
-        start_server(command("{python} -m tests.hostile.server --port {port}"), app="x:y", log_dir=tmp_path,
-                     port=port)
+        start_server(command("{python} -m tests.hostile.server --port {port}"), app="x:y", log_dir=tmp_path, port=port)
     assert "is not a TCP port (1-65535)" in str(info.value)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--port", "-1"], "'-1' is not a TCP port"),
-    (["--port", "http"], "'http' is not a TCP port"),
-    (["--ready-timeout", "0"], "'0' is not a number of seconds greater than 0"),
-    (["--ready-timeout", "-5"], "'-5' is not a number of seconds greater than 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--port", "-1"], "'-1' is not a TCP port"),
+        (["--port", "http"], "'http' is not a TCP port"),
+        (["--ready-timeout", "0"], "'0' is not a number of seconds greater than 0"),
+        (["--ready-timeout", "-5"], "'-5' is not a number of seconds greater than 0"),
+    ],
+)
 def test_the_run_command_refuses_bad_numbers_in_one_line(argv, message):
-    out = subprocess.run([sys.executable, "-m", "gatecheck.servers", "run", "granian:asgi", *argv], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [sys.executable, "-m", "gatecheck.servers", "run", "granian:asgi", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 2
     assert message in out.stderr and "Traceback" not in out.stderr
 
@@ -84,6 +96,7 @@ def test_a_python_option_naming_a_program_that_is_not_python_says_so(tmp_path):
 def test_cpus_this_host_does_not_offer_are_one_clear_error(tmp_path):
     unavailable = max(os.sched_getaffinity(0)) + 1
     with pytest.raises(ServerError) as info:
-        start_server(command("{python} -m tests.hostile.server --port {port}"), app="x:y", log_dir=tmp_path,
-                     cpus=[unavailable])
+        start_server(
+            command("{python} -m tests.hostile.server --port {port}"), app="x:y", log_dir=tmp_path, cpus=[unavailable]
+        )
     assert f"cannot pin the server to CPU {unavailable}" in str(info.value)

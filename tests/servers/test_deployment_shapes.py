@@ -5,6 +5,7 @@ The shapes, as a table over the adapters' own capabilities: two worker processes
 cleartext listener for every interface where the server has an ``h2`` mode. The tox env lists the targets;
 this test reads them back.
 """
+
 from __future__ import annotations
 
 import configparser
@@ -33,12 +34,17 @@ def shapes(env: str, targets: list) -> list:
     if caps.workers and adapter.WORKERS_OPTION:
         option = adapter.WORKERS_OPTION
         for interface in sorted(caps.interfaces & {t.interface for t in targets}):
-            wanted.append((f"{interface}?{option}=2",
-                           lambda t, i=interface: t.interface == i and t.option(option) == "2"))
+            wanted.append(
+                (f"{interface}?{option}=2", lambda t, i=interface: t.interface == i and t.option(option) == "2")
+            )
     if "h2" in caps.http_modes:
         for interface in sorted(caps.interfaces):
-            wanted.append((f"{interface}:h2 (cleartext)",
-                           lambda t, i=interface: t.interface == i and t.http == "h2" and t.option("tls") != "on"))
+            wanted.append(
+                (
+                    f"{interface}:h2 (cleartext)",
+                    lambda t, i=interface: t.interface == i and t.http == "h2" and t.option("tls") != "on",
+                )
+            )
     return wanted
 
 

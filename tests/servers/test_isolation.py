@@ -7,6 +7,7 @@ and fails) and a fake ``granian``
 distribution 0.0.1. The server runs under the same interpreter reached through another path (so it is an
 "other" python): it must start with its own click, and the results must record its own granian version.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,7 +42,8 @@ def _import_root_with_shadows(tmp_path: Path, marker: Path) -> Path:
     (root / "click").mkdir()
     (root / "click" / "__init__.py").write_text(  # the harness itself may import it: only a server's import counts
         f"import os, sys\nif os.environ.get({TOKEN_ENV!r}):\n    open({str(marker)!r}, 'w').write(repr(sys.argv))\n"
-        "raise ImportError('the harness import root leaked into the server')\n")
+        "raise ImportError('the harness import root leaked into the server')\n"
+    )
     dist = root / "granian-0.0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: granian\nVersion: 0.0.1\n")
@@ -64,8 +66,14 @@ def test_a_server_with_another_python_imports_its_own_packages_not_the_harness_i
     logs.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(root)
-    done = subprocess.run([sys.executable, "-c", HARNESS, str(root), str(other), str(logs)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", HARNESS, str(root), str(other), str(logs)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     logged = "".join(p.read_text(errors="replace") for p in logs.iterdir())
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr[-3000:]}\nserver log:\n{logged[-3000:]}"
     seen = json.loads(done.stdout.strip().splitlines()[-1])
@@ -85,11 +93,14 @@ def test_the_staged_directory_holds_an_empty_gatecheck_package_and_the_fixtures_
 
 def test_the_fixture_apps_import_nothing_of_servers_conformance_or_load():
     """They are all a server process gets of gatecheck."""
-    code = ("import sys, gatecheck.fixtures.apps.asgi, gatecheck.fixtures.apps.wsgi, gatecheck.fixtures.apps.rsgi;"
-            "print(sorted(m for m in sys.modules if m.startswith('gatecheck.') and not m.startswith('gatecheck.fixtures')))")
+    code = (
+        "import sys, gatecheck.fixtures.apps.asgi, gatecheck.fixtures.apps.wsgi, gatecheck.fixtures.apps.rsgi;"
+        "print(sorted(m for m in sys.modules if m.startswith('gatecheck.') and not m.startswith('gatecheck.fixtures')))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = staging.child_root()
-    out = subprocess.run([sys.executable, "-c", code], cwd=staging.child_root(), env=env, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=staging.child_root(), env=env, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"

@@ -5,6 +5,7 @@ process carries ``GATECHECK_TEST_MARK=<random>`` in its environment (set by the 
 descendant, whatever its session), so the test can find all of them afterwards with psutil, independently
 of how ``servers`` tracks them.
 """
+
 from __future__ import annotations
 
 import os
@@ -81,8 +82,11 @@ class Bystander:
     def __init__(self, port: int, tmp_path: Path) -> None:
         self.signals = tmp_path / "bystander-signals"
         self.signals.write_text("")
-        self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT, str(port), str(self.signals)],
-                                     stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", self.SCRIPT, str(port), str(self.signals)],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+        )
         assert self.proc.stdout.readline() == b"listening\n"
 
     def untouched(self) -> bool:
@@ -97,8 +101,7 @@ class Bystander:
 def test_a_double_forked_server_leaves_nothing_and_a_stranger_on_its_port_is_untouched(tmp_path):
     """The issue's "Done when": against a server that double-forks (setsid, new session), nothing is left."""
     mark = secrets.token_hex(8)
-    srv = start_server(hostile("--double-fork", "--ignore-sigterm"), app="x:y", log_dir=tmp_path,
-                       env={MARK: mark})
+    srv = start_server(hostile("--double-fork", "--ignore-sigterm"), app="x:y", log_dir=tmp_path, env={MARK: mark})
     bystander = Bystander(srv.port, tmp_path)
     try:
         daemons = [p for p in marked(mark) if p.pid != srv.pid and os.getsid(p.pid) != os.getsid(srv.pid)]
@@ -126,8 +129,13 @@ def test_nothing_outlives_a_harness_killed_with_sigkill(tmp_path, flags):
     """A harness killed with SIGKILL runs no cleanup: the leader's death signal and the reaper must do it."""
     mark = secrets.token_hex(8)
     env = {**os.environ, MARK: mark, "PYTHONPATH": str(ROOT)}
-    harness = subprocess.Popen([sys.executable, "-c", HARNESS, flags, str(tmp_path)], cwd=ROOT, env=env,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    harness = subprocess.Popen(
+        [sys.executable, "-c", HARNESS, flags, str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     try:
         line = harness.stdout.readline().decode()
         assert line.startswith("ready"), line
@@ -175,12 +183,16 @@ def test_an_option_moving_the_listener_to_another_loopback_address_is_one_clear_
     mark = secrets.token_hex(8)
     started = time.monotonic()
     with pytest.raises(ServerStartError) as info:
-        start_server(Target.parse("granian:asgi").with_options(args="--host 127.0.0.2"),
-                     app="gatecheck.fixtures.apps.asgi:app", log_dir=tmp_path, env={MARK: mark}, ready_timeout=120)
+        start_server(
+            Target.parse("granian:asgi").with_options(args="--host 127.0.0.2"),
+            app="gatecheck.fixtures.apps.asgi:app",
+            log_dir=tmp_path,
+            env={MARK: mark},
+            ready_timeout=120,
+        )
     assert "listens on 127.0.0.2" in str(info.value) and "not on 127.0.0.1" in str(info.value)
     assert time.monotonic() - started < 110  # not the ready deadline: the cause is seen, not waited out
     assert wait_none_marked(mark, timeout=5.0) == []
-
 
 
 def test_descendants_are_the_tree_psutil_walks_without_reading_every_process(monkeypatch):
@@ -213,8 +225,11 @@ def test_descendants_are_the_tree_psutil_walks_without_reading_every_process(mon
         real_exists = os.path.exists
         monkeypatch.setattr(tree.os.path, "exists", lambda p: False if str(p).endswith("/children") else real_exists(p))
         real_listdir = os.listdir
-        monkeypatch.setattr(tree.os, "listdir", lambda p: (_ for _ in ()).throw(FileNotFoundError(p))
-                            if str(p).endswith("/task") else real_listdir(p))
+        monkeypatch.setattr(
+            tree.os,
+            "listdir",
+            lambda p: (_ for _ in ()).throw(FileNotFoundError(p)) if str(p).endswith("/task") else real_listdir(p),
+        )
         assert sorted(p.pid for p in tree.descendants(root)) == expected  # psutil's walk
     finally:
         for proc in psutil.Process(leader.pid).children(recursive=True):

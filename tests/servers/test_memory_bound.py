@@ -4,6 +4,7 @@ A real server that grows past its bound is killed, and its log says why in one l
 that line in its log excerpt); sizes parse as users write them; the staged fixture apps are readable by every
 user, and the event log folder is handed to the user a server drops to.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,7 @@ from gatecheck.servers.staging import child_root, hand_over
 
 # Answers every request with 200 "ok"; after the first GET /grow (not the readiness probe's /ping), a thread grows
 # the process by 8 MiB (touched) every 10 ms, up to 2 GiB: as a server that buffers without limit does.
-GROWER = textwrap.dedent('''
+GROWER = textwrap.dedent("""
     import socket, sys, threading, time
     def grow():
         hoard = []
@@ -40,11 +41,20 @@ GROWER = textwrap.dedent('''
         if head.startswith(b"GET /grow ") and not started:
             started = True
             threading.Thread(target=grow, daemon=True).start()
-''')
+""")
 
 
-@pytest.mark.parametrize("text, size", [("4G", 4 << 30), ("512M", 512 << 20), ("1.5g", 3 << 29),
-                                        ("2147483648", 2 << 30), ("64MiB", 64 << 20), ("off", None)])
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("4G", 4 << 30),
+        ("512M", 512 << 20),
+        ("1.5g", 3 << 29),
+        ("2147483648", 2 << 30),
+        ("64MiB", 64 << 20),
+        ("off", None),
+    ],
+)
 def test_sizes_read_as_users_write_them(text, size):
     assert parse_size(text) == size
 
@@ -72,8 +82,7 @@ def _grower(tmp_path) -> str:
 @pytest.mark.parametrize("how", ["option", "argument"])
 def test_a_server_past_its_bound_is_killed_and_its_log_says_so(tmp_path, how):
     target = _grower(tmp_path) + ("&memory=96M" if how == "option" else "")
-    srv = start_server(target, app="unused:app", log_dir=tmp_path,
-                       memory=None if how == "option" else "96M")
+    srv = start_server(target, app="unused:app", log_dir=tmp_path, memory=None if how == "option" else "96M")
     try:
         assert httpx.get(srv.url + "/grow", timeout=5).text == "ok"
         deadline = time.monotonic() + 20
@@ -90,7 +99,7 @@ def test_a_server_past_its_bound_is_killed_and_its_log_says_so(tmp_path, how):
 def test_a_server_within_its_bound_is_left_alone(tmp_path):
     srv = start_server(_grower(tmp_path), app="unused:app", log_dir=tmp_path, memory="4G")
     try:
-        time.sleep(1.0)      # no GET /grow: it does not grow
+        time.sleep(1.0)  # no GET /grow: it does not grow
         assert srv.alive() and srv.memory_exceeded is None
     finally:
         srv.stop()
@@ -114,7 +123,7 @@ def test_the_event_folder_is_handed_to_the_user_a_server_drops_to():
         os.mkdir(events, 0o700)
         hand_over(events, "nobody")
         assert os.stat(events).st_uid == pwd.getpwnam("nobody").pw_uid
-        assert stat.S_IMODE(os.stat(top).st_mode) == 0o701     # searchable, still not listable
+        assert stat.S_IMODE(os.stat(top).st_mode) == 0o701  # searchable, still not listable
     finally:
         import shutil
 
@@ -124,6 +133,7 @@ def test_the_event_folder_is_handed_to_the_user_a_server_drops_to():
 def test_the_server_memory_option_is_read_by_the_plugin():
     import subprocess
 
-    out = subprocess.run([sys.executable, "-m", "gatecheck", "conformance", "--help"], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "gatecheck", "conformance", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert "--server-memory=SIZE" in out.stdout or "--server-memory SIZE" in out.stdout, out.stdout[-2000:]

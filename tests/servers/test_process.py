@@ -1,4 +1,5 @@
 """Lifecycle: start, readiness, failures with log tails, stop by group, nothing left behind."""
+
 from __future__ import annotations
 
 import os
@@ -10,10 +11,19 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gatecheck.servers import (PortInUse, PortTaken, ServerExited, ServerNotInstalled, ServerNotReady, ServerProcess,
-                               Target, live_pids, start_server)
-from gatecheck.servers.probe import probe_for
+from gatecheck.servers import (
+    PortInUse,
+    PortTaken,
+    ServerExited,
+    ServerNotInstalled,
+    ServerNotReady,
+    ServerProcess,
+    Target,
+    live_pids,
+    start_server,
+)
 from gatecheck.servers.adapters import Adapter
+from gatecheck.servers.probe import probe_for
 
 FAKE = Path(__file__).parent / "fake"
 
@@ -187,8 +197,11 @@ def test_a_server_runs_from_another_environment_given_as_a_venv_dir(tmp_path):
         pytest.skip("the test interpreter is not inside a virtualenv")
     target = command("http_server.py").with_options(python=str(venv))
     assert python_for(target) == str(venv / "bin" / "python")
-    with start_server(Target.parse("granian:asgi").with_options(python=str(venv)), app="gatecheck.fixtures.apps.asgi:app",
-                      log_dir=tmp_path) as srv:
+    with start_server(
+        Target.parse("granian:asgi").with_options(python=str(venv)),
+        app="gatecheck.fixtures.apps.asgi:app",
+        log_dir=tmp_path,
+    ) as srv:
         assert srv.python == str(venv / "bin" / "python")
         assert srv.process.argv[0] == str(venv / "bin" / "python")
         assert srv.versions["granian"]
@@ -205,9 +218,16 @@ def test_a_missing_interpreter_is_a_clear_target_error():
 def test_a_long_command_template_gets_a_short_log_file_name(tmp_path):
     long_flag = "--" + "x" * 300
     target = command("http_server.py").with_options(args=long_flag)
-    with start_server(Target(target.server, target.interface, target.http,
-                             tuple((k, v) for k, v in target.options if k != "args")
-                             + (("name", "y" * 250),)), app="x:y", log_dir=tmp_path) as srv:
+    with start_server(
+        Target(
+            target.server,
+            target.interface,
+            target.http,
+            tuple((k, v) for k, v in target.options if k != "args") + (("name", "y" * 250),),
+        ),
+        app="x:y",
+        log_dir=tmp_path,
+    ) as srv:
         assert len(srv.log_path.name) < 120
 
 
@@ -227,7 +247,9 @@ def test_the_h2_probe_reads_raw_frames_so_a_rule_breaking_server_still_counts_as
         with conn:
             conn.settimeout(5)
             conn.recv(65536)
-            settings = (6).to_bytes(3, "big") + b"\x04\x00" + (0).to_bytes(4, "big") + b"\x00\x02" + (1).to_bytes(4, "big")
+            settings = (
+                (6).to_bytes(3, "big") + b"\x04\x00" + (0).to_bytes(4, "big") + b"\x00\x02" + (1).to_bytes(4, "big")
+            )
             headers_block = b"\x88"  # :status 200 (static table index 8)
             headers = len(headers_block).to_bytes(3, "big") + b"\x01\x05" + (1).to_bytes(4, "big") + headers_block
             conn.sendall(settings + headers)

@@ -48,9 +48,15 @@ def test_run_serves_a_tls_target_with_the_test_certificate_and_stops_on_a_signal
     pytest.importorskip("granian")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as under tox: stdout is a pipe
     ignore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a parent that ignores it would leave it
-    proc = subprocess.Popen([sys.executable, "-m", "gatecheck.servers", "run", "granian:rsgi?tls=on", "--log-dir", str(tmp_path)],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=ignore_sigint)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gatecheck.servers", "run", "granian:rsgi?tls=on", "--log-dir", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=ignore_sigint,
+    )
     try:
         line = _first_line(proc, 90.0)  # the event: "serving ... at https://127.0.0.1:PORT  pid ..."
         assert " at https://127.0.0.1:" in line, line
@@ -93,8 +99,13 @@ sys.exit(cli.main(["run", sys.argv[1], "--log-dir", sys.argv[2]]))
 def test_run_stops_on_a_sigint_that_arrives_with_the_serving_line(tmp_path):
     """The handlers are in place before the line that tells the user to press Ctrl-C: no interrupt is lost."""
     target = "command:asgi?cmd={python}+-m+tests.hostile.server+--port+{port}"
-    proc = subprocess.Popen([sys.executable, "-c", SIGINT_AT_THE_SERVING_LINE, target, str(tmp_path)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGINT_AT_THE_SERVING_LINE, target, str(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=60)  # an interrupt that is lost leaves it serving: it never ends
     except subprocess.TimeoutExpired:

@@ -1,4 +1,5 @@
 """Target strings: parsing, defaults, round trips and the errors users see."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,11 +7,18 @@ import pytest
 from gatecheck.servers import Target, TargetError, UnknownServer, resolve
 
 
-@pytest.mark.parametrize("text", [
-    "granian", "granian:asgi", "granian:rsgi:h2", "granian:asgi:auto?runtime-threads=2&loop=uvloop",
-    "uvicorn:asgi?impl=httptools&loop=uvloop", "gunicorn:wsgi?threads=4&worker=gthread",
-    "command:asgi?cmd=myserver+--port+{port}+{app}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "granian",
+        "granian:asgi",
+        "granian:rsgi:h2",
+        "granian:asgi:auto?runtime-threads=2&loop=uvloop",
+        "uvicorn:asgi?impl=httptools&loop=uvloop",
+        "gunicorn:wsgi?threads=4&worker=gthread",
+        "command:asgi?cmd=myserver+--port+{port}+{app}",
+    ],
+)
 def test_target_round_trips_through_str(text):
     target = Target.parse(text)
     assert Target.parse(str(target)) == target
@@ -28,16 +36,19 @@ def test_parse_splits_server_interface_http_and_options():
     assert target.option("missing", "x") == "x"
 
 
-@pytest.mark.parametrize("text,fragment", [
-    ("", "empty target"),
-    ("granian:xsgi", "unknown interface"),
-    ("granian:asgi:h3", "unknown HTTP mode"),
-    ("granian::h2", "malformed target"),
-    ("a:b:c:d", "malformed target"),
-    ("granian:asgi?=1", "invalid option name"),
-    ("granian:asgi?a=1&a=2", "given twice"),
-    ("9lives", "invalid server name"),
-])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("", "empty target"),
+        ("granian:xsgi", "unknown interface"),
+        ("granian:asgi:h3", "unknown HTTP mode"),
+        ("granian::h2", "malformed target"),
+        ("a:b:c:d", "malformed target"),
+        ("granian:asgi?=1", "invalid option name"),
+        ("granian:asgi?a=1&a=2", "given twice"),
+        ("9lives", "invalid server name"),
+    ],
+)
 def test_malformed_targets_say_what_is_accepted(text, fragment):
     with pytest.raises(TargetError) as info:
         Target.parse(text)
@@ -63,15 +74,18 @@ def test_unknown_server_lists_the_known_ones():
     assert "granian" in str(info.value) and "uvicorn" in str(info.value)
 
 
-@pytest.mark.parametrize("text,fragment", [
-    ("uvicorn:wsgi", "does not serve 'wsgi'"),
-    ("uvicorn:asgi:h2", "no HTTP mode 'h2'"),
-    ("granian:asgi?threads=2", "has no option 'threads'"),
-    ("granian:asgi?runtime-mode=xx", "choose one of"),
-    ("granian:asgi?workers=0", "whole number"),
-    ("gunicorn:wsgi?worker=asgi", "use gunicorn:asgi"),
-    ("gunicorn:asgi?worker=sync", "only with worker=asgi"),
-])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("uvicorn:wsgi", "does not serve 'wsgi'"),
+        ("uvicorn:asgi:h2", "no HTTP mode 'h2'"),
+        ("granian:asgi?threads=2", "has no option 'threads'"),
+        ("granian:asgi?runtime-mode=xx", "choose one of"),
+        ("granian:asgi?workers=0", "whole number"),
+        ("gunicorn:wsgi?worker=asgi", "use gunicorn:asgi"),
+        ("gunicorn:asgi?worker=sync", "only with worker=asgi"),
+    ],
+)
 def test_adapters_reject_what_their_server_cannot_do(text, fragment):
     with pytest.raises(TargetError) as info:
         resolve(text)

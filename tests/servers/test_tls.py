@@ -1,4 +1,5 @@
 """``tls=on`` targets: the certificate flags each adapter renders, who refuses TLS, and the TLS probe."""
+
 from __future__ import annotations
 
 import socket
@@ -15,7 +16,11 @@ from gatecheck.servers.probe import probe_for
 REPO = Path(__file__).resolve().parents[2]
 CERT = str(REPO / "fixtures" / "tls" / "cert.pem")
 KEY = str(REPO / "fixtures" / "tls" / "key.pem")
-APPS = {"asgi": "gatecheck.fixtures.apps.asgi:app", "rsgi": "gatecheck.fixtures.apps.rsgi:app", "wsgi": "gatecheck.fixtures.apps.wsgi:app"}
+APPS = {
+    "asgi": "gatecheck.fixtures.apps.asgi:app",
+    "rsgi": "gatecheck.fixtures.apps.rsgi:app",
+    "wsgi": "gatecheck.fixtures.apps.wsgi:app",
+}
 
 
 def launch_of(text: str, tls=(CERT, KEY)):
@@ -24,17 +29,20 @@ def launch_of(text: str, tls=(CERT, KEY)):
 
 
 def _has_pair(argv: list, pair: list) -> bool:
-    return any(argv[i:i + 2] == pair for i in range(len(argv) - 1))
+    return any(argv[i : i + 2] == pair for i in range(len(argv) - 1))
 
 
-@pytest.mark.parametrize("text, cert_flag, key_flag", [
-    ("granian:asgi?tls=on", "--ssl-certificate", "--ssl-keyfile"),
-    ("granian:rsgi:h2?tls=on", "--ssl-certificate", "--ssl-keyfile"),
-    ("hypercorn:asgi?tls=on", "--certfile", "--keyfile"),
-    ("uvicorn:asgi?tls=on", "--ssl-certfile", "--ssl-keyfile"),
-    ("gunicorn:wsgi?tls=on", "--certfile", "--keyfile"),
-    ("gunicorn:asgi?tls=on", "--certfile", "--keyfile"),
-])
+@pytest.mark.parametrize(
+    "text, cert_flag, key_flag",
+    [
+        ("granian:asgi?tls=on", "--ssl-certificate", "--ssl-keyfile"),
+        ("granian:rsgi:h2?tls=on", "--ssl-certificate", "--ssl-keyfile"),
+        ("hypercorn:asgi?tls=on", "--certfile", "--keyfile"),
+        ("uvicorn:asgi?tls=on", "--ssl-certfile", "--ssl-keyfile"),
+        ("gunicorn:wsgi?tls=on", "--certfile", "--keyfile"),
+        ("gunicorn:asgi?tls=on", "--certfile", "--keyfile"),
+    ],
+)
 def test_tls_on_renders_the_servers_certificate_and_key_flags(text, cert_flag, key_flag):
     launch = launch_of(text)
     assert _has_pair(launch.argv, [cert_flag, CERT]) and _has_pair(launch.argv, [key_flag, KEY]), launch.argv
@@ -60,11 +68,18 @@ def test_adapters_without_tls_refuse_tls_on(text):
         resolve(text)
 
 
-@pytest.mark.parametrize("text, tls", [
-    ("granian:asgi?tls=on", True), ("granian:asgi", False), ("granian:asgi?tls=off", False),
-    ("hypercorn:wsgi?tls=on", True), ("uvicorn:asgi", False), ("gunicorn:wsgi?tls=on", True),
-    ("daphne:asgi", False),
-])
+@pytest.mark.parametrize(
+    "text, tls",
+    [
+        ("granian:asgi?tls=on", True),
+        ("granian:asgi", False),
+        ("granian:asgi?tls=off", False),
+        ("hypercorn:wsgi?tls=on", True),
+        ("uvicorn:asgi", False),
+        ("gunicorn:wsgi?tls=on", True),
+        ("daphne:asgi", False),
+    ],
+)
 def test_tls_capability_only_when_tls_is_on(text, tls):
     adapter, target = resolve(text)
     assert adapter.target_capabilities(target).tls is tls
@@ -74,8 +89,10 @@ def test_handle_url_is_https_for_a_tls_listener():
     adapter, target = resolve("granian:asgi?tls=on")
     plain = ServerHandle(target, adapter.target_capabilities(target), "127.0.0.1", 9, process=None, python="/py")
     assert plain.url == "http://127.0.0.1:9"
-    assert ServerHandle(target, plain.capabilities, "127.0.0.1", 9, process=None, python="/py",
-                        tls=(CERT, KEY)).url == "https://127.0.0.1:9"
+    assert (
+        ServerHandle(target, plain.capabilities, "127.0.0.1", 9, process=None, python="/py", tls=(CERT, KEY)).url
+        == "https://127.0.0.1:9"
+    )
 
 
 class _TlsHttpServer:

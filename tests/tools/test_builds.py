@@ -4,6 +4,7 @@ cache, one clear line when it cannot be, and one build lock shared by the oha an
 No network: ``go`` and ``cargo`` are small fake programs on PATH that log their arguments, print a few
 progress lines, sleep when told to, and leave a binary where the real ones would.
 """
+
 from __future__ import annotations
 
 import os
@@ -55,14 +56,27 @@ def _env(tmp_path: Path, **extra: str) -> dict:
         (bin_dir / name).chmod(0o755)
     (bin_dir / "python3").symlink_to(os.path.realpath(sys.executable)) if not (bin_dir / "python3").exists() else None
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GATECHECK_", "FAKE_"))}
-    env.update(PATH=str(bin_dir), GATECHECK_CACHE=str(tmp_path / "cache"), FAKE_LOG=str(tmp_path / "calls.log"),
-               HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT), **extra)
+    env.update(
+        PATH=str(bin_dir),
+        GATECHECK_CACHE=str(tmp_path / "cache"),
+        FAKE_LOG=str(tmp_path / "calls.log"),
+        HOME=str(tmp_path / "home"),
+        PYTHONPATH=str(ROOT),
+        **extra,
+    )
     return env
 
 
 def _python(code: str, env: dict, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=str(ROOT),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kw,
+    )
 
 
 ENSURE_H2SPEC = """
@@ -97,7 +111,7 @@ def test_without_go_the_answer_is_one_line_and_nothing_is_built(tmp_path):
     env = _env(tmp_path)
     (tmp_path / "bin" / "go").unlink()
     out = _python(ENSURE_H2SPEC, env).communicate(timeout=60)[0]
-    assert "RESULT (None, \"Go is missing (needed to build it): install Go" in out
+    assert 'RESULT (None, "Go is missing (needed to build it): install Go' in out
     assert not (tmp_path / "cache" / "bin" / "h2spec").exists()
 
 
@@ -153,9 +167,26 @@ def test_a_session_without_h2spec_says_so_once_and_is_incomplete(tmp_path):
     env = _env(tmp_path, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     (tmp_path / "bin" / "go").unlink()
     results = tmp_path / "r.json"
-    done = subprocess.run([*PYTEST, "gatecheck/conformance/checks", "-p", "no:cacheprovider", "-q",
-                           "--server", "granian:asgi", "-k", "h2spec", "--results-json", str(results)],
-                          cwd=RUN_DIR, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            *PYTEST,
+            "gatecheck/conformance/checks",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--server",
+            "granian:asgi",
+            "-k",
+            "h2spec",
+            "--results-json",
+            str(results),
+        ],
+        cwd=RUN_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = done.stdout
     assert done.returncode == 1, out[-3000:]
     assert out.count("gatecheck: h2spec not installed — Go is missing") == 1, out[-3000:]

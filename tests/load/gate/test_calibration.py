@@ -53,6 +53,7 @@ def test_the_final_line_through_every_round_lands_near_a_convex_response():
     """A burn that is won back more when small (as measured): added = c^2 / (c + 3) µs. The chord
     through c and 2c under-injects; the line through all three trial costs lands within 0.3% of the
     target ratio."""
+
     def server(cost):
         return 29.5 + (cost * cost / (cost + 3.0) if cost else 0.0)
 
@@ -85,6 +86,7 @@ def test_the_robust_line_falls_back_when_noise_hides_the_rise_and_refuses_one_co
 
 
 # ---- the off-CPU wait (--head-delay PCT) --------------------------------------------------------------
+
 
 def test_nominal_every_spreads_the_wait_so_that_its_mean_is_the_increase():
     # 400 µs mean latency, +10% = 40 µs per request = a 2 ms wait on every 50th request

@@ -27,6 +27,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 # ---- reading valgrind's output -----------------------------------------------------------------------
 
+
 def test_a_recorded_callgrind_dump_gives_its_instructions():
     """A dump vgdb asked a counted granian worker for (head and tail of it; its totals line is the summary's)."""
     text = (DATA / "callgrind-dump-granian-worker.out").read_text()
@@ -39,8 +40,9 @@ def test_a_recorded_cachegrind_output_gives_its_instructions():
     assert counting.parse_totals(text) == {"Ir": 127771}
 
 
-@pytest.mark.parametrize("text", ["", "events: Ir\n", "summary: 12\n", "events: Ir\nsummary: twelve\n",
-                                  "events: Ir\nsummary: 1 2\n"])
+@pytest.mark.parametrize(
+    "text", ["", "events: Ir\n", "summary: 12\n", "events: Ir\nsummary: twelve\n", "events: Ir\nsummary: 1 2\n"]
+)
 def test_what_is_not_a_valgrind_output_is_a_count_error(text):
     with pytest.raises(CountError):
         counting.parse_totals(text)
@@ -78,6 +80,7 @@ def test_the_wrapper_counts_every_process_from_a_switch_not_from_the_start(tmp_p
 
 # ---- the injected counted work ---------------------------------------------------------------------
 
+
 def test_spin_does_its_units_of_work_and_none_at_zero():
     assert payloads.spin(0) == 0 and payloads.spin(10) == 10 and payloads.spin(5000) == 5000
     assert [payloads.parse_loops(v) for v in (None, "", "0", "12", "-1", "x")] == [None, None, 0, 12, None, None]
@@ -114,8 +117,10 @@ def test_head_slowdown_where_the_gate_counts_is_counted_work(tmp_path, monkeypat
 
 # ---- statistics and verdicts -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("p, df, t", [(0.975, 1, 12.706), (0.975, 3, 3.182), (0.995, 4, 4.604), (0.9995, 5, 6.869),
-                                      (0.975, 30, 2.042)])
+
+@pytest.mark.parametrize(
+    "p, df, t", [(0.975, 1, 12.706), (0.975, 3, 3.182), (0.995, 4, 4.604), (0.9995, 5, 6.869), (0.975, 30, 2.042)]
+)
 def test_t_quantiles_match_the_tables(p, df, t):
     assert t_quantile(p, df) == pytest.approx(t, abs=1e-3)
 
@@ -133,8 +138,10 @@ def test_the_counted_interval_is_a_t_interval_on_the_log_ratios():
         t_interval_ratio([1.0], [1.0])
 
 
-@pytest.mark.parametrize("factor, verdict", [(1.0, Verdict.NO_CHANGE), (0.99, Verdict.REGRESSION),
-                                             (0.97, Verdict.REGRESSION), (1.03, Verdict.IMPROVEMENT)])
+@pytest.mark.parametrize(
+    "factor, verdict",
+    [(1.0, Verdict.NO_CHANGE), (0.99, Verdict.REGRESSION), (0.97, Verdict.REGRESSION), (1.03, Verdict.IMPROVEMENT)],
+)
 def test_the_count_decides_at_its_own_threshold(tmp_path, factor, verdict):
     """The fake lane: 0.1% noise per pair; HEAD 1/factor times BASE's instructions. A 1% change is a regression
     at the counted threshold (1%) while the timed metrics, at 5%, call it no change."""
@@ -152,7 +159,9 @@ def test_the_report_leads_with_one_line_per_case(tmp_path):
     lead = next(line for line in text.splitlines() if line.startswith("- **json c64"))
     assert lead.index("instructions +") < lead.index("CPU +") < lead.index("latency +")
     assert "moved: instructions" in lead and lead.endswith("❌ regression (instructions)")
-    assert "| instructions per request (counted) | 60,0" in text or "| instructions per request (counted) | 59,9" in text
+    assert (
+        "| instructions per request (counted) | 60,0" in text or "| instructions per request (counted) | 59,9" in text
+    )
     assert text.index(lead) < text.index("### json c64")
 
 
@@ -190,6 +199,7 @@ def test_counted_records_replay_exactly(tmp_path):
 
 # ---- one real counted gate -------------------------------------------------------------------------
 
+
 def _can_count() -> bool:
     import importlib.util
 
@@ -210,10 +220,35 @@ def test_a_real_counted_gate_sees_injected_work_that_timing_calls_no_change(tmp_
     except Exception:  # noqa: BLE001 - the timed pairs need oha
         pytest.skip("oha is not built")
     out = tmp_path / "gate"
-    status = gate_cli.main(["--base", sys.executable, "--head", sys.executable, "--head-loops", "300",
-                            "--count-pairs", "3", "--count-requests", "60", "--pairs", "8", "--max-pairs", "8",
-                            "--duration", "0.2", "--warmup", "0.1", "--latency-duration", "0.1", "--fail-on", "count",
-                            "--out", str(out), "--quiet"])
+    status = gate_cli.main(
+        [
+            "--base",
+            sys.executable,
+            "--head",
+            sys.executable,
+            "--head-loops",
+            "300",
+            "--count-pairs",
+            "3",
+            "--count-requests",
+            "60",
+            "--pairs",
+            "8",
+            "--max-pairs",
+            "8",
+            "--duration",
+            "0.2",
+            "--warmup",
+            "0.1",
+            "--latency-duration",
+            "0.1",
+            "--fail-on",
+            "count",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     doc = json.loads((out / "pairs.json").read_text())
     counted = [r for r in doc["runs"] if r.get("lane") == "count"]
     assert len(counted) == 6 and all(r["requests"] == 60 for r in counted), doc.get("count_note")

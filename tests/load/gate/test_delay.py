@@ -20,8 +20,9 @@ def _timed_json_requests(interface: str, env: dict, count: int, log_dir, per_req
     """``count`` GET /json on one connection to a granian server of ``interface`` started with ``env``:
     (milliseconds each took, milliseconds of server CPU over them), or with ``per_request_cpu`` the server's
     CPU milliseconds of each request (CPU time does not grow while a loaded machine keeps the server waiting)."""
-    with start_server(f"granian:{interface}", app=f"gatecheck.fixtures.apps.{interface}:app", log_dir=log_dir,
-                      env=env) as srv:
+    with start_server(
+        f"granian:{interface}", app=f"gatecheck.fixtures.apps.{interface}:app", log_dir=log_dir, env=env
+    ) as srv:
         host, port = srv.url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
         conn = http.client.HTTPConnection(host, int(port), timeout=10)
         cpu0 = tree_cpu_ns(srv.pid)
@@ -68,8 +69,9 @@ def test_every_third_request_burns_the_cost_on_the_cpu(interface, tmp_path):
     the burn's time, busy on the CPU; the others neither. The burn loops until its wall-clock deadline, so on a
     loaded machine it gets less than its time in CPU: the bursts are told apart by CPU an order of magnitude
     above any other request's, not by an absolute amount."""
-    took, cpu = _timed_json_requests(interface, {COST_ENV: str(BURST_MS * 1000), COST_EVERY_ENV: "3"}, 6, tmp_path,
-                                     per_request_cpu=True)
+    took, cpu = _timed_json_requests(
+        interface, {COST_ENV: str(BURST_MS * 1000), COST_EVERY_ENV: "3"}, 6, tmp_path, per_request_cpu=True
+    )
     assert took[2] >= BURST_MS and took[5] >= BURST_MS, took
     quiet = max(ms for i, ms in enumerate(cpu) if i not in (2, 5))
     assert quiet < BURST_MS / 4 and min(cpu[2], cpu[5]) > 10 * quiet, f"server CPU per request (ms): {cpu}"

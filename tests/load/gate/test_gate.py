@@ -14,8 +14,8 @@ from gatecheck.load import gate
 from gatecheck.load.gate import GateError, GateOptions
 from gatecheck.load.gate import analysis as gate_analysis
 from gatecheck.load.gate import report as gate_report
-from gatecheck.load.records.results import SCHEMA_VERSION
 from gatecheck.load.gate.verdict import Verdict
+from gatecheck.load.records.results import SCHEMA_VERSION
 from tests.load.gatefakes import CASE, FakeLab, gate_case
 
 
@@ -79,8 +79,9 @@ def test_keeping_servers_running_starts_each_side_once(tmp_path):
 def test_head_cost_reaches_only_the_head_server_and_base_runs_the_same_check_idle(tmp_path):
     lab = FakeLab()
     lab.gate(tmp_path, pairs=8, max_pairs=8, head_cost_us=3.5)
-    assert {(s.env.get(gate.COST_ENV), s.env.get(gate.COST_EVERY_ENV)) for s in lab.started
-            if s.side == "head"} == {("50.000", "14")}   # 50 µs every 14th request: 3.57 µs on average
+    assert {(s.env.get(gate.COST_ENV), s.env.get(gate.COST_EVERY_ENV)) for s in lab.started if s.side == "head"} == {
+        ("50.000", "14")
+    }  # 50 µs every 14th request: 3.57 µs on average
     bases = [s for s in lab.started if s.side == "base"]
     assert bases and all(s.env == gate.idle_env(3.5) for s in bases)  # the same variables, never due
     assert gate.idle_env(3.5)[gate.COST_EVERY_ENV] == str(gate.NEVER) and gate.idle_env() == {}
@@ -100,8 +101,9 @@ def test_head_slowdown_is_calibrated_on_base_s_install_then_burnt_by_head(tmp_pa
     assert measured and all(s.env == gate.injected_env(result.head["cost_us"]) for s in measured)
 
 
-@pytest.mark.parametrize("cost, burst", [(0.5, (50.0, 100)), (1.7, (50.0, 29)), (25.0, (50.0, 2)),
-                                         (49.9, (50.0, 1)), (80.0, (80.0, 1))])
+@pytest.mark.parametrize(
+    "cost, burst", [(0.5, (50.0, 100)), (1.7, (50.0, 29)), (25.0, (50.0, 2)), (49.9, (50.0, 1)), (80.0, (80.0, 1))]
+)
 def test_an_average_cost_is_injected_as_bursts_of_50_us(cost, burst):
     assert gate.cost_burst(cost) == burst
     env = gate.injected_env(cost)
@@ -140,7 +142,9 @@ def test_markdown_summary_has_one_table_per_case_with_every_metric(tmp_path):
     assert "❌ **regression**" in text
     assert "### json c64 (granian:rsgi:auto)" in text
     assert "| metric | base | head | head/base | interval | verdict |" in text
-    assert "| RPS (not gated) |" in text and "| p99 latency (not gated) |" in text and "| server CPU per request |" in text
+    assert (
+        "| RPS (not gated) |" in text and "| p99 latency (not gated) |" in text and "| server CPU per request |" in text
+    )
     assert "❌ regression" in text
 
 
@@ -190,8 +194,10 @@ def test_every_interval_of_a_multi_case_gate_is_at_the_family_wise_level(tmp_pat
         for d in r.decisions.values():
             assert d.estimate.confidence == pytest.approx(0.9875)
             assert "98.75% interval" in d.reason
-    assert ("cpu at 98.75%, so that all 4 gated comparisons hold together at 95% (Bonferroni, equal shares); "
-            "the ungated at 98.75%") in gate_report.render_markdown(result)
+    assert (
+        "cpu at 98.75%, so that all 4 gated comparisons hold together at 95% (Bonferroni, equal shares); "
+        "the ungated at 98.75%"
+    ) in gate_report.render_markdown(result)
 
 
 def test_by_default_cpu_gets_four_sixths_of_alpha_latency_and_the_count_one_sixth_each(tmp_path):
@@ -199,12 +205,15 @@ def test_by_default_cpu_gets_four_sixths_of_alpha_latency_and_the_count_one_sixt
     result = FakeLab(noise=0.01).gate(tmp_path, pairs=8, max_pairs=8)
     opts = result.options
     assert (opts.level("cpu"), opts.level("lat"), opts.level("count"), opts.level("rps")) == pytest.approx(
-        (1 - 0.05 * 4 / 6, 1 - 0.05 / 6, 1 - 0.05 / 6, 1 - 0.05 / 3))
+        (1 - 0.05 * 4 / 6, 1 - 0.05 / 6, 1 - 0.05 / 6, 1 - 0.05 / 3)
+    )
     d = result.results[0].decisions
     assert d["count"].estimate.confidence == pytest.approx(1 - 0.05 / 6)
     assert d["count"].estimate.statistic == "geomean-t"
-    assert "so that all 3 gated comparisons hold together at 95% (Bonferroni, weighted 4:1:1" \
+    assert (
+        "so that all 3 gated comparisons hold together at 95% (Bonferroni, weighted 4:1:1"
         in gate_report.render_markdown(result)
+    )
 
 
 def test_without_counting_cpu_gets_four_fifths_of_alpha_and_latency_one_fifth(tmp_path):
@@ -218,8 +227,10 @@ def test_without_counting_cpu_gets_four_fifths_of_alpha_and_latency_one_fifth(tm
     assert (opts.level("cpu"), opts.level("lat"), opts.level("rps")) == pytest.approx((0.96, 0.99, 0.975))
     d = result.results[0].decisions
     assert d["cpu"].estimate.confidence == pytest.approx(0.96) and d["lat"].estimate.confidence == pytest.approx(0.99)
-    assert "cpu at 96%, lat at 99%, so that all 2 gated comparisons hold together at 95% (Bonferroni, weighted 4:1" \
+    assert (
+        "cpu at 96%, lat at 99%, so that all 2 gated comparisons hold together at 95% (Bonferroni, weighted 4:1"
         in gate_report.render_markdown(result)
+    )
     two = GateOptions(cases=(CASE, gate_case("b1k")), fail_on=("cpu", "lat"))
     assert (two.level("cpu"), two.level("lat")) == pytest.approx((0.98, 0.995))
     assert GateOptions(cases=(CASE,), alpha_weights=(), fail_on=("cpu", "lat")).level("cpu") == pytest.approx(0.975)
@@ -262,7 +273,9 @@ def test_a_wait_that_costs_no_cpu_fails_the_gate_on_latency_alone(tmp_path):
     result = lab.gate(tmp_path, pairs=8, max_pairs=8, head_delay_us=2000.0, head_delay_every=10)
     r = result.results[0]
     assert r.decisions["cpu"].verdict is Verdict.NO_CHANGE
-    assert r.decisions["lat"].verdict is Verdict.REGRESSION and r.decisions["lat"].estimate.ratio == pytest.approx(2.0, rel=0.05)
+    assert r.decisions["lat"].verdict is Verdict.REGRESSION and r.decisions["lat"].estimate.ratio == pytest.approx(
+        2.0, rel=0.05
+    )
     assert result.exit_status == 1
     heads = [s for s in lab.started if s.side == "head"]
     assert {(s.env[gate.DELAY_ENV], s.env[gate.DELAY_EVERY_ENV]) for s in heads} == {("2000.000", "10")}
@@ -296,8 +309,16 @@ def test_head_delay_percentage_is_calibrated_on_base_s_install_then_waited_by_he
 
 
 def test_a_low_concurrency_run_with_errors_leaves_its_pair_out():
-    base = {"case": CASE.name, "pair": 0, "side": "base", "rps": 100.0, "ok": 200, "errors": {}, "non_2xx": {},
-            "low_latency": {"ok": 50, "errors": {}, "non_2xx": {}, "avg_ms": 0.2, "p50_ms": 0.2}}
+    base = {
+        "case": CASE.name,
+        "pair": 0,
+        "side": "base",
+        "rps": 100.0,
+        "ok": 200,
+        "errors": {},
+        "non_2xx": {},
+        "low_latency": {"ok": 50, "errors": {}, "non_2xx": {}, "avg_ms": 0.2, "p50_ms": 0.2},
+    }
     head = dict(base, side="head", low_latency=dict(base["low_latency"], errors={"reset": 1}))
     assert gate_analysis._clean(base) and not gate_analysis._clean(head)
 
@@ -316,7 +337,7 @@ def test_the_budget_holds_the_last_pair_and_the_verdicts_analysis(tmp_path, monk
         now[0] += 3.0
         return real(runs, opts, **kw)
 
-    lab = FakeLab(noise=0.2)   # wide intervals: only the budget stops it
+    lab = FakeLab(noise=0.2)  # wide intervals: only the budget stops it
     measure = lab.measure
 
     def timed(*a, **kw):
@@ -326,10 +347,19 @@ def test_the_budget_holds_the_last_pair_and_the_verdicts_analysis(tmp_path, monk
     monkeypatch.setattr(running, "analyse", slow_analysis)
     monkeypatch.setattr(lab, "measure", timed)
     o = dict(cases=(CASE,), seed=1, resamples=200, pairs=8, max_pairs=24, budget=110.0, count_pairs=0)
-    result = running.run_gate(GateOptions(**o), base_python="/base/python", head_python="/head/python",
-                              out_dir=tmp_path, start=lab.start, measure_fn=lab.measure, route_fn=lambda n: n,
-                              check_fn=lambda *a, **k: None, latency_fn=lab.latency, log=lambda s: None,
-                              clock=lambda: now[0])
+    result = running.run_gate(
+        GateOptions(**o),
+        base_python="/base/python",
+        head_python="/head/python",
+        out_dir=tmp_path,
+        start=lab.start,
+        measure_fn=lab.measure,
+        route_fn=lambda n: n,
+        check_fn=lambda *a, **k: None,
+        latency_fn=lab.latency,
+        log=lambda s: None,
+        clock=lambda: now[0],
+    )
     assert result.stopped_because == "time budget of 110 s reached"
     assert result.seconds <= 110.0, result.seconds
-    assert len(analyses) == len(set(analyses)) == result.pairs - 7   # one per pair from the 8th, none repeated
+    assert len(analyses) == len(set(analyses)) == result.pairs - 7  # one per pair from the 8th, none repeated

@@ -27,15 +27,18 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--threshold", "5"], "ambiguous"),
-    (["--pairs", "4"], "--pairs must be a whole number >= 8"),
-    (["--fail-on", "speed"], "invalid metric list"),
-    (["--head-cost", "1", "--head-slowdown", "5%"], "not allowed with"),
-    (["--alpha-weights", "cpu=0"], "invalid alpha weights"),
-    (["--alpha-weights", "speed=1"], "invalid alpha weights"),
-    (["--alpha-weights", "cpu"], "invalid alpha weights"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--threshold", "5"], "ambiguous"),
+        (["--pairs", "4"], "--pairs must be a whole number >= 8"),
+        (["--fail-on", "speed"], "invalid metric list"),
+        (["--head-cost", "1", "--head-slowdown", "5%"], "not allowed with"),
+        (["--alpha-weights", "cpu=0"], "invalid alpha weights"),
+        (["--alpha-weights", "speed=1"], "invalid alpha weights"),
+        (["--alpha-weights", "cpu"], "invalid alpha weights"),
+    ],
+)
 def test_cli_rejects_bad_values_at_parse_time(argv, message, capsys):
     with pytest.raises(SystemExit) as info:
         parse(["--base", "a==1", "--head", "a==2", *argv])
@@ -58,7 +61,9 @@ def test_alpha_weights_name_metrics_or_ask_for_equal_shares():
 
 
 def test_cli_unknown_install_spec_is_a_clear_error_with_status_2(tmp_path, capsys):
-    status = gate_cli.main(["--base", "granian==2.8.6", "--head", "not a spec!", "--out", str(tmp_path / "o"), "--quiet"])
+    status = gate_cli.main(
+        ["--base", "granian==2.8.6", "--head", "not a spec!", "--out", str(tmp_path / "o"), "--quiet"]
+    )
     assert status == 2
     assert "expected a requirement such as 'granian==2.8.6'" in capsys.readouterr().err
 
@@ -70,8 +75,22 @@ def test_cli_unknown_route_lists_the_known_ones(tmp_path, capsys):
 
 
 def test_cases_come_from_routes_with_the_target_resolved():
-    args = parse(["--base", "x==1", "--head", "x==1", "--target", "granian:asgi:h2", "--route", "b1k", "--route", "json",
-                  "--concurrency", "32"])
+    args = parse(
+        [
+            "--base",
+            "x==1",
+            "--head",
+            "x==1",
+            "--target",
+            "granian:asgi:h2",
+            "--route",
+            "b1k",
+            "--route",
+            "json",
+            "--concurrency",
+            "32",
+        ]
+    )
     cases = gate_cli.cases_from_args(args)
     assert [c.name for c in cases] == ["b1k c32 (granian:asgi:h2)", "json c32 (granian:asgi:h2)"]
     assert all(c.http2 for c in cases)
@@ -83,9 +102,16 @@ def test_profile_and_route_together_are_refused():
         gate_cli.cases_from_args(args)
 
 
-@pytest.mark.parametrize("text, spec", [("10%", ("increase", 0.10)), ("200us", ("wait", (200.0, 1))),
-                                        ("200µs", ("wait", (200.0, 1))), ("2ms/30", ("wait", (2000.0, 30))),
-                                        ("0.5s", ("wait", (500000.0, 1)))])
+@pytest.mark.parametrize(
+    "text, spec",
+    [
+        ("10%", ("increase", 0.10)),
+        ("200us", ("wait", (200.0, 1))),
+        ("200µs", ("wait", (200.0, 1))),
+        ("2ms/30", ("wait", (2000.0, 30))),
+        ("0.5s", ("wait", (500000.0, 1))),
+    ],
+)
 def test_head_delay_accepts_a_percentage_or_a_time_with_its_unit(text, spec):
     kind, value = gate_cli.delay_spec(text)
     assert kind == spec[0] and value == pytest.approx(spec[1])

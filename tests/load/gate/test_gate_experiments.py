@@ -34,8 +34,7 @@ def test_experiment_replay_reproduces_the_gate_and_its_stopping_rule(tmp_path):
     gate_rates = _gate_rates()
     result = FakeLab(head_factor=0.90, noise=0.02).gate(tmp_path, pairs=8, max_pairs=16, budget=1e9)
     doc = json.loads(json.dumps(result.to_dict()))
-    res, used, _secs = gate_rates.replay(doc, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=16,
-                                         resamples=500)
+    res, used, _secs = gate_rates.replay(doc, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=16, resamples=500)
     assert used == result.pairs and res["failed"] is True
     name = CASE.name
     assert res["verdicts"][name]["rps"] == result.results[0].decisions["rps"].verdict.value
@@ -54,8 +53,9 @@ def test_a_gate_stored_before_the_size_rule_had_a_name_replays_under_the_rule_it
     del doc["options"]["size_by"]
     assert gate_rates._options_from(doc).size_by == "estimate"
     by_estimate, _, _ = gate_rates.replay(doc, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=8, resamples=500)
-    by_interval, _, _ = gate_rates.replay(doc, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=8, resamples=500,
-                                          size_by="interval")
+    by_interval, _, _ = gate_rates.replay(
+        doc, threshold=0.05, fail_on=["rps"], min_pairs=8, max_pairs=8, resamples=500, size_by="interval"
+    )
     assert by_estimate["failed"] is False and by_interval["failed"] is True  # 4.5% slower, interval past 5%
 
 
@@ -69,8 +69,15 @@ def test_a_gate_stored_before_alpha_weights_replays_with_equal_shares(tmp_path):
     del doc["options"]["alpha_weights"]
     old = gate_rates._options_from(doc)
     assert old.alpha_weights == () and old.level("cpu") == pytest.approx(0.975)
-    res, _, _ = gate_rates.replay(doc, threshold=0.05, fail_on=["cpu", "lat"], min_pairs=8, max_pairs=8, resamples=200,
-                                  alpha_weights=(("cpu", 9.0), ("lat", 1.0)))
+    res, _, _ = gate_rates.replay(
+        doc,
+        threshold=0.05,
+        fail_on=["cpu", "lat"],
+        min_pairs=8,
+        max_pairs=8,
+        resamples=200,
+        alpha_weights=(("cpu", 9.0), ("lat", 1.0)),
+    )
     assert res["failed"] is False
 
 
@@ -79,8 +86,9 @@ def test_experiment_pack_keeps_every_stored_gate_for_analysis(tmp_path):
     exp = tmp_path / "exp"
     result = FakeLab(head_factor=0.9).gate(tmp_path / "g", pairs=8, max_pairs=8)
     gate_report.write_outputs(result, exp / "10pct-00")
-    append_record(exp / "gates.jsonl", {"kind": "experiment-gate", "treatment": "10%", "dir": "10pct-00",
-                                        "seconds": 60.0})
+    append_record(
+        exp / "gates.jsonl", {"kind": "experiment-gate", "treatment": "10%", "dir": "10pct-00", "seconds": 60.0}
+    )
     packed = tmp_path / "gates.jsonl.gz"
     assert gate_rates.main(["pack", str(exp), str(packed)]) == 0
     assert gate_rates.main(["pack", str(exp), str(packed)]) == 2  # never appended to, nor overwritten
@@ -96,8 +104,12 @@ def test_experiments_packed_before_the_one_record_format_still_load(tmp_path):
 
     gate_rates = _gate_rates()
     doc = FakeLab(head_factor=0.9).gate(tmp_path / "g", pairs=8, max_pairs=8).to_dict()
-    doc = {**doc, "schema_version": 1, "kind": "gatecheck-gate",
-           "runs": [{k: v for k, v in r.items() if k not in ("kind", "schema_version")} for r in doc["runs"]]}
+    doc = {
+        **doc,
+        "schema_version": 1,
+        "kind": "gatecheck-gate",
+        "runs": [{k: v for k, v in r.items() if k not in ("kind", "schema_version")} for r in doc["runs"]],
+    }
     packed = tmp_path / "old.jsonl.gz"
     with gzip.open(packed, "wt") as f:
         f.write(json.dumps({"kind": "aa", "dir": "aa-00", "round": 0, "seconds": 50.0, "pairs": doc}) + "\n")
@@ -118,13 +130,16 @@ def test_experiment_analysis_says_how_quiet_the_server_cpus_were():
 def test_experiment_slowdown_kinds_calibrate_per_gate_and_gates_record_the_load_average():
     gate_rates = _gate_rates()
     assert gate_rates._slowdown("10%=10%") == ("10%", pytest.approx(0.10))
-    argv = gate_rates._gate_argv("granian==2.8.7", "granian==2.8.7", gate_rates.Path("o"), 0.0, 7, ["--profile", "smoke"], 0.1)
+    argv = gate_rates._gate_argv(
+        "granian==2.8.7", "granian==2.8.7", gate_rates.Path("o"), 0.0, 7, ["--profile", "smoke"], 0.1
+    )
     assert argv[-2:] == ["--head-slowdown", "0.1000"] and "--head-cost" not in argv
     assert len(gate_rates._loadavg()) == 3
 
 
 def test_experiment_replay_without_the_correction_judges_each_interval_at_the_stored_level(tmp_path, monkeypatch):
     from gatecheck.load.gate import stats
+
     gate_rates = _gate_rates()
     cases = tuple(gate_case(r) for r in ("json", "b1k", "echo1k", "b10k"))
     doc = json.loads(json.dumps(FakeLab(noise=0.02).gate(tmp_path, cases=cases, pairs=8, max_pairs=8).to_dict()))
@@ -149,13 +164,24 @@ def test_the_counted_experiment_tool_reports_which_gated_metric_flagged_each_kin
     import count_rates
 
     assert count_rates._kind("uv-count1%=--target uvicorn:asgi --head-loops 20") == (
-        "uv-count1%", ["--target", "uvicorn:asgi", "--head-loops", "20"])
+        "uv-count1%",
+        ["--target", "uvicorn:asgi", "--head-loops", "20"],
+    )
     exp = tmp_path / "exp"
     for kind, factor in (("g-aa", 1.0), ("g-count1%", 0.99)):
         result = FakeLab(head_factor=factor, noise=0.002).gate(tmp_path / kind, pairs=8, max_pairs=8)
         gate_report.write_outputs(result, exp / f"{kind}-00")
-        append_record(exp / "gates.jsonl", {"kind": "experiment-gate", "treatment": kind, "dir": f"{kind}-00",
-                                            "seconds": 80.0, "loadavg_before": [5, 5, 5], "loadavg_after": [6, 6, 6]})
+        append_record(
+            exp / "gates.jsonl",
+            {
+                "kind": "experiment-gate",
+                "treatment": kind,
+                "dir": f"{kind}-00",
+                "seconds": 80.0,
+                "loadavg_before": [5, 5, 5],
+                "loadavg_after": [6, 6, 6],
+            },
+        )
     assert count_rates.main(["analyse", str(exp)]) == 0
     table = capsys.readouterr().out
     aa = next(line for line in table.splitlines() if line.startswith("| g-aa |"))

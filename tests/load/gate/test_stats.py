@@ -30,8 +30,9 @@ def test_pair_ratios_are_head_over_base():
     assert stats.pair_ratios([10.0, 20.0], [5.0, 30.0]) == [0.5, 1.5]
 
 
-@pytest.mark.parametrize("base, head", [([1.0], [1.0, 2.0]), ([], []), ([1.0, 0.0], [1.0, 1.0]),
-                                        ([1.0], [float("nan")]), ([-1.0], [1.0])])
+@pytest.mark.parametrize(
+    "base, head", [([1.0], [1.0, 2.0]), ([], []), ([1.0, 0.0], [1.0, 1.0]), ([1.0], [float("nan")]), ([-1.0], [1.0])]
+)
 def test_unpaired_empty_or_non_positive_input_is_refused(base, head):
     with pytest.raises(ValueError):
         stats.pair_ratios(base, head)
@@ -55,9 +56,11 @@ def test_median_of_pair_ratios_resists_one_disturbed_pair():
 
 def test_hodges_lehmann_is_the_median_of_walsh_averages_of_log_ratios():
     # log ratios 0, 0, log 2: Walsh averages 0, 0, 0, l/2, l/2, l -> median (0 + l/2) / 2 = l/4
-    assert stats.hodges_lehmann_of_pair_ratios([1.0, 1.0, 1.0], [1.0, 1.0, 2.0]) == pytest.approx(2 ** 0.25)
+    assert stats.hodges_lehmann_of_pair_ratios([1.0, 1.0, 1.0], [1.0, 1.0, 2.0]) == pytest.approx(2**0.25)
     base, head = paired_samples(11, 0.93, 0.05, seed=2)
-    assert stats.hodges_lehmann_of_pair_ratios(base, head) * stats.hodges_lehmann_of_pair_ratios(head, base) == pytest.approx(1.0)
+    assert stats.hodges_lehmann_of_pair_ratios(base, head) * stats.hodges_lehmann_of_pair_ratios(
+        head, base
+    ) == pytest.approx(1.0)
     est = stats.estimate_ratio(base, head, "hl", resamples=500)
     assert est.low <= est.ratio <= est.high
 
@@ -305,7 +308,8 @@ def test_weighted_levels_split_alpha_and_keep_the_family_level():
     assert levels == pytest.approx({"cpu": 0.96, "lat": 0.99})
     assert sum(1 - v for v in levels.values()) == pytest.approx(0.05)  # the union bound still gives 95%
     assert stats.weighted_levels(0.95, {"cpu": 1.0, "lat": 1.0}, cases=2)["cpu"] == pytest.approx(
-        stats.family_confidence(0.95, 4))
+        stats.family_confidence(0.95, 4)
+    )
     with pytest.raises(ValueError, match="> 0"):
         stats.weighted_levels(0.95, {"cpu": -1.0})
     with pytest.raises(ValueError, match="at least one"):

@@ -1,4 +1,5 @@
 """Profiles are data: every shipped profile loads, and planning skips cases with a reason."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,7 +8,18 @@ from gatecheck.load.plan.profile import ProfileError, cores_needed, list_profile
 from gatecheck.load.plan.routes import ROUTES
 from gatecheck.servers import Target
 
-SEED_PROFILES = {"rsgi_types", "interfaces", "http2", "files", "concurrency", "event_loops", "task_impl", "pyver", "vs", "json"}
+SEED_PROFILES = {
+    "rsgi_types",
+    "interfaces",
+    "http2",
+    "files",
+    "concurrency",
+    "event_loops",
+    "task_impl",
+    "pyver",
+    "vs",
+    "json",
+}
 
 
 def test_every_seed_section_has_a_profile():
@@ -34,10 +46,16 @@ def test_unknown_profile_lists_the_known_ones():
         ('[[case]]\nlabel = "x"\ntarget = "a:rsgi"\nroute = "nope"\nconcurrency = [1]\n', "unknown route 'nope'"),
         ('[[case]]\nlabel = "x"\ntarget = "a:rsgi"\nroute = "b1k"\nconcurrency = [0]\n', "concurrency must be"),
         ('[[case]]\nlabel = "x"\ntarget = "a:rsgi"\nroute = "b1k"\n', "missing 'concurrency'"),
-        ('[[case]]\nlabel = "x"\ntarget = "a:rsgi"\nroute = "b1k"\nconcurrency = 1\ncolour = 1\n', "unknown keys \\['colour'\\]"),
-        ('[[case]]\nlabel = "x"\ntarget = "{server}:xsgi"\nroute = "b1k"\nconcurrency = 1\n', "unknown interface 'xsgi'"),
+        (
+            '[[case]]\nlabel = "x"\ntarget = "a:rsgi"\nroute = "b1k"\nconcurrency = 1\ncolour = 1\n',
+            "unknown keys \\['colour'\\]",
+        ),
+        (
+            '[[case]]\nlabel = "x"\ntarget = "{server}:xsgi"\nroute = "b1k"\nconcurrency = 1\n',
+            "unknown interface 'xsgi'",
+        ),
         ('title = "t"\n', "no \\[\\[case\\]\\] rows"),
-        ('title = \n', "not valid TOML"),
+        ("title = \n", "not valid TOML"),
     ],
 )
 def test_malformed_profiles_are_refused_naming_file_and_case(tmp_path, body, message):

@@ -13,10 +13,17 @@ import pytest
 from gatecheck.load.records import benchjson
 
 
-@pytest.mark.parametrize("data", [
-    [3.0], [1.0, 2.0], [5.0, 1.0, 3.0], [1.0, 2.0, 3.0, 4.0, 100.0], [2.0, 1.0, 4.0, 3.0, 6.0, 5.0, 8.0],
-    [0.5, 0.6, 0.55, 0.9, 0.52, 0.58, 0.61, 0.57, 0.56, 0.2],
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        [3.0],
+        [1.0, 2.0],
+        [5.0, 1.0, 3.0],
+        [1.0, 2.0, 3.0, 4.0, 100.0],
+        [2.0, 1.0, 4.0, 3.0, 6.0, 5.0, 8.0],
+        [0.5, 0.6, 0.55, 0.9, 0.52, 0.58, 0.61, 0.57, 0.56, 0.2],
+    ],
+)
 def test_stats_match_pytest_benchmark(data):
     pb_stats = pytest.importorskip("pytest_benchmark.stats")
     ref = pb_stats.Stats()
@@ -49,8 +56,12 @@ def test_benchmark_entry_refuses_a_zero_rps_run():
 
 
 def test_document_has_pytest_benchmarks_top_level_layout():
-    doc = benchjson.document([benchjson.benchmark_entry("json", [1.0])], commit_id="granian 2.8.6", project="granian",
-                             when=datetime(2026, 1, 2, tzinfo=timezone.utc))
+    doc = benchjson.document(
+        [benchjson.benchmark_entry("json", [1.0])],
+        commit_id="granian 2.8.6",
+        project="granian",
+        when=datetime(2026, 1, 2, tzinfo=timezone.utc),
+    )
     assert set(doc) == {"machine_info", "commit_info", "benchmarks", "datetime", "version"}
     assert doc["datetime"] == "2026-01-02T00:00:00+00:00"
     assert doc["commit_info"]["id"] == "granian 2.8.6"
@@ -82,8 +93,13 @@ def test_pytest_benchmark_compare_reads_the_exported_files(tmp_path):
     for side, rps in (("base", [20_000.0, 21_000.0, 20_500.0]), ("head", [18_000.0, 18_500.0, 18_200.0])):
         doc = benchjson.document([benchjson.benchmark_entry("json c64", rps)], commit_id=side, project="granian")
         benchjson.save_to_storage(doc, tmp_path, f"gate_{side}")
-    out = subprocess.run([cli, "--storage", f"file://{tmp_path}", "compare", "--columns", "mean,ops,rounds"],
-                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    out = subprocess.run(
+        [cli, "--storage", f"file://{tmp_path}", "compare", "--columns", "mean,ops,rounds"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     assert "Failed to load" not in out.stdout + out.stderr
     assert "gate[json c64] (0001_gate_" in out.stdout and "gate[json c64] (0002_gate_" in out.stdout

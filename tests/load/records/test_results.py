@@ -1,4 +1,5 @@
 """Results as JSON lines: appended, reloadable, versioned, never overwritten."""
+
 from __future__ import annotations
 
 import gzip
@@ -133,7 +134,10 @@ def test_older_forms_of_each_kind_are_read_as_the_current_version():
     """What gatecheck wrote before version 2 (committed under benchmarks/load, benchmarks/gate and
     benchmarks/gate/experiments/data)."""
     assert upgrade({"schema_version": 1, "kind": "run", "rps": 1.0}) == {
-        "schema_version": SCHEMA_VERSION, "kind": "run", "rps": 1.0}
+        "schema_version": SCHEMA_VERSION,
+        "kind": "run",
+        "rps": 1.0,
+    }
     assert upgrade({"case": "c", "pair": 0, "side": "head"})["kind"] == "gate-run"
     old_gate = {"schema_version": 1, "kind": "gatecheck-gate", "pairs": 8, "runs": [{"pair": 0, "side": "base"}]}
     gate = upgrade(old_gate)

@@ -1,4 +1,5 @@
 """The fidelity document: ranks and Spearman's rho, seed rows matched to our runs, extras, CV flags, the CLI."""
+
 from __future__ import annotations
 
 import json
@@ -18,6 +19,7 @@ LAB = Path(__file__).resolve().parents[3] / "benchmarks" / "load"  # the committ
 
 
 # ---- ranking ------------------------------------------------------------------------------------------
+
 
 def test_average_ranks_share_ties():
     assert average_ranks([10, 30, 20, 30]) == [4, 1.5, 3, 1.5]
@@ -42,10 +44,21 @@ def test_inversions_name_the_reference_faster_row_first_and_skip_ties():
 
 # ---- seed data ----------------------------------------------------------------------------------------
 
+
 def test_the_committed_seed_files_load_and_cover_every_issue_table():
     profiles = {t.profile for d in load_seeds() for t in d.tables}
-    assert profiles == {"rsgi_types", "interfaces", "http2", "files", "event_loops", "task_impl",
-                        "concurrency", "pyver", "vs", "json"}
+    assert profiles == {
+        "rsgi_types",
+        "interfaces",
+        "http2",
+        "files",
+        "event_loops",
+        "task_impl",
+        "concurrency",
+        "pyver",
+        "vs",
+        "json",
+    }
     readme = next(d for d in load_seeds() if d.name == "README")
     assert readme.commit.startswith("9a20b17") and readme.environment.startswith("AMD Ryzen 7 5700X")
     interfaces = next(t for t in readme.tables if t.profile == "interfaces")
@@ -61,7 +74,7 @@ def test_a_malformed_seed_file_is_one_clear_error(tmp_path):
 
 # ---- matching and rendering ---------------------------------------------------------------------------
 
-SEED = '''source = "granian benchmarks/T.md"
+SEED = """source = "granian benchmarks/T.md"
 commit = "9a20b1742b97ab8e85f58220f98f1d14e35387c3"
 run_at = "Wed 05 Aug 2026"
 environment = "Box (CPUs: 16)"
@@ -89,13 +102,22 @@ rows = [
   { python = "3.11", label = "A", concurrency = 128, total = 10, rps = 200, avg_ms = 1, max_ms = 2 },
   { python = "3.14", label = "A", concurrency = 128, total = 10, rps = 300, avg_ms = 1, max_ms = 2 },
 ]
-'''
+"""
 
 
 def run(profile, case, rps, *, conc=128, repeat=0, python="3.11.7", load=0.2, session="20261201T100000Z-1"):
     return {
-        "kind": "run", "profile": profile, "case": case, "group": "", "target": "granian:rsgi", "route": "b1k",
-        "concurrency": conc, "rps": rps, "repeat": repeat, "session": session, "host_load": {"loadavg1": load},
+        "kind": "run",
+        "profile": profile,
+        "case": case,
+        "group": "",
+        "target": "granian:rsgi",
+        "route": "b1k",
+        "concurrency": conc,
+        "rps": rps,
+        "repeat": repeat,
+        "session": session,
+        "host_load": {"loadavg1": load},
         "versions": {"python": python, "granian": "2.8.7", "oha": "1.16.0"},
         "environment": {"cpu_model": "AMD EPYC", "cpu_count": 2, "kernel": "6.18"},
     }
@@ -115,8 +137,12 @@ def records():
         out += [run("fake", "A", a, repeat=i, load=0.1 * (i + 1)), run("fake", "B", b, repeat=i)]
         out += [run("fake", "A", a / 2, conc=64, repeat=i)]  # c128 wins for A
     out += [run("fake", "C", v, conc=64, repeat=i) for i, v in enumerate((50, 60, 70))]  # CV 16.7%
-    out += [run("fake", "D", 80), run("fakepy", "A", 50, python="3.10.13"), run("fakepy", "A", 70, python="3.11.7"),
-            run("fakepy", "A", 90, python="3.9.18")]
+    out += [
+        run("fake", "D", 80),
+        run("fakepy", "A", 50, python="3.10.13"),
+        run("fakepy", "A", 70, python="3.11.7"),
+        run("fakepy", "A", 90, python="3.9.18"),
+    ]
     return out
 
 
@@ -144,21 +170,26 @@ def test_render_shows_ranks_cv_flags_explanations_and_extras(records, seeds):
     assert "Spearman's rho: 0.500 (n = 3 rows" in text
     assert "| D | 80 | 128 | 1 | - |" in text
     assert "| 3.14 | A | 128 | 300 | not measured |" in text and "| 3.9 A | 90 | 128 | 1 | - |" in text
-    assert "Seed: granian benchmarks/T.md at 9a20b17 (run Wed 05 Aug 2026; Box (CPUs: 16); Python 3.13; Granian 2.8.1)." in text
+    assert (
+        "Seed: granian benchmarks/T.md at 9a20b17 (run Wed 05 Aug 2026; Box (CPUs: 16); Python 3.13; Granian 2.8.1)."
+        in text
+    )
 
 
 def test_an_inversion_inside_our_own_spread_says_so_with_both_ranges(records, seeds):
     records = [r for r in records if r["case"] != "B"]
     records += [run("fake", "B", v, repeat=i) for i, v in enumerate((95, 104, 110, 101, 97))]  # median 101 > A's 100
     text = render(compare(records, seeds), seeds)
-    assert ("- A above B in the seed (+50.0%), below it here (+1.0%) (our repeats overlap: 99-102 and 95-110 RPS): "
-            "B has a faster parser here.") in text
+    assert (
+        "- A above B in the seed (+50.0%), below it here (+1.0%) (our repeats overlap: 99-102 and 95-110 RPS): "
+        "B has a faster parser here."
+    ) in text
 
 
 def test_an_unexplained_inversion_says_where_to_explain_it(records, seeds):
     records = [r for r in records if r["case"] != "B"] + [run("fake", "B", 130)]
     text = render(compare(records, seeds), seeds)
-    assert ('*unexplained: add `"A | B" = "..."` under `[table.explanations]`' not in text)  # explained in the seed
+    assert '*unexplained: add `"A | B" = "..."` under `[table.explanations]`' not in text  # explained in the seed
     records = [r for r in records if r["case"] != "C"] + [run("fake", "C", 200)]
     text = render(compare(records, seeds), seeds)
     assert '*unexplained: add `"B | C" = "..."` under `[table.explanations]` in `load/seeds/T.toml`' in text
@@ -175,6 +206,7 @@ def json_lines(path):
 
 
 # ---- CLI ----------------------------------------------------------------------------------------------
+
 
 def test_cli_writes_the_document(tmp_path, capsys):
     out = tmp_path / "f.md"
@@ -214,12 +246,16 @@ def test_every_reproduced_seed_row_has_its_profile_case_at_the_seed_concurrency(
                     continue
                 case = cases.get((table.group, row.case_label))
                 assert case is not None, f"{doc.name}: {table.title}: no case {row.case_label!r}"
-                assert row.concurrency in case.concurrency, f"{row.case_label}: c{row.concurrency} not in {case.concurrency}"
+                assert row.concurrency in case.concurrency, (
+                    f"{row.case_label}: c{row.concurrency} not in {case.concurrency}"
+                )
 
 
 def test_a_python_column_table_inverts_only_pairs_of_one_version_or_one_row(tmp_path):
     path = tmp_path / "V.toml"
-    path.write_text(SEED.split("[[table]]\nprofile = \"fakepy\"")[0] + '''[[table]]
+    path.write_text(
+        SEED.split('[[table]]\nprofile = "fakepy"')[0]
+        + """[[table]]
 profile = "fakepy"
 title = "Fake versions"
 env = "python"
@@ -229,11 +265,16 @@ rows = [
   { python = "3.11", label = "A", concurrency = 128, total = 10, rps = 400, avg_ms = 1, max_ms = 2 },
   { python = "3.11", label = "B", concurrency = 128, total = 10, rps = 200, avg_ms = 1, max_ms = 2 },
 ]
-''')
+"""
+    )
     # ours: each version keeps A above B and 3.11 above 3.10 per row; only 3.10 A against 3.11 B (a pair that
     # differs in version and row) comes out the other way round, and it is not an inversion
-    records = [run("fakepy", "A", 300, python="3.10.13"), run("fakepy", "B", 100, python="3.10.13"),
-               run("fakepy", "A", 500, python="3.11.7"), run("fakepy", "B", 350, python="3.11.7")]
+    records = [
+        run("fakepy", "A", 300, python="3.10.13"),
+        run("fakepy", "B", 100, python="3.10.13"),
+        run("fakepy", "A", 500, python="3.11.7"),
+        run("fakepy", "B", 350, python="3.11.7"),
+    ]
     (fakepy,) = compare(records, [load_seed_file(path)])
     assert fakepy.inversions == [] and fakepy.rho < 1.0
     assert fakepy.rho_by_env == {"3.10": pytest.approx(1.0), "3.11": pytest.approx(1.0)}
@@ -245,11 +286,18 @@ def test_the_websocket_seed_table_counts_messages_and_needs_no_latencies(tmp_pat
     ws = next(t for t in vs.tables if t.title == "Websockets")
     assert ws.metric == "msg/s" and len(ws.rows) == 14  # Hypercorn at 32 clients is N/A in the seed
     first = ws.rows[0]
-    assert (first.label, first.concurrency, first.rps, first.send, first.recv) == \
-        ("Granian Rsgi (8 clients)", 8, 315098, 1246391, 280087)
+    assert (first.label, first.concurrency, first.rps, first.send, first.recv) == (
+        "Granian Rsgi (8 clients)",
+        8,
+        315098,
+        1246391,
+        280087,
+    )
     bad = tmp_path / "x.toml"
-    bad.write_text('source = "s"\n[[table]]\nprofile = "p"\ntitle = "T"\nmetric = "msg/s"\n'
-                   'rows = [ { label = "a", concurrency = 8 } ]\n')
+    bad.write_text(
+        'source = "s"\n[[table]]\nprofile = "p"\ntitle = "T"\nmetric = "msg/s"\n'
+        'rows = [ { label = "a", concurrency = 8 } ]\n'
+    )
     with pytest.raises(SeedError, match=r"row 'a': missing \['rps'\]"):
         load_seed_file(bad)
     bad.write_text('source = "s"\n[[table]]\nprofile = "p"\ntitle = "T"\nmetric = "qps"\nrows = []\nreason = "r"\n')
@@ -260,17 +308,21 @@ def test_the_websocket_seed_table_counts_messages_and_needs_no_latencies(tmp_pat
 def test_two_tables_may_come_from_two_machines_but_one_table_from_one(tmp_path, seeds):
     """Each table ranks its own rows: a table measured on another VM is compared on its own; rows of one table
     from two machines are refused (one line), and each table says when its runs were measured."""
-    from gatecheck.load.report.fidelity_md import write_fidelity
     from gatecheck.load.records.results import ResultsError, append_records
+    from gatecheck.load.report.fidelity_md import write_fidelity
 
     def on(kernel, started, records):
         return [{**r, "environment": {**r["environment"], "kernel": kernel}, "started_at": started} for r in records]
 
     first, second = tmp_path / "a", tmp_path / "b"
-    append_records(first / "results.jsonl", on("6.18-v782", "2026-11-27T10:28:54+00:00",
-                                               [run("fake", "A", 100), run("fake", "B", 120)]))
-    append_records(second / "results.jsonl", on("6.18-v657", "2026-11-28T16:22:01+00:00",
-                                                [run("fakepy", "A", 50, python="3.10.13")]))
+    append_records(
+        first / "results.jsonl",
+        on("6.18-v782", "2026-11-27T10:28:54+00:00", [run("fake", "A", 100), run("fake", "B", 120)]),
+    )
+    append_records(
+        second / "results.jsonl",
+        on("6.18-v657", "2026-11-28T16:22:01+00:00", [run("fakepy", "A", 50, python="3.10.13")]),
+    )
     text = write_fidelity([first, second], tmp_path / "f.md", seeds=seeds).read_text()
     assert "Ours: measured 2026-11-27 10:28-10:28 UTC; AMD EPYC" in text
     assert "Ours: measured 2026-11-28 16:22-16:22 UTC; AMD EPYC" in text
@@ -281,12 +333,14 @@ def test_two_tables_may_come_from_two_machines_but_one_table_from_one(tmp_path, 
 
 def test_a_pattern_explains_a_class_of_pairs_and_an_exact_key_wins(tmp_path):
     path = tmp_path / "x.toml"
-    path.write_text('source = "s"\n[[table]]\nprofile = "p"\ntitle = "T"\nrows = [\n'
-                    '  { label = "Granian A", concurrency = 8, total = 1, rps = 3, avg_ms = 1, max_ms = 1 },\n'
-                    '  { label = "Granian B", concurrency = 8, total = 1, rps = 2, avg_ms = 1, max_ms = 1 },\n'
-                    '  { label = "Other", concurrency = 8, total = 1, rps = 1, avg_ms = 1, max_ms = 1 },\n]\n'
-                    '[table.explanations]\n"Granian A | Other" = "exact"\n"Granian* | Other" = "class"\n'
-                    '"Granian* | Granian*" = "within"\n')
+    path.write_text(
+        'source = "s"\n[[table]]\nprofile = "p"\ntitle = "T"\nrows = [\n'
+        '  { label = "Granian A", concurrency = 8, total = 1, rps = 3, avg_ms = 1, max_ms = 1 },\n'
+        '  { label = "Granian B", concurrency = 8, total = 1, rps = 2, avg_ms = 1, max_ms = 1 },\n'
+        '  { label = "Other", concurrency = 8, total = 1, rps = 1, avg_ms = 1, max_ms = 1 },\n]\n'
+        '[table.explanations]\n"Granian A | Other" = "exact"\n"Granian* | Other" = "class"\n'
+        '"Granian* | Granian*" = "within"\n'
+    )
     table = load_seed_file(path).tables[0]
     assert table.explanation("Other", "Granian A") == "exact"
     assert table.explanation("Granian B", "Other") == "class"

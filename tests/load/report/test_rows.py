@@ -1,4 +1,5 @@
 """Which run stands for each table row: best concurrency, median repeat, latest session, per Python."""
+
 from __future__ import annotations
 
 import copy
@@ -6,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gatecheck.load.report.tables import render
 from gatecheck.load.records.results import load_records
 from gatecheck.load.report.rows import select_rows, version_key
+from gatecheck.load.report.tables import render
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -28,7 +29,9 @@ def test_each_row_shows_its_best_concurrency(records):
 def test_the_latest_session_wins_and_repeats_use_the_median(records):
     run = next(r for r in records if r["kind"] == "run" and r["case"] == "ASGI get 1KB")
     older = dict(copy.deepcopy(run), session="20000101T000000Z-1", rps=1.0)
-    repeats = [dict(copy.deepcopy(run), session="29990101T000000Z-1", rps=v, repeat=i) for i, v in enumerate((5.0, 9.0, 7.0))]
+    repeats = [
+        dict(copy.deepcopy(run), session="29990101T000000Z-1", rps=v, repeat=i) for i, v in enumerate((5.0, 9.0, 7.0))
+    ]
     rows = select_rows([older] + repeats)
     assert len(rows) == 1 and rows[0].record["rps"] == 7.0 and rows[0].repeats == 3
     assert rows[0].samples == (5.0, 9.0, 7.0)
@@ -39,8 +42,10 @@ def test_the_latest_session_wins_and_repeats_use_the_median(records):
 
 def test_the_host_probe_s_spread_is_shown_only_when_every_repeat_timed_it(records):
     run = next(r for r in records if r["kind"] == "run" and r["case"] == "ASGI get 1KB")
-    repeats = [dict(copy.deepcopy(run), session="29990101T000000Z-1", rps=rps, repeat=i, host_speed={"probe_ms": ms})
-               for i, (rps, ms) in enumerate(((1000.0, 5.0), (900.0, 6.0), (1000.0, 7.0)))]
+    repeats = [
+        dict(copy.deepcopy(run), session="29990101T000000Z-1", rps=rps, repeat=i, host_speed={"probe_ms": ms})
+        for i, (rps, ms) in enumerate(((1000.0, 5.0), (900.0, 6.0), (1000.0, 7.0)))
+    ]
     (row,) = select_rows(repeats)
     assert row.speeds == (5.0, 6.0, 7.0) and row.host_cv == pytest.approx(1.0 / 6.0)  # stdev 1 over mean 6
     del repeats[1]["host_speed"]
@@ -64,7 +69,6 @@ def test_env_columns_split_rows_by_python_version(records):
     other = dict(copy.deepcopy(runs[0]), versions={**runs[0]["versions"], "python": "3.9.18"}, session="x")
     rows = select_rows(runs + [other], env_columns=("python",))
     assert sorted(r.env_values for r in rows) == [("3.11",), ("3.9",)]
-
 
 
 def test_versions_sort_numerically():

@@ -116,8 +116,7 @@ def test_env_is_built_once_and_then_reused(tmp_path, monkeypatch):
     monkeypatch.setattr(envs, "_run", no_pip)
     again = envs.ensure_env(str(wheel), package="gcfake", module="gcfake", cache=cache, log=messages.append)
     assert again.reused and again.python == first.python
-    b, h = envs.ensure_pair(str(wheel), str(wheel), package="gcfake", module="gcfake", cache=cache,
-                            log=messages.append)
+    b, h = envs.ensure_pair(str(wheel), str(wheel), package="gcfake", module="gcfake", cache=cache, log=messages.append)
     assert b is h
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import pytest
 
 from gatecheck.load.gate import DELAY_ENV, DELAY_EVERY_ENV
-from gatecheck.load.run.latency import interleaved_latency, request_bytes, summarise
 from gatecheck.load.plan.routes import route
+from gatecheck.load.run.latency import interleaved_latency, request_bytes, summarise
 from gatecheck.servers import start_server
 
 
 def test_request_bytes_carry_the_route_s_method_path_and_body():
-    assert request_bytes(route("json"), "h:1") == b"GET /json HTTP/1.1\r\nHost: h:1\r\nUser-Agent: gatecheck-gate\r\n\r\n"
+    assert (
+        request_bytes(route("json"), "h:1") == b"GET /json HTTP/1.1\r\nHost: h:1\r\nUser-Agent: gatecheck-gate\r\n\r\n"
+    )
     raw = request_bytes(route("echo1k"), "h:1")
     assert raw.startswith(b"POST /echo HTTP/1.1\r\n") and b"Content-Length: 1024\r\n" in raw
     assert len(raw.split(b"\r\n\r\n", 1)[1]) == 1024
@@ -27,9 +29,12 @@ def test_summarise_counts_answers_and_errors_apart():
 def test_interleaved_run_alternates_and_sees_a_wait_only_on_the_waiting_side(route_name, tmp_path):
     """HEAD waits 20 ms on every 4th request: its mean latency rises by about 5 ms, BASE's does not."""
     app = "gatecheck.fixtures.apps.rsgi:app"
-    with start_server("granian:rsgi", app=app, log_dir=tmp_path / "b") as base, \
-            start_server("granian:rsgi", app=app, log_dir=tmp_path / "h",
-                         env={DELAY_ENV: "20000", DELAY_EVERY_ENV: "4"}) as head:
+    with (
+        start_server("granian:rsgi", app=app, log_dir=tmp_path / "b") as base,
+        start_server(
+            "granian:rsgi", app=app, log_dir=tmp_path / "h", env={DELAY_ENV: "20000", DELAY_EVERY_ENV: "4"}
+        ) as head,
+    ):
         res = interleaved_latency({"base": base.url, "head": head.url}, route(route_name), 0.6)
     b, h = res["base"], res["head"]
     assert b["errors"] == h["errors"] == {} and b["non_2xx"] == h["non_2xx"] == {}

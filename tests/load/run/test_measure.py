@@ -1,4 +1,5 @@
 """The measured run: generator-bound flag, flags, the record layout."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,9 +14,22 @@ DATA = Path(__file__).parent.parent / "data"
 
 def run_from(name: str, *, oha_cpu: float, wall: float, oha_cpus=(1,), server_cpus=(0,)) -> LoadRun:
     result = parse_json((DATA / f"oha-1.16.0-{name}.json").read_text())
-    return LoadRun(route="b1k", method="GET", path="/b1k", concurrency=16, http2=False, result=result, wall=wall,
-                   server_peak_rss=50 << 20, server_cpu_seconds=0.9 * wall, server_processes=2, oha_cpu_seconds=oha_cpu,
-                   oha_cpus=oha_cpus, server_cpus=server_cpus, duration=1.0)
+    return LoadRun(
+        route="b1k",
+        method="GET",
+        path="/b1k",
+        concurrency=16,
+        http2=False,
+        result=result,
+        wall=wall,
+        server_peak_rss=50 << 20,
+        server_cpu_seconds=0.9 * wall,
+        server_processes=2,
+        oha_cpu_seconds=oha_cpu,
+        oha_cpus=oha_cpus,
+        server_cpus=server_cpus,
+        duration=1.0,
+    )
 
 
 @pytest.mark.parametrize(
@@ -62,8 +76,8 @@ def test_the_load_generator_is_killed_at_its_deadline():
 
     import pytest
 
-    from gatecheck.load.run.oha import OhaError
     from gatecheck.load.run.measure import run_pinned
+    from gatecheck.load.run.oha import OhaError
 
     before = _children()
     with pytest.raises(OhaError, match="deadline"):

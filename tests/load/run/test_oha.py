@@ -1,4 +1,5 @@
 """oha's JSON summary, parsed from real oha 1.16.0 output recorded in tests/load/data/."""
+
 from __future__ import annotations
 
 import json
@@ -97,13 +98,22 @@ def test_argv_for_a_duration_run_waits_for_in_flight_requests():
 def test_argv_without_keepalive_opens_a_connection_per_request_over_http1_only():
     h1 = build_argv("oha", "http://h/b1k", concurrency=1, requests=3, keepalive=False)
     h2 = build_argv("oha", "http://h/b1k", concurrency=1, requests=3, keepalive=False, http2=True)
-    assert "--disable-keepalive" in h1 and "--disable-keepalive" not in h2   # oha: not supported for HTTP/2
+    assert "--disable-keepalive" in h1 and "--disable-keepalive" not in h2  # oha: not supported for HTTP/2
     assert "--disable-keepalive" not in build_argv("oha", "http://h/b1k", concurrency=1, requests=3)
 
 
 def test_argv_for_http2_echo_with_a_fixed_count():
-    argv = build_argv("oha", "http://h/echo", concurrency=8, requests=1000, http2=True, h2_parallel=4,
-                      method="POST", body_file="/tmp/b", worker_threads=2)
+    argv = build_argv(
+        "oha",
+        "http://h/echo",
+        concurrency=8,
+        requests=1000,
+        http2=True,
+        h2_parallel=4,
+        method="POST",
+        body_file="/tmp/b",
+        worker_threads=2,
+    )
     assert argv[argv.index("-n") + 1] == "1000" and "-z" not in argv and "-w" not in argv
     assert argv[argv.index("-p") + 1] == "4" and "--http2" in argv
     assert argv[argv.index("-m") + 1] == "POST" and argv[argv.index("-D") + 1] == "/tmp/b"

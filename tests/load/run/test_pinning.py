@@ -1,10 +1,11 @@
 """Splitting CPUs between the server and oha."""
+
 from __future__ import annotations
 
 import pytest
 
-from gatecheck.load.run.pinning import Pinning, split_cpus
 from gatecheck.load.plan.cpulist import format_cpu_list, parse_cpu_list
+from gatecheck.load.run.pinning import Pinning, split_cpus
 
 
 @pytest.mark.parametrize(

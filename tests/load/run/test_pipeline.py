@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from gatecheck import fixtures
-from gatecheck.load.run.pipeline import Pipeline, ServerSetup, setup_for
-from gatecheck.servers import app_for
 from gatecheck.load.plan.routes import route as lookup_route
-from gatecheck.servers import ServerError, Target, TargetError, get_adapter
+from gatecheck.load.run.pipeline import Pipeline, ServerSetup, setup_for
+from gatecheck.servers import ServerError, Target, TargetError, app_for, get_adapter
 
 
 def test_the_app_is_the_cases_own_else_the_adapters_own_else_the_fixture_app_of_the_interface():
@@ -54,12 +53,25 @@ class Recorder:
 
 def test_the_pipeline_starts_checks_and_measures_through_its_seams(tmp_path):
     start, check, measure = Recorder(), Recorder(), Recorder()
-    pipeline = Pipeline(tmp_path, server_cpus=(0,), oha_cpus=(1,), oha=Path("/bin/oha"), python="/py",
-                        request_timeout=3.0, start_fn=start, check_fn=check, measure_fn=measure)
+    pipeline = Pipeline(
+        tmp_path,
+        server_cpus=(0,),
+        oha_cpus=(1,),
+        oha=Path("/bin/oha"),
+        python="/py",
+        request_timeout=3.0,
+        start_fn=start,
+        check_fn=check,
+        measure_fn=measure,
+    )
     setup = ServerSetup(Target("granian", "rsgi", "h2"), "app:app", (("X", "1"),))
     assert pipeline.start(setup, env={"Y": "2"}) == "handle"
-    assert start.calls == [((setup.target,), dict(app="app:app", log_dir=tmp_path / "logs", env={"X": "1", "Y": "2"},
-                                                  cpus=[0], python="/py"))]
+    assert start.calls == [
+        (
+            (setup.target,),
+            dict(app="app:app", log_dir=tmp_path / "logs", env={"X": "1", "Y": "2"}, cpus=[0], python="/py"),
+        )
+    ]
     pipeline.start(setup, python="/other")
     assert start.calls[1][1]["python"] == "/other" and start.calls[1][1]["env"] == {"X": "1"}
     http_route, ws_route = lookup_route("b1k"), lookup_route("ws_broadcast")
@@ -72,9 +84,21 @@ def test_the_pipeline_starts_checks_and_measures_through_its_seams(tmp_path):
     assert pipeline.broadcast("srv", ws_route, 8, 100) == "handle"
     assert broadcast.calls == [(("srv", ws_route, 8, 100), dict(client_cpus=(1,), server_cpus=(0,)))]
     pipeline.measure("srv", "route", 64, 2.0, http2=True, h2_parallel=4)
-    assert measure.calls == [(("srv", "route", 64, 2.0), dict(
-        requests=None, http2=True, h2_parallel=4, oha_cpus=(1,), server_cpus=(0,), oha=Path("/bin/oha"),
-        request_timeout=3.0, workdir=tmp_path / "bodies"))]
+    assert measure.calls == [
+        (
+            ("srv", "route", 64, 2.0),
+            dict(
+                requests=None,
+                http2=True,
+                h2_parallel=4,
+                oha_cpus=(1,),
+                server_cpus=(0,),
+                oha=Path("/bin/oha"),
+                request_timeout=3.0,
+                workdir=tmp_path / "bodies",
+            ),
+        )
+    ]
 
 
 def test_the_command_line_target_reaches_the_run_as_the_object_parsed_at_argv(monkeypatch, tmp_path):
@@ -88,6 +112,7 @@ def test_the_command_line_target_reaches_the_run_as_the_object_parsed_at_argv(mo
         return run.RunSummary(results=tmp_path / "r.jsonl")
 
     monkeypatch.setattr(run, "run_profile", fake_run_profile)
-    cli.main(["run", "granian:asgi:h1?loop=uvloop", "--profile", "smoke", "--out", str(tmp_path), "--no-report",
-              "--no-pin"])
+    cli.main(
+        ["run", "granian:asgi:h1?loop=uvloop", "--profile", "smoke", "--out", str(tmp_path), "--no-report", "--no-pin"]
+    )
     assert seen["target"] == Target("granian", "asgi", "h1", (("loop", "uvloop"),))

@@ -1,15 +1,16 @@
 """The runner's pure parts: the method's --quick scaling, grouping by server start, the server's interpreter."""
+
 from __future__ import annotations
 
 import sys
 
 import pytest
 
-from gatecheck.load.plan.profile import Case, PlannedCase, load_profile
-from gatecheck.servers import Target
 from gatecheck.load.plan.method import Method
+from gatecheck.load.plan.profile import Case, PlannedCase, load_profile
 from gatecheck.load.run.options import RunOptions, interpreter, requests_for
 from gatecheck.load.run.runner import _group
+from gatecheck.servers import Target
 
 
 def test_quick_scales_every_duration_but_not_the_primer_concurrency():
@@ -31,8 +32,15 @@ def test_cases_sharing_a_server_start_are_grouped_in_first_seen_order_and_skips_
     def item(label, target, env=None, skip=""):
         return PlannedCase(Case(label, target, "b1k", (1,), env=env or {}), Target.parse(target), skip)
 
-    groups = _group([item("a", "g:rsgi"), item("b", "g:asgi"), item("c", "g:rsgi"), item("d", "g:rsgi", {"X": "1"}),
-                     item("e", "g:wsgi", skip="no")])
+    groups = _group(
+        [
+            item("a", "g:rsgi"),
+            item("b", "g:asgi"),
+            item("c", "g:rsgi"),
+            item("d", "g:rsgi", {"X": "1"}),
+            item("e", "g:wsgi", skip="no"),
+        ]
+    )
     assert [[p.case.label for p in items] for _key, items in groups] == [["a", "c"], ["b"], ["d"]]
 
 
@@ -47,13 +55,18 @@ def test_a_full_target_customises_every_case():
     opts = RunOptions(profile=load_profile("interfaces"), target=Target.parse("granian:asgi:h1?loop=uvloop"))
     targets = {str(p.target) for p in opts.planned(host_cores=2)}
     # the 1KB rows keep their one runtime blocking thread, the 100KB iterated echo Granian's default (as the seed)
-    assert targets == {"granian:asgi:h1?loop=uvloop&runtime-blocking-threads=1&ws=off", "granian:asgi:h1?loop=uvloop&ws=off"}
+    assert targets == {
+        "granian:asgi:h1?loop=uvloop&runtime-blocking-threads=1&ws=off",
+        "granian:asgi:h1?loop=uvloop&ws=off",
+    }
 
 
 def test_versions_of_the_packages_a_case_needs_are_recorded():
     from gatecheck.load.run.runner import _needed_versions
 
-    case = Case(label="x", target="uvicorn:asgi", route="json", concurrency=(100,), needs=("pytest", "no_such_dist_gatecheck"))
+    case = Case(
+        label="x", target="uvicorn:asgi", route="json", concurrency=(100,), needs=("pytest", "no_such_dist_gatecheck")
+    )
     found = _needed_versions(case, sys.executable)
     assert set(found) == {"pytest"} and found["pytest"] == pytest.__version__
 

@@ -1,5 +1,6 @@
 """The WebSocket broadcast load (the seed's benchmarks/ws method): its arithmetic, its record, and runs against
 real Granian servers, including routes that must not pass for a broadcast."""
+
 from __future__ import annotations
 
 import contextlib
@@ -13,8 +14,14 @@ from gatecheck.load.plan.profile import ProfileError, load_profile
 from gatecheck.load.plan.routes import route as lookup_route
 from gatecheck.load.run.options import RunOptions, messages_for
 from gatecheck.load.run.runner import _costs
-from gatecheck.load.run.wsbroadcast import (BroadcastError, BroadcastRun, broadcast, check_broadcast, payloads,
-                                            throughputs)
+from gatecheck.load.run.wsbroadcast import (
+    BroadcastError,
+    BroadcastRun,
+    broadcast,
+    check_broadcast,
+    payloads,
+    throughputs,
+)
 from gatecheck.servers import start_server
 
 
@@ -22,8 +29,12 @@ def test_the_throughputs_are_the_seeds_formulas_summed_over_the_clients():
     # benchmarks/ws/benchmark.py build_results: send M/t_send, receive M*N/t_recv, "sum" M*(N+1)/max(t_send, t_recv)
     per_client = [{"send_s": 1.0, "recv_s": 2.0, "total_s": 2.5}, {"send_s": 0.5, "recv_s": 1.0, "total_s": 1.0}]
     th = throughputs(per_client, clients=2, messages=10)
-    assert th == {"send": 10 / 1.0 + 10 / 0.5, "recv": 20 / 2.0 + 20 / 1.0, "combined": 30 / 2.0 + 30 / 1.0,
-                  "all": 30 / 2.5 + 30 / 1.0}
+    assert th == {
+        "send": 10 / 1.0 + 10 / 0.5,
+        "recv": 20 / 2.0 + 20 / 1.0,
+        "combined": 30 / 2.0 + 30 / 1.0,
+        "all": 30 / 2.5 + 30 / 1.0,
+    }
 
 
 def test_a_timing_of_zero_is_an_error_not_an_infinite_throughput():
@@ -37,11 +48,26 @@ def test_the_messages_are_the_seeds():
 
 
 def test_the_record_counts_messages_and_names_the_client_not_oha():
-    result = {"throughput": {"send": 30.0, "recv": 30.0, "combined": 45.0, "all": 42.0}, "extensions": [],
-              "websockets": "17.4", "per_client": [{"send_s": 1.0, "recv_s": 2.0, "total_s": 2.5, "sent": 10, "received": 20}]}
-    run = BroadcastRun(route="ws_broadcast", path="/ws_broadcast", clients=2, messages=10, result=result, wall=4.0,
-                       server_peak_rss=1, server_cpu_seconds=2.0, server_processes=1, client_cpu_seconds=3.8,
-                       client_cpus=(1,), server_cpus=(0,))
+    result = {
+        "throughput": {"send": 30.0, "recv": 30.0, "combined": 45.0, "all": 42.0},
+        "extensions": [],
+        "websockets": "17.4",
+        "per_client": [{"send_s": 1.0, "recv_s": 2.0, "total_s": 2.5, "sent": 10, "received": 20}],
+    }
+    run = BroadcastRun(
+        route="ws_broadcast",
+        path="/ws_broadcast",
+        clients=2,
+        messages=10,
+        result=result,
+        wall=4.0,
+        server_peak_rss=1,
+        server_cpu_seconds=2.0,
+        server_processes=1,
+        client_cpu_seconds=3.8,
+        client_cpus=(1,),
+        server_cpus=(0,),
+    )
     rec = run.to_dict()
     assert rec["rps"] == 45.0 and rec["concurrency"] == 2 and rec["total"] == rec["ok"] == 40
     assert rec["ws"]["send"] == 30.0 and rec["server"]["util"] == 0.5 and "oha" not in rec
@@ -50,10 +76,14 @@ def test_the_record_counts_messages_and_names_the_client_not_oha():
 
 def test_a_websocket_case_needs_its_message_count_and_an_http_case_refuses_one(tmp_path):
     bad = tmp_path / "bad.toml"
-    bad.write_text('title = "t"\n[[case]]\nlabel = "x"\ntarget = "granian:rsgi"\nroute = "ws_broadcast"\nconcurrency = [8]\n')
+    bad.write_text(
+        'title = "t"\n[[case]]\nlabel = "x"\ntarget = "granian:rsgi"\nroute = "ws_broadcast"\nconcurrency = [8]\n'
+    )
     with pytest.raises(ProfileError, match="give messages"):
         load_profile(bad)
-    bad.write_text('title = "t"\n[[case]]\nlabel = "x"\ntarget = "granian:rsgi"\nroute = "b1k"\nconcurrency = [8]\nmessages = 5\n')
+    bad.write_text(
+        'title = "t"\n[[case]]\nlabel = "x"\ntarget = "granian:rsgi"\nroute = "b1k"\nconcurrency = [8]\nmessages = 5\n'
+    )
     with pytest.raises(ProfileError, match="messages is for WebSocket routes"):
         load_profile(bad)
 
@@ -81,8 +111,9 @@ def test_the_time_left_counts_a_broadcasts_messages():
 @pytest.fixture(params=["rsgi", "asgi"])
 def granian_ws(request, tmp_path):
     interface = request.param
-    with start_server(f"granian:{interface}", app=f"gatecheck.fixtures.apps.{interface}:app",
-                      log_dir=tmp_path / "logs") as srv:
+    with start_server(
+        f"granian:{interface}", app=f"gatecheck.fixtures.apps.{interface}:app", log_dir=tmp_path / "logs"
+    ) as srv:
         yield srv
 
 
@@ -119,6 +150,7 @@ def _stranger(srv, payload: bytes):
     url = "ws://" + srv.url.split("://", 1)[1].rstrip("/") + "/ws_broadcast"
     done = threading.Event()
     with connect(url, open_timeout=10, close_timeout=2, ping_interval=None) as stranger:
+
         def intrude() -> None:
             while not done.wait(0.1):
                 stranger.send(payload)

@@ -5,6 +5,7 @@
 --ignore-sigterm: SIGTERM is ignored (the harness must SIGKILL after its grace period).
 --fork-orphan: a child process in the same group outlives the parent's exit on SIGTERM.
 """
+
 import http.server
 import os
 import signal

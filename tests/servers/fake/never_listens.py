@@ -1,4 +1,5 @@
 """A 'server' that starts, prints, and never opens its port."""
+
 import sys
 import time
 
