@@ -26,8 +26,8 @@ from gatecheck.conformance.app import (
     script_target,
     step,
 )
-from gatecheck.conformance.client.http1 import Connection, Exchange, ParseError
-from gatecheck.conformance.helpers.wire import CLOSE_WAIT, REPLY_TIMEOUT, smuggled_request
+from gatecheck.conformance.client.http1 import Connection, Exchange, ParseError, parse_responses
+from gatecheck.conformance.helpers.wire import CLOSE_WAIT, REPLY_TIMEOUT, request, smuggled_request
 from gatecheck.conformance.spec.framing import COMPLETE, INCOMPLETE, INVALID, Mutation, declared_length
 from gatecheck.conformance.spec.grammar import Reading, read_stream
 
@@ -115,6 +115,11 @@ def _exchange(server, obs: Observation, methods: list) -> None:
             pass  # the server may have refused and closed before the last octets
         if reading.end == COMPLETE:
             obs.exchange = conn.read_responses(count, methods=methods)
+            if count and len(obs.exchange.final) >= count and conn.may_send():
+                _flush(server, conn)
+            elif count and len(obs.exchange.final) >= count and not conn.closed:
+                conn.wait_closed(CLOSE_WAIT)  # the response said close: what came after it, up to the close
+                parse_responses(conn.buffer, methods=["GET"], closed=True)  # bytes that begin no response raise
         elif reading.end == INVALID or obs.mutation.eof:
             obs.exchange = conn.read_responses(count + 1, methods=methods)
             if not conn.closed:
@@ -129,6 +134,20 @@ def _exchange(server, obs: Observation, methods: list) -> None:
             elif not conn.closed:
                 conn.wait_closed(CLOSE_WAIT)
         obs.closed = conn.closed
+
+
+def _flush(server, conn: Connection) -> None:
+    """After the responses the grammar accounts for, a follow-up request on the kept-alive connection, read up to
+    its own answer (its body is its token): bytes the server sent after those responses (content after a HEAD
+    response's head) are then read however late they come, and raise ``ParseError`` as any bytes that cannot
+    begin a response do. Responses before the follow-up's answer are read past, not judged here."""
+    token = new_token()
+    steps = response_script(server.interface, 200, [("content-type", "text/plain")], [token])
+    conn.send(request(server, "GET", script_target(steps)))
+    for _ in range(4):
+        more = conn.read_responses(1, methods=["GET"])
+        if not more.final or more.final[-1].body == token.encode() or not conn.may_send():
+            return
 
 
 def _after(conn: Connection, ex: Exchange, count: int, methods: list) -> Exchange:
