@@ -134,23 +134,30 @@ _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _FIELD_VALUE = re.compile(rb"[\t \x21-\x7e\x80-\xff]*")
 
 
+def _first_final(data):
+    """(head, position after it) of the first final response in ``data`` (or of a 101), None while its head is
+    incomplete; a head up to it that breaks the grammar of RFC 9112 §4-§5 raises :class:`ParseError`."""
+    pos = 0
+    while True:
+        _check_start(bytes(data[pos : pos + 5]))
+        end = data.find(b"\r\n\r\n", pos)
+        if end < 0:
+            return None
+        resp = parse_head(bytes(data[pos:end]))
+        if not resp.interim or resp.status == 101:
+            return resp, end + 4
+        pos = end + 4
+
+
 def broken_start(data) -> bool:
     """Whether ``data`` (the bytes come so far) can no longer begin valid responses: they do not begin
     with "HTTP/", or a complete head in them, up to the first final one, breaks the grammar of RFC 9112
     §4-§5. A read may stop there (the verdict is decided) instead of waiting for the server's close."""
-    pos = 0
-    while True:
-        try:
-            _check_start(bytes(data[pos : pos + 5]))
-            end = data.find(b"\r\n\r\n", pos)
-            if end < 0:
-                return False
-            resp = parse_head(bytes(data[pos:end]))
-        except ParseError:
-            return True
-        if not resp.interim or resp.status == 101:
-            return False
-        pos = end + 4
+    try:
+        _first_final(data)
+    except ParseError:
+        return True
+    return False
 
 
 def answered(data, method: str = "GET") -> bool:
@@ -158,30 +165,23 @@ def answered(data, method: str = "GET") -> bool:
     longer begin valid responses (:func:`broken_start`), or a final response is complete by its framing. A server
     that keeps the connection open after its answer then costs no read deadline. Cheap on a growing buffer: a
     chunked body is parsed only when the bytes end as a last chunk could (CRLF CRLF)."""
-    if broken_start(data):
-        return True
-    pos = 0
-    while True:
-        end = data.find(b"\r\n\r\n", pos)
-        if end < 0:
+    try:
+        found = _first_final(data)
+        if found is None:
             return False
-        resp = parse_head(bytes(data[pos:end]))
-        if resp.interim:
-            if resp.status == 101:
-                return True
-            pos = end + 4
-            continue
+        resp, body_start = found
+        if resp.status == 101:
+            return True
         if (
             method == "HEAD"
             or resp.status in (204, 304)
             or any(k.lower() == b"content-length" for k, _ in resp.headers)
             or data.endswith(b"\r\n\r\n")
         ):
-            try:
-                return _parse_body(resp, data, end + 4, method, closed=False) is not None
-            except ParseError:
-                return True
+            return _parse_body(resp, data, body_start, method, closed=False) is not None
         return False
+    except ParseError:
+        return True
 
 
 def parse_head(head: bytes) -> Response:

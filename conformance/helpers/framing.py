@@ -115,9 +115,10 @@ def _exchange(server, obs: Observation, methods: list) -> None:
             pass  # the server may have refused and closed before the last octets
         if reading.end == COMPLETE:
             obs.exchange = conn.read_responses(count, methods=methods)
-            if count and len(obs.exchange.final) >= count and conn.may_send():
+            all_answered = count and len(obs.exchange.final) >= count
+            if all_answered and conn.may_send():
                 _flush(server, conn)
-            elif count and len(obs.exchange.final) >= count and not conn.closed:
+            elif all_answered and not conn.closed:
                 conn.wait_closed(CLOSE_WAIT)  # the response said close: what came after it, up to the close
                 parse_responses(conn.buffer, methods=["GET"], closed=True)  # bytes that begin no response raise
         elif reading.end == INVALID or obs.mutation.eof:
