@@ -42,6 +42,17 @@ def _kind(text: str) -> Tuple[str, List[str]]:
     return label, shlex.split(args)
 
 
+def _set_aside(gdir: Path) -> None:
+    """An unrecorded gate's folder (the gate was interrupted) is kept beside it, so the gate can run again."""
+    if not gdir.exists():
+        return
+    n = 1
+    while gdir.with_name(f"{gdir.name}.interrupted-{n}").exists():
+        n += 1
+    gdir.rename(gdir.with_name(f"{gdir.name}.interrupted-{n}"))
+    print(f"{gdir.name}: an interrupted gate's folder, kept as {gdir.name}.interrupted-{n}", flush=True)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Every kind once per round, in the order given, each gate through the real CLI; resumes."""
     parser = argparse.ArgumentParser(prog="gate")
@@ -57,6 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if done.get(kind, 0) > rnd:
                 continue
             gdir = out / f"{kind.replace('%', 'pct')}-{rnd:02d}"
+            _set_aside(gdir)
             argv = ["--base", args.base, "--head", args.head or args.base, "--out", str(gdir),
                     "--seed", str(1000 * rnd + 7 * n), "--quiet", *extra, *args.gate_args]
             t, load0 = time.monotonic(), gate_rates._loadavg()
