@@ -4,7 +4,9 @@ server, ASGI over HTTP/1.1 (the ``uvicorn-worker`` package, which took the class
 A target of its own, not a gunicorn ``worker=`` value: the HTTP parser, the WebSocket and lifespan handling are
 uvicorn's, so its deviations are uvicorn's, not gunicorn's, and it keeps its own expectation file. The command
 is gunicorn's (``python -m gunicorn --worker-class uvicorn_worker.UvicornWorker``), TLS through gunicorn's
-certificate flags, which the worker hands to uvicorn.
+certificate flags, which the worker hands to uvicorn; so are gunicorn's ``--keep-alive`` and
+``--forwarded-allow-ips`` (the worker builds uvicorn's ``Config`` with ``timeout_keep_alive=cfg.keepalive`` and
+``forwarded_allow_ips=cfg.forwarded_allow_ips``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ class UvicornWorkerAdapter(GunicornAdapter):
         workers=True,
         http_modes=("h1",),
     )
-    OPTIONS = {"workers": flag("--workers", "gunicorn worker processes", integer=True), "tls": tls_option()}
+    OPTIONS = {
+        "workers": flag("--workers", "gunicorn worker processes", integer=True),
+        "keep-alive-timeout": flag("--keep-alive", "seconds an idle kept-alive connection stays open", integer=True),
+        "forwarded-allow-ips": flag("--forwarded-allow-ips", "addresses whose X-Forwarded-* fields are trusted"),
+        "tls": tls_option(),
+    }
 
     def check_combination(self, target):
         pass

@@ -125,6 +125,18 @@ def test_gunicorn_workers_name_their_class(text, worker_class):
 
 
 @pytest.mark.parametrize(
+    "role, value, flag",
+    [("keep-alive-timeout", "2", "--keep-alive"), ("trusted-proxies", "127.0.0.1", "--forwarded-allow-ips")],
+)
+def test_uvicorn_worker_takes_the_roles_gunicorn_hands_to_uvicorn(role, value, flag):
+    adapter, target = resolve("uvicorn-worker:asgi")
+    argv = adapter.launch(
+        adapter.with_role(target, role, value), app=ASGI_APP, host="127.0.0.1", port=8123, python="/venv/bin/python"
+    ).argv
+    assert any(argv[i : i + 2] == [flag, value] for i in range(len(argv))), argv
+
+
+@pytest.mark.parametrize(
     "text, fragment",
     [
         ("gunicorn:wsgi?worker=asgi", "use gunicorn:asgi"),
