@@ -195,6 +195,8 @@ class RequestReader:
                 raise HttpError(400)  # faulty framing (RFC 9112 §6.1): rejected, then closed
             if codings != [b"chunked"] and not ("te_chunked_anywhere" in self.breaks and b"chunked" in codings):
                 raise HttpError(400)
+            if "chunked_length_required" in self.breaks:
+                raise HttpError(411)  # a valid chunked request, refused for its want of a Content-Length
             await self._expect_continue(req)
             req.body = await self._chunked(req)
             return

@@ -112,6 +112,10 @@ VARIANTS = {
     "sent is another rule)",
     "request_line_bare_cr_as_space": "a bare CR in the request-line is replaced by SP before the line is parsed "
     "(RFC 9112 §2.2: consider it invalid or replace it with SP)",
+    "chunked_body_unterminated": "a chunked request's environ has neither CONTENT_LENGTH nor wsgi.input_terminated "
+    "(PEP 3333 asks for neither; its app has no portable way to read that body)",
+    "chunked_length_required": "a chunked request gets 411 and a close (RFC 9112 §6.3: a server MAY reject a "
+    "body without Content-Length with 411)",
 }
 
 DRAIN_SECONDS = 2.0  # how long an error's close waits for the client to finish sending
@@ -120,6 +124,7 @@ _REASONS = {
     400: "Bad Request",
     413: "Content Too Large",
     414: "URI Too Long",
+    411: "Length Required",
     417: "Expectation Failed",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
@@ -215,6 +220,9 @@ class Connection(RequestReader):
         )
         env["wsgi.multiprocess"] = self.server.workers > 1 and "multiprocess_false" not in self.breaks
         self.forwarded(req, env)
+        if "chunked_body_unterminated" in self.breaks and req.values(b"transfer-encoding"):
+            env.pop("CONTENT_LENGTH", None)
+            env.pop("wsgi.input_terminated", None)
         if "query_kept" in self.breaks:
             self.first_query = env["QUERY_STRING"] if self.first_query is None else self.first_query
             env["QUERY_STRING"] = self.first_query
@@ -233,17 +241,17 @@ class Connection(RequestReader):
             first = peers[0] if "forwarded_verbatim" in self.breaks else peers[0].split(b",")[0].strip()
             env["REMOTE_ADDR"] = first.decode("latin-1")
 
-    async def error(self, status: int) -> None:
-        """Answer ``status``, end our side, read what the client still sends (so it sees the answer, not a
-        reset), then close."""
+    async def error(self, status: int, head: bool = False) -> None:
+        """Answer ``status`` (its content left out for a HEAD request, RFC 9110 §9.3.2), end our side, read what
+        the client still sends (so it sees the answer, not a reset), then close."""
         reason = _REASONS.get(status, "Error")
         headers = self.standard_headers(set()) + [
             ("Content-Type", "text/plain"),
             ("Content-Length", str(len(reason))),
             ("Connection", "close"),
         ]
-        head = "\r\n".join([f"HTTP/1.1 {status} {reason}"] + [f"{n}: {v}" for n, v in headers])
-        self.writer.write(f"{head}\r\n\r\n{reason}".encode("latin-1"))
+        lines = "\r\n".join([f"HTTP/1.1 {status} {reason}"] + [f"{n}: {v}" for n, v in headers])
+        self.writer.write(f"{lines}\r\n\r\n{'' if head else reason}".encode("latin-1"))
         if "error_kept_open" in self.breaks:
             await asyncio.sleep(10.0)
         try:
@@ -290,12 +298,13 @@ class Connection(RequestReader):
     # -- the connection -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        served = 0
+        served, req = 0, None
         try:
             while True:
                 head = await self._next_head(served)
                 if head is None:
                     return
+                req = None
                 try:
                     req = self.parse(*head)
                 except Skipped:
@@ -319,7 +328,7 @@ class Connection(RequestReader):
                 if not all(keep for _, keep in answers):
                     return
         except HttpError as exc:
-            await self.error(exc.status)
+            await self.error(exc.status, head=req is not None and req.method == "HEAD")
         except Incomplete:
             if "incomplete_body_kept_open" in self.breaks:
                 await asyncio.sleep(10.0)

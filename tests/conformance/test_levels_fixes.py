@@ -26,6 +26,13 @@ and reads the outcomes from its results file:
   http.response.start without an int status, then puts the app's next response on the wire with two differing
   Content-Lengths (gunicorn 27's asgi worker sends a body with no status-line there): the invalid-event check
   passes on the raise (its verdict is the app's log; it used to fail on the unparseable answer).
+- ``tests/broken/server.py --variant chunked_body_unterminated`` decodes a chunked request but sets neither
+  CONTENT_LENGTH nor ``wsgi.input_terminated`` (PEP 3333 asks for neither): the chunked-body checks whose WSGI app
+  has no portable way to read that body are *not supported* (they used to fail at RFC 9112 §7.1 MUST), and the
+  POLICY check of a portable read carries the gap and fails.
+- ``tests/broken/server.py --variant chunked_length_required`` answers a valid chunked request 411 (RFC 9112 §6.3:
+  a server MAY): the checks that need the body read are *not supported*; a coding that is not chunked still
+  gets its 400 and passes.
 - ``one-per-connection`` answers the first request of a connection and never the ones pipelined behind
   it: checks that need pipelining report *not supported*, never "stray content" or a failure.
 - ``tests/broken/server.py --break no_persistent_connections --break close_unannounced`` closes the connection
@@ -107,6 +114,28 @@ CASES = {
         },
         ["--interface", "asgi"],
     ),
+    "{python} -m tests.broken.server --host {host} --port {port} --variant chunked_body_unterminated": (
+        ["gatecheck/conformance/checks/test_echo.py", "gatecheck/conformance/checks/test_wsgi_input.py"],
+        "chunked_request_body_is_decoded_for_echo or chunked_body_is_readable_by_a_portable_app",
+        {
+            **{
+                f"test_echo.py::test_chunked_request_body_is_decoded_for_echo[{n}]": "unsupported"
+                for n in ("1B", "5000B")
+            },
+            "test_wsgi_input.py::test_chunked_body_is_readable_by_a_portable_app": "failed",
+        },
+    ),
+    "{python} -m tests.broken.server --host {host} --port {port} --variant chunked_length_required": (
+        ["gatecheck/conformance/checks/test_echo.py", "gatecheck/conformance/checks/test_http1_framing.py"],
+        "chunked_request_body_is_decoded_for_echo or transfer_coding_not_ending_in_chunked",
+        {
+            **{
+                f"test_echo.py::test_chunked_request_body_is_decoded_for_echo[{n}]": "unsupported"
+                for n in ("1B", "5000B")
+            },
+            "test_http1_framing.py::test_transfer_coding_not_ending_in_chunked_is_rejected[gzip]": "passed",
+        },
+    ),
     HOSTILE + "one-per-connection": (
         ["gatecheck/conformance/checks/test_http1_smuggling.py"],
         "garbage",
@@ -158,6 +187,8 @@ CASES = {
         "write-past-raises-after-sending",
         "ws-unoffered-accept-refused",
         "invalid-start-raises-then-malformed",
+        "wsgi-chunked-unterminated",
+        "chunked-411",
         "one-per-connection",
         "close-unannounced",
     ],
