@@ -72,7 +72,9 @@ def valgrind_missing() -> Optional[str]:
 
 def callgrind_wrap(out_dir: Path, label: str) -> List[str]:
     """The command a counted server runs under: callgrind, uninstrumented until told, every child traced,
-    each process's dumps in ``out_dir/<label>.callgrind.<pid>.<n>`` and valgrind's own messages beside."""
+    each process's dumps in ``out_dir/<label>.callgrind.<pid>.<n>`` and valgrind's own messages beside. The paths
+    are absolute: the server runs in its staging folder, where a relative ``--out`` names nothing."""
+    out_dir = Path(out_dir).absolute()
     out_dir.mkdir(parents=True, exist_ok=True)
     return [
         "valgrind",

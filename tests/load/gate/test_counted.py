@@ -78,6 +78,15 @@ def test_the_wrapper_counts_every_process_from_a_switch_not_from_the_start(tmp_p
     assert counting.COUNT_ENV == {"PYTHONHASHSEED": "0"}
 
 
+def test_the_wrapper_names_absolute_paths_for_a_relative_out(tmp_path, monkeypatch):
+    """The server runs in its staging folder: a relative --out (``gate --out run``) must not reach valgrind as is
+    (valgrind could not create its log there and the server exited before answering: no count)."""
+    monkeypatch.chdir(tmp_path)
+    wrap = counting.callgrind_wrap(Path("run") / "counted", "base-0")
+    assert f"--log-file={tmp_path}/run/counted/base-0.valgrind.%p.log" in wrap
+    assert f"--callgrind-out-file={tmp_path}/run/counted/base-0.callgrind.%p" in wrap
+
+
 # ---- the injected counted work ---------------------------------------------------------------------
 
 
