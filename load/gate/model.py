@@ -254,6 +254,11 @@ class CaseResult:
             m for m, d in self.decisions.items() if m in fail_on and d is not None and d.verdict is Verdict.INCONCLUSIVE
         ]
 
+    def unmeasured(self, fail_on: Sequence[str]) -> list:
+        """The gated metrics with no clean pair (a counted lane that failed, every pair excluded): nothing rules
+        out a regression there."""
+        return [m for m in fail_on if self.decisions.get(m) is None]
+
 
 @dataclass
 class GateResult:
@@ -273,9 +278,12 @@ class GateResult:
 
     @property
     def inconclusive(self) -> bool:
-        """No gated regression, no errors on HEAD, but a gated comparison that cannot exclude the threshold."""
+        """No gated regression, no errors on HEAD, but a gated comparison that cannot exclude the threshold, or
+        a gated metric not measured at all."""
         fail_on = self.options.fail_on
-        return not any(r.failed(fail_on) for r in self.results) and any(r.inconclusive(fail_on) for r in self.results)
+        return not any(r.failed(fail_on) for r in self.results) and any(
+            r.inconclusive(fail_on) or r.unmeasured(fail_on) for r in self.results
+        )
 
     @property
     def exit_status(self) -> int:

@@ -49,10 +49,13 @@ def render_markdown(result: GateResult) -> str:
     regressions = [r for r in result.results if r.head_errors == 0 and r in failed]
     head = "❌ **regression**" if regressions else ("❌ **HEAD has errors**" if failed else "✅ **no regression**")
     if result.inconclusive:
-        names = sorted({METRICS[m][2] for r in result.results for m in r.inconclusive(opts.fail_on)})
+        wide = sorted({METRICS[m][2] for r in result.results for m in r.inconclusive(opts.fail_on)})
+        unmeasured = sorted({METRICS[m][2] for r in result.results for m in r.unmeasured(opts.fail_on)})
+        why = (
+            [f"{', '.join(wide)}: the interval is wider than the threshold; more pairs narrow it"] if wide else []
+        ) + ([f"{', '.join(unmeasured)}: not measured, see below"] if unmeasured else [])
         head = (
-            f"❔ **inconclusive**: no regression shown, and none of {opts.threshold:.0%} ruled out "
-            f"({', '.join(names)}: the interval is wider than the threshold; more pairs narrow it)"
+            f"❔ **inconclusive**: no regression shown, and none of {opts.threshold:.0%} ruled out ({'; '.join(why)})"
         )
     if result.interrupted:
         head = (

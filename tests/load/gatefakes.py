@@ -87,6 +87,7 @@ class FakeLab:
         self.lane_specs = []
         self.lane_rng = random.Random(seed + 1)  # its own: the timed runs' noise stays what it was
         self.lane_note = None
+        self.lane_fails_at = None  # the counted pair at which the lane stops writing records (None: never)
         self.missing = None  # why valgrind cannot count (None: it can)
 
     def start(self, target, *, app, log_dir, env, cpus, python, **kw):
@@ -136,7 +137,7 @@ class FakeLab:
 
         self.lane_specs.append(spec)
         loops = int(spec["envs"]["head"].get(gate.LOOPS_ENV, 0))
-        for pair in range(spec["pairs"]):
+        for pair in range(spec["pairs"] if self.lane_fails_at is None else self.lane_fails_at):
             for side in ("base", "head"):
                 ipr = 60_000.0 * (1 + self.lane_rng.gauss(0, 0.001))
                 ipr = ipr / self.head_factor + 70 * loops if side == "head" else ipr

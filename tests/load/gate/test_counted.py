@@ -191,12 +191,18 @@ def test_where_valgrind_is_missing_the_gate_says_so_once_and_gates_on_the_timed_
     assert result.exit_status == 0
 
 
-def test_a_lane_that_failed_is_noted_and_decides_nothing(tmp_path):
+def test_a_lane_that_failed_is_noted_and_the_gate_cannot_say_no_regression(tmp_path):
+    """A gated metric that was asked for and not measured rules nothing out: inconclusive (exit 3), never a ✅
+    "no regression" that reads as if instructions had been gated."""
     lab = FakeLab(noise=0.002)
-    lab.lane_note = "counting failed (vgdb 'dump' failed for 123)"
+    lab.lane_note, lab.lane_fails_at = "counting failed (vgdb 'dump' failed for 123)", 0
     result = lab.gate(tmp_path, pairs=8, max_pairs=8, count_pairs=2)
     assert result.count_note == "instructions per request: counting failed (vgdb 'dump' failed for 123)"
-    assert "⚠️ instructions per request: counting failed" in gate_report.render_markdown(result)
+    text = gate_report.render_markdown(result)
+    assert "⚠️ instructions per request: counting failed" in text
+    assert result.results[0].unmeasured(result.options.fail_on) == ["count"]
+    assert result.exit_status == gate.INCONCLUSIVE_STATUS
+    assert "❔ **inconclusive**" in text and "instructions per request: not measured, see below" in text
 
 
 def test_counted_records_replay_exactly(tmp_path):
