@@ -132,6 +132,16 @@ class AfterClose(CheckError):
 class Overflow(AssertionError):
     """The server sent more than a read's cap: a check failure that names the cap (never unbounded memory)."""
 
+    @classmethod
+    def of(cls, buffer: bytearray, cap: int, doing: str) -> "Overflow":
+        """The failure for a read that passed ``cap`` while ``doing``; ``buffer`` is cut in place to the bytes
+        the message shows, so no copy of the rest outlives the read."""
+        _cut(buffer)
+        return cls(
+            f"the server sent more than the client's cap of {cap} bytes while {doing}; "
+            f"the first bytes: {bytes(buffer[:300])!r}"
+        )
+
 
 def _cut(buffer: bytearray) -> bytearray:
     """``buffer`` cut (in place) to the bytes a failure message shows, once the read is over."""
@@ -142,13 +152,6 @@ def _cut(buffer: bytearray) -> bytearray:
 _SHOWN = 400
 
 
-def _overflow(buffer, cap: int, doing: str) -> Overflow:
-    return Overflow(
-        f"the server sent more than the client's cap of {cap} bytes while {doing}; "
-        f"the first bytes: {bytes(buffer[:300])!r}"
-    )
-
-
 def read_raw(sock, done=lambda buf: False, *, timeout: float, cap: int = bounded.DEFAULT_CAP) -> tuple:
     """Raw bytes from ``sock`` until ``done(buffer)`` holds, the server closes or resets, or ``timeout``
     seconds pass: (bytes, how the read ended, one of :data:`bounded.ENDS`). The one bounded read for checks
@@ -157,7 +160,7 @@ def read_raw(sock, done=lambda buf: False, *, timeout: float, cap: int = bounded
     buf = bytearray()
     end = bounded.read_until(sock, buf, done, deadline=time.monotonic() + timeout, cap=cap)
     if end == bounded.OVERFLOW:
-        raise _overflow(_cut(buf), cap, "reading raw bytes")
+        raise Overflow.of(buf, cap, "reading raw bytes")
     return bytes(buf), end
 
 
@@ -224,7 +227,7 @@ class Connection:
                 switched = bool(responses) and responses[-1].status == 101
                 end = None if switched else self._recv(buf, deadline)
                 if end == bounded.OVERFLOW:
-                    raise _overflow(_cut(buf), self.cap, "reading a response")
+                    raise Overflow.of(buf, self.cap, "reading a response")
                 if switched or end == bounded.TIMEOUT:
                     timed_out = not switched
                     break
@@ -269,7 +272,7 @@ class Connection:
             while not self.closed:
                 end = self._recv(buf, deadline)
                 if end == bounded.OVERFLOW:
-                    raise _overflow(_cut(buf), self.cap, "waiting for the connection to close")
+                    raise Overflow.of(buf, self.cap, "waiting for the connection to close")
                 if end == bounded.TIMEOUT:
                     return False
             return True
