@@ -135,8 +135,12 @@ class Target:
 
 
 def _program_name(command: str) -> str:
-    """``uvicorn --port {port} {app}`` -> uvicorn; ``{python} -m tests.hostile.server ...`` -> tests.hostile.server."""
+    """``uvicorn --port {port} {app}`` -> uvicorn; ``{python} -m tests.hostile.server ...`` -> tests.hostile.server;
+    ``{python} launch/run_werkzeug.py ...`` -> run_werkzeug (the script, not the interpreter)."""
     words = command.split()
-    if len(words) >= 3 and words[1] == "-m" and (words[0] == "{python}" or "python" in words[0].rsplit("/", 1)[-1]):
+    python = bool(words) and (words[0] == "{python}" or "python" in words[0].rsplit("/", 1)[-1])
+    if python and len(words) >= 3 and words[1] == "-m":
         return words[2]
+    if python and len(words) >= 2 and words[1].endswith(".py"):
+        return words[1].rsplit("/", 1)[-1].removesuffix(".py")
     return words[0].rsplit("/", 1)[-1] if words else "command"

@@ -73,6 +73,19 @@ def test_command_adapter_fills_the_template():
 
 
 @pytest.mark.parametrize(
+    "cmd, name",
+    [
+        ("uvicorn --port {port} {app}", "cmd-uvicorn"),
+        ("{python} -m tests.hostile.server --port {port}", "cmd-tests.hostile.server"),
+        ("{python} /srv/launch/run_werkzeug.py {host} {port} {app}", "cmd-run_werkzeug"),
+        ("/opt/venv/bin/python3 serve.py {port}", "cmd-serve"),
+    ],
+)
+def test_a_command_target_is_named_after_its_program_or_script(cmd, name):
+    assert Target(server="command", interface="wsgi", options=(("cmd", cmd),)).name == name
+
+
+@pytest.mark.parametrize(
     "text, argv_has",
     [
         ("granian:wsgi", ["--workers", "2"]),
