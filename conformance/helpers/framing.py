@@ -104,37 +104,47 @@ def _observe(server, mutation: Mutation) -> Observation:
 
 
 def _exchange(server, obs: Observation, methods: list) -> None:
-    reading, count = obs.reading, len(obs.reading.messages)
     with Connection(server.address, REPLY_TIMEOUT) as conn:
-        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            conn.send(obs.data)
-            if obs.mutation.eof:
-                conn.sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass  # the server may have refused and closed before the last octets
-        if reading.end == COMPLETE:
-            obs.exchange = conn.read_responses(count, methods=methods)
-            all_answered = count and len(obs.exchange.final) >= count
-            if all_answered and conn.may_send():
-                _flush(server, conn)
-            elif all_answered and not conn.closed:
-                conn.wait_closed(CLOSE_WAIT)  # the response said close: what came after it, up to the close
-                parse_responses(conn.buffer, methods=["GET"], closed=True)  # bytes that begin no response raise
-        elif reading.end == INVALID or obs.mutation.eof:
-            obs.exchange = conn.read_responses(count + 1, methods=methods)
+            _send_and_read(server, conn, obs, methods)
+        except ParseError:  # bytes that are no response: whether the server then closed is still seen
             if not conn.closed:
                 conn.wait_closed(CLOSE_WAIT)
-        else:  # incomplete and the client still there: the server waits for the rest, answering nothing yet
-            obs.exchange = conn.read_responses(
-                count + 1, methods=methods, timeout=INCOMPLETE_WAIT if not count else REPLY_TIMEOUT
-            )
-            obs.waited = len(obs.exchange.final) <= count and not conn.closed
-            if not (obs.exchange.final[count:] or conn.closed):
-                obs.exchange = _after(conn, obs.exchange, count, methods)
-            elif not conn.closed:
-                conn.wait_closed(CLOSE_WAIT)
-        obs.closed = conn.closed
+            raise
+        finally:
+            obs.closed = conn.closed
+
+
+def _send_and_read(server, conn: Connection, obs: Observation, methods: list) -> None:
+    reading, count = obs.reading, len(obs.reading.messages)
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        conn.send(obs.data)
+        if obs.mutation.eof:
+            conn.sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass  # the server may have refused and closed before the last octets
+    if reading.end == COMPLETE:
+        obs.exchange = conn.read_responses(count, methods=methods)
+        all_answered = count and len(obs.exchange.final) >= count
+        if all_answered and conn.may_send():
+            _flush(server, conn)
+        elif all_answered and not conn.closed:
+            conn.wait_closed(CLOSE_WAIT)  # the response said close: what came after it, up to the close
+            parse_responses(conn.buffer, methods=["GET"], closed=True)  # bytes that begin no response raise
+    elif reading.end == INVALID or obs.mutation.eof:
+        obs.exchange = conn.read_responses(count + 1, methods=methods)
+        if not conn.closed:
+            conn.wait_closed(CLOSE_WAIT)
+    else:  # incomplete and the client still there: the server waits for the rest, answering nothing yet
+        obs.exchange = conn.read_responses(
+            count + 1, methods=methods, timeout=INCOMPLETE_WAIT if not count else REPLY_TIMEOUT
+        )
+        obs.waited = len(obs.exchange.final) <= count and not conn.closed
+        if not (obs.exchange.final[count:] or conn.closed):
+            obs.exchange = _after(conn, obs.exchange, count, methods)
+        elif not conn.closed:
+            conn.wait_closed(CLOSE_WAIT)
 
 
 def _flush(server, conn: Connection) -> None:
