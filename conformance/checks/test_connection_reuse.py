@@ -48,7 +48,17 @@ def _view(doc: dict, interface: str) -> dict:
     else:
         values = {k: v.get("value", v.get("error")) for k, v in doc["scope"].items()}
         values["headers"] = doc["headers"]["items"]
-    return {k: repr(v) for k, v in values.items() if k not in _PER_CONNECTION[interface] and _plain(v)}
+    return {
+        k: repr(v)
+        for k, v in values.items()
+        if k not in _PER_CONNECTION[interface] and _plain(v) and not _server_extension(k, interface)
+    }
+
+
+def _server_extension(key: str, interface: str) -> bool:
+    """A WSGI server's own environ key ("a lower-case dotted unique prefix", PEP 3333 §environ Variables, such as
+    ``mod_wsgi.thread_id``): what it holds no text defines (a thread, a counter), so it is not the request."""
+    return interface == "wsgi" and "." in key and not key.startswith("wsgi.")
 
 
 def _plain(value) -> bool:
