@@ -63,6 +63,7 @@ class MemoryWatch:
     def __init__(self, proc, bound: int, on_exceeded, interval: float = INTERVAL) -> None:
         self.bound = bound
         self.exceeded: str | None = None
+        self.latest = 0  # the tree's resident bytes at the last sample
         self._proc = proc
         self._on_exceeded = on_exceeded
         self._interval = interval
@@ -73,6 +74,7 @@ class MemoryWatch:
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
             total, largest = self._measure()
+            self.latest = total
             if total > self.bound:
                 pid, rss = largest
                 self.exceeded = (

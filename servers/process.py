@@ -205,6 +205,11 @@ class ServerProcess(ListenerChecks):
         return self.popen.poll() is None
 
     @property
+    def resident(self) -> int | None:
+        """The tree's resident memory at the memory watch's last sample (bytes); None without a bound."""
+        return self.memory.latest if self.memory is not None else None
+
+    @property
     def memory_exceeded(self) -> str | None:
         """The line logged when the tree passed its memory bound and was killed; None while it has not."""
         return self.memory.exceeded if self.memory is not None else None

@@ -14,7 +14,11 @@ Rules of this module:
    not run a request of the check (a script it could not read, an invalid token), with what it was handed.
    The check's own verdict (a pass on that answer, or a failure citing an unrelated clause) is replaced by an
    error that names the cause; it is never a pass and never "known".
-3. Each is judged once per check: after the call, or, when the server died only after the call's report, in
+3. A server its memory bound killed is told with the check during which its resident memory first rose by more
+   than ``RISE``, the check before that one (a request can leave a thread growing after its check ended) and the
+   largest rises (each check's before and after, as the bound's watch sampled them): the check running at the
+   kill is seldom the one that drove it there.
+4. Each is judged once per check: after the call, or, when the server died only after the call's report, in
    the teardown (``watch.py``). A server that dies a while after the request that killed it (one that logs the
    fault, then exits) is charged to the check running when it exits; the message says when it logged nothing
    during that check, so a reader looks at the check before.
@@ -22,15 +26,20 @@ Rules of this module:
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 
 from gatecheck.conformance.app.private import take_started
 from gatecheck.conformance.client import transcript
 from gatecheck.conformance.plugin.outcomes import Verdict
+from gatecheck.servers.memory import describe
 
 __all__ = ["begin", "after_call", "crash_in_teardown", "refusal_message"]
 
 _STATE = pytest.StashKey[dict]()
+RISE = 64 << 20  # bytes: a rise of resident memory during one check that the story of a kill names
+_RISES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # server process -> [(check, before, after)]
 _EXIT_GRACE = 0.05  # seconds: waited only when a call failed and its server still runs
 
 
@@ -44,6 +53,7 @@ def begin(item, started) -> None:
         "refusals": len(started.refusals()),
         "offset": started.log_size(),
         "reported": False,
+        "resident": started.handle.process.resident if started.handle is not None else None,
     }
 
 
@@ -53,6 +63,7 @@ def after_call(item, pool, failed: bool) -> Verdict | None:
     privates = take_started()
     if state is None or pool.stopping:
         return None
+    _note_rise(item, state)
     crash = _session_crash(state, _EXIT_GRACE if failed else 0.0)
     if crash is None:
         dead = next((run for run in privates if run.crash), None)
@@ -94,8 +105,36 @@ def _session_crash(state: dict, grace: float, members: bool = True) -> str | Non
         )
     )
     return (
-        f"crashed: {what} while this check's request was in flight.{earlier}\nlogged during the check:\n"
-        f"{during or '(nothing)'}\nlast log lines:\n{started.last_log_lines() or '(none)'}"
+        f"crashed: {what} while this check's request was in flight.{earlier}{_memory_story(handle)}\n"
+        f"logged during the check:\n{during or '(nothing)'}\nlast log lines:\n{started.last_log_lines() or '(none)'}"
+    )
+
+
+def _note_rise(item, state: dict) -> None:
+    handle = state["handle"]
+    after = handle.process.resident if handle is not None else None
+    if state["resident"] is not None and after is not None:
+        _RISES.setdefault(handle.process, []).append((item.nodeid.rsplit("::", 1)[-1], state["resident"], after))
+
+
+def _memory_story(handle) -> str:
+    """Rule 3: for a server its memory bound killed, where its memory went; "" otherwise."""
+    rises = _RISES.get(handle.process, []) if handle.memory_exceeded else []
+    if not rises:
+        return ""
+    first = next((n for n, r in enumerate(rises) if r[2] - r[1] >= RISE), None)
+    top = sorted(rises, key=lambda r: r[2] - r[1], reverse=True)[:3]
+    said = ""
+    if first is not None:
+        check, before, after = rises[first]
+        said = (
+            f" Its resident memory first rose by more than {describe(RISE)} in one check during {check} "
+            f"({describe(before)} → {describe(after)})" + (f", right after {rises[first - 1][0]}." if first else ".")
+        )
+    return (
+        said
+        + " The largest rises in one check: "
+        + "; ".join(f"{check} {describe(before)} → {describe(after)}" for check, before, after in top)
     )
 
 
