@@ -33,6 +33,7 @@ import pytest
 from gatecheck.conformance.app.private import take_started
 from gatecheck.conformance.client import transcript
 from gatecheck.conformance.plugin.outcomes import Verdict
+from gatecheck.conformance.spec.results import check_id_of
 from gatecheck.servers.memory import describe
 
 __all__ = ["begin", "after_call", "crash_in_teardown", "refusal_message"]
@@ -114,7 +115,7 @@ def _note_rise(item, state: dict) -> None:
     handle = state["handle"]
     after = handle.process.resident if handle is not None else None
     if state["resident"] is not None and after is not None:
-        _RISES.setdefault(handle.process, []).append((item.nodeid.rsplit("::", 1)[-1], state["resident"], after))
+        _RISES.setdefault(handle.process, []).append((check_id_of(item), state["resident"], after))
 
 
 def _memory_story(handle) -> str:
