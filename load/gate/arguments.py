@@ -261,6 +261,13 @@ def _add_metric_arguments(parser: argparse.ArgumentParser) -> None:
         "the timed pairs (default 6; 0 = no counted metric)",
     )
     parser.add_argument(
+        "--count-max-pairs",
+        type=positive_int,
+        default=12,
+        help="counted pairs at most: past --count-pairs the lane counts more, fresh servers each time, while "
+        "the count's interval is too wide to decide and the next ones still end inside --budget (default 12)",
+    )
+    parser.add_argument(
         "--count-restart-every",
         type=at_least(1, "--count-restart-every"),
         default=3,

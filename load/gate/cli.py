@@ -112,6 +112,7 @@ def _prepare(args: argparse.Namespace, out_dir: Path, seed: int, log) -> Tuple[G
         size_by=args.size_by,
         alpha_weights=args.alpha_weights,
         count_pairs=args.count_pairs,
+        count_max_pairs=args.count_max_pairs,
         count_restart_every=args.count_restart_every,
         count_requests=args.count_requests,
         count_warmup=args.count_requests,

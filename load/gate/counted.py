@@ -20,6 +20,13 @@ Rules of this module:
    messages stay in ``counted/``.
 4. A failure (valgrind, vgdb, a request) ends the lane with its reason on stderr, exit status 3; the gate then
    says so in one line and decides on what the timed metrics show.
+5. **More pairs only to decide.** ``pairs`` counted pairs always; past them, up to ``max_pairs``, another server
+   pair is counted for a case only while its count is *inconclusive* by the gate's own rule (interval wider
+   than the threshold, neither verdict reached) and only when the next server pair, timed by the longest so far,
+   ends before the gate's budget (``deadline``, wall clock). A decided count is never counted further, so the
+   extra pairs can turn an inconclusive count into a verdict, never look again at a decided one. Measured
+   here: at 6 pairs granian's count was inconclusive in 9 of 18 A/A gates (the per-pair spread of 0.3% gives
+   an interval about as wide as the 1% threshold), uvicorn's in none.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ from ..plan import route as lookup_route
 from ..records import append_records, load_records
 from ..run import COUNT_ENV, CountError, Pipeline, callgrind_wrap, count_batches
 from .model import COUNTED, GateCase
+from .stats import t_interval_ratio
+from .verdict import Verdict, decide
 
 __all__ = ["CountLane", "run_lane", "counted_records", "main", "SPEC_FILE", "LOG_FILE"]
 
@@ -149,21 +158,50 @@ def run_lane(
 ) -> int:
     """Every counted pair of every HTTP/1 case of an HTTP route (the counted client speaks HTTP/1.1), fresh
     servers every ``restart_every`` pairs, records appended to ``runs.jsonl`` as each server pair ends; returns
-    how many pairs were measured."""
+    how many pairs were measured.
+
+    ``pairs`` pairs always; then (rule 5) more, a server pair at a time up to ``max_pairs``, for each case whose
+    count is still inconclusive, while the next server pair is expected to end before ``deadline``."""
     out_dir = Path(spec["out_dir"])
     pipeline = pipeline or Pipeline(out_dir / "counted")
     cases = [GateCase.from_dict(c) for c in spec["cases"]]
+    cases = [c for c in cases if not c.http2 and lookup_route(c.route).kind == "http"]
     rng = random.Random(spec["seed"])
     every = max(1, int(spec.get("restart_every", 1)))
-    done = 0
-    for first in range(0, spec["pairs"], every):
-        pairs = list(range(first, min(first + every, spec["pairs"])))
-        for case in cases:
-            if case.http2 or lookup_route(case.route).kind != "http":
-                continue
-            append_records(out_dir / "runs.jsonl", _block(pipeline, case, spec, pairs, rng, log))
-            done += len(pairs)
-    return done
+    counts: Dict[str, List[Dict[str, Any]]] = {c.name: [] for c in cases}
+    longest = 0.0  # the longest server pair so far, the estimate of the next one's
+    first = 0
+    while True:
+        todo = cases if first < spec["pairs"] else [c for c in cases if _undecided(counts[c.name], spec)]
+        last = spec["pairs"] if first < spec["pairs"] else spec.get("max_pairs", spec["pairs"])
+        if first >= last or not todo:
+            break
+        if first >= spec["pairs"] and time.time() + longest * len(todo) > spec.get("deadline", 0.0):
+            log(f"no more counted pairs: {len(todo)} case(s) still undecided, but the next would end after the budget")
+            break
+        pairs = list(range(first, min(first + every, last)))
+        for case in todo:
+            t0 = time.monotonic()
+            records = _block(pipeline, case, spec, pairs, rng, log)
+            append_records(out_dir / "runs.jsonl", records)
+            counts[case.name] += records
+            longest = max(longest, time.monotonic() - t0)
+        first = pairs[-1] + 1
+    return sum(len(r) for r in counts.values()) // 2
+
+
+def _undecided(records: Sequence[Mapping[str, Any]], spec: Mapping[str, Any]) -> bool:
+    """Whether a case's counted pairs so far leave its count *inconclusive* at the gate's level, threshold and
+    size rule (the gate's own verdict: :func:`load.gate.verdict.decide` on
+    :func:`load.gate.stats.t_interval_ratio`)."""
+    sides: Dict[str, Dict[int, float]] = {"base": {}, "head": {}}
+    for r in records:
+        sides[r["side"]][r["pair"]] = r["instructions_per_request"]
+    both = sorted(set(sides["base"]) & set(sides["head"]))
+    if len(both) < 2:
+        return True
+    est = t_interval_ratio([sides["base"][p] for p in both], [sides["head"][p] for p in both], spec["level"])
+    return decide(est, spec["threshold"], False, spec.get("size_by", "interval")).verdict is Verdict.INCONCLUSIVE
 
 
 def counted_records(out_dir: Path) -> List[Dict[str, Any]]:

@@ -154,6 +154,7 @@ class GateOptions:
     # them, requests per side counted in each, uncounted requests per side before a server pair's first, the
     # pause after each counted answer, and the counted metric's own threshold.
     count_pairs: int = 6
+    count_max_pairs: int = 12  # more counted pairs while the count's interval is too wide and the budget allows
     count_restart_every: int = 3
     count_requests: int = 300
     count_warmup: int = 300
@@ -186,6 +187,8 @@ class GateOptions:
             weighted_levels(self.confidence, self.weights)  # refuses a weight that is not > 0
         if COUNTED in self.fail_on and self.count_pairs == 1:
             raise ValueError("--fail-on count needs at least 2 counted pairs (--count-pairs; 0: not counted)")
+        if self.count_pairs and self.count_max_pairs < self.count_pairs:
+            raise ValueError(f"--count-max-pairs {self.count_max_pairs} is below --count-pairs {self.count_pairs}")
         if (
             not 0 < self.count_threshold < 1
             or self.count_requests < 1

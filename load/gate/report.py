@@ -205,8 +205,12 @@ def _method_lines(result: GateResult) -> list:
     ]
     latency = latency if opts.latency_duration else []
     if opts.count_pairs and COUNTED in (result.results[0].decisions if result.results else {}):
+        ns = sorted({d.estimate.n for d in (r.decisions.get(COUNTED) for r in result.results) if d})
+        n = "no" if not ns else str(ns[0]) if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
+        more = f" ({opts.count_pairs} always, up to {opts.count_max_pairs} while undecided)"
+        more = more if opts.count_max_pairs > opts.count_pairs else ""
         latency.append(
-            f"- instructions per request: {opts.count_pairs} counted pairs beside the timed ones, each "
+            f"- instructions per request: {n} counted pairs{more} beside the timed ones, each "
             f"{opts.count_requests} requests per side alternating between a BASE and a HEAD server under "
             f"valgrind (callgrind, every process; start-up and {opts.count_warmup} requests per side not "
             f"counted; fresh servers every {opts.count_restart_every} pairs); head/base is the geometric "

@@ -151,6 +151,12 @@ class _Session(PairRuns):
             "pythons": dict(self.pythons),
             "envs": {side: self.env(side) for side in ("base", "head")},
             "pairs": opts.count_pairs,
+            "max_pairs": opts.count_max_pairs,
+            "level": opts.level(COUNTED),
+            "threshold": opts.count_threshold,
+            "size_by": opts.size_by,
+            # the budget's end, on the wall clock the lane's process shares: more pairs only if they end before it
+            "deadline": time.time() + opts.budget - (self.clock() - self.t0),
             "restart_every": opts.count_restart_every,
             "requests": opts.count_requests,
             "warmup": opts.count_warmup,

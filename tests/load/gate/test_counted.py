@@ -212,6 +212,69 @@ def test_counted_records_replay_exactly(tmp_path):
     assert sum(1 for r in result.runs if r.get("lane") == "count") == 2 * result.options.count_pairs
 
 
+# ---- more counted pairs only to decide --------------------------------------------------------------
+
+# A granian A/A gate of the ninth experiment (granian-aa-03): its 6 pairs' interval, 0.994..1.005 at 99.17%, is
+# wider than the 1% threshold, so the count is inconclusive.
+GRANIAN_AA_BASE = [61787.1, 61550.85, 61871.97, 61728.44, 61344.40, 62000.54]
+GRANIAN_AA_HEAD = [61619.62, 61771.22, 61656.68, 61698.43, 61534.23, 61861.44]
+SPEC = {"pairs": 6, "max_pairs": 12, "level": 0.991667, "threshold": 0.01, "size_by": "interval", "seed": 1}
+
+
+def _records(base, head, first=0):
+    return [
+        {"kind": "gate-run", "lane": "count", "side": side, "pair": first + i, "instructions_per_request": v}
+        for i, pair in enumerate(zip(base, head))
+        for side, v in zip(("base", "head"), pair)
+    ]
+
+
+def test_a_count_as_wide_as_its_threshold_is_undecided_and_a_narrow_one_is_not():
+    from gatecheck.load.gate.counted import _undecided
+
+    assert _undecided(_records(GRANIAN_AA_BASE, GRANIAN_AA_HEAD), SPEC)
+    tight = [x * 1.0005 for x in GRANIAN_AA_BASE[:3]] + [x * 0.9995 for x in GRANIAN_AA_BASE[3:]]
+    assert not _undecided(_records(GRANIAN_AA_BASE, tight), SPEC)  # no change, interval 0.1% wide
+    assert not _undecided(_records(GRANIAN_AA_BASE, [x * 1.03 for x in GRANIAN_AA_HEAD]), SPEC)  # a regression
+    assert _undecided(_records(GRANIAN_AA_BASE[:1], GRANIAN_AA_HEAD[:1]), SPEC)  # one pair decides nothing
+
+
+def _lane(tmp_path, monkeypatch, spec, head_of):
+    """run_lane with its server pairs replaced: each block gives HEAD ``head_of(pair)`` and BASE 60,000."""
+    from gatecheck.load.gate import counted
+
+    blocks = []
+
+    def block(pipeline, case, spec, pairs, rng, log):
+        blocks.append(list(pairs))
+        return _records([60_000.0] * len(pairs), [head_of(p) for p in pairs], pairs[0])
+
+    monkeypatch.setattr(counted, "_block", block)
+    case = gate.GateCase.from_dict({"target": "granian:rsgi", "route": "json", "concurrency": 64})
+    spec = dict(SPEC, restart_every=3, out_dir=str(tmp_path), cases=[case.to_dict()], **spec)
+    lines = []
+    return counted.run_lane(spec, lines.append, pipeline=object()), blocks, lines
+
+
+def test_the_lane_counts_more_pairs_while_undecided_and_inside_the_budget(tmp_path, monkeypatch):
+    import time
+
+    noisy = lambda p: 60_000.0 * (1.01 if p % 2 else 0.99)  # 1% either way: undecided at 6 and at 12 pairs
+    n, blocks, _ = _lane(tmp_path, monkeypatch, {"deadline": time.time() + 600}, noisy)
+    assert blocks == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]] and n == 12  # up to max_pairs
+    n, blocks, lines = _lane(tmp_path, monkeypatch, {"deadline": time.time() - 1}, noisy)
+    assert blocks == [[0, 1, 2], [3, 4, 5]] and n == 6  # the mandatory pairs even past the budget, no more
+    assert lines == ["no more counted pairs: 1 case(s) still undecided, but the next would end after the budget"]
+    steady = lambda p: 60_000.0 * (1.0002 if p % 2 else 0.9998)
+    n, blocks, _ = _lane(tmp_path, monkeypatch, {"deadline": time.time() + 600}, steady)
+    assert n == 6  # decided at 6: never counted further
+    n, blocks, _ = _lane(tmp_path, monkeypatch, {"deadline": time.time() + 600, "max_pairs": 6}, noisy)
+    assert n == 6
+    wobbly = lambda p: 60_000.0 * (1.004 if p % 2 else 0.996)  # 0.4% either way: decided at 9 pairs
+    n, blocks, _ = _lane(tmp_path, monkeypatch, {"deadline": time.time() + 600}, wobbly)
+    assert n == 9
+
+
 # ---- one real counted gate -------------------------------------------------------------------------
 
 
