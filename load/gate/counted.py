@@ -27,6 +27,11 @@ Rules of this module:
    extra pairs can turn an inconclusive count into a verdict, never look again at a decided one. Measured
    here: at 6 pairs granian's count was inconclusive in 9 of 18 A/A gates (the per-pair spread of 0.3% gives
    an interval about as wide as the 1% threshold), uvicorn's in none.
+6. **Out of the latency runs' way.** While a timed pair's low-concurrency run measures latency, the lane and
+   every process under it (its client, valgrind's servers, vgdb) are stopped (:func:`paused_tree`) and
+   continued after it, however it ends: counts do not depend on when they run, and beside unpinned valgrind
+   servers BASE's latency at one connection rose by about 20% and the latency interval doubled in width (the
+   ninth experiment, docs/gate.md).
 """
 
 from __future__ import annotations
@@ -37,8 +42,13 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Mapping, Optional, Sequence
+
+import psutil
+
+from gatecheck.servers.tree import descendants
 
 from ..plan import route as lookup_route
 from ..records import append_records, load_records
@@ -47,7 +57,7 @@ from .model import COUNTED, GateCase
 from .stats import t_interval_ratio
 from .verdict import Verdict, decide
 
-__all__ = ["CountLane", "run_lane", "counted_records", "main", "SPEC_FILE", "LOG_FILE"]
+__all__ = ["CountLane", "run_lane", "counted_records", "paused_tree", "main", "SPEC_FILE", "LOG_FILE"]
 
 SPEC_FILE = "counted-spec.json"
 _RUN = "import sys; from gatecheck.load.gate.counted import main; sys.exit(main())"
@@ -204,6 +214,60 @@ def _undecided(records: Sequence[Mapping[str, Any]], spec: Mapping[str, Any]) ->
     return decide(est, spec["threshold"], False, spec.get("size_by", "interval")).verdict is Verdict.INCONCLUSIVE
 
 
+@contextmanager
+def paused_tree(pid: Optional[int], wait_for: str = "vgdb", wait: float = 5.0) -> Iterator[int]:
+    """``pid`` and every process under it stopped (SIGSTOP, psutil's checks against a reused PID) for the
+    ``with`` block, continued (SIGCONT) when it ends however it ends; yields how many were stopped. None stops
+    nothing.
+
+    The root is stopped first, so it starts nothing new. A ``wait_for`` process under it (vgdb) is let finish
+    first (up to ``wait`` s; else only the root stays stopped): vgdb talking to a stopped valgrind hangs
+    (measured: ``vgdb zero`` to a SIGSTOPped callgrind never answered; an idle one stopped and continued answers
+    the next at once). The tree is walked twice for a child one of its children started meanwhile."""
+    stopped: List[psutil.Process] = []
+    try:
+        if pid is not None:
+            root = _suspend(psutil.Process(pid), stopped)
+            if root is not None and _wait_for(root, wait_for, wait):
+                for p in descendants(root) + descendants(root):
+                    if p not in stopped:
+                        _suspend(p, stopped)
+        yield len(stopped)
+    finally:
+        for p in reversed(stopped):
+            try:
+                p.resume()
+            except psutil.Error:
+                pass
+
+
+def _suspend(p: psutil.Process, stopped: List[psutil.Process]) -> Optional[psutil.Process]:
+    try:
+        p.suspend()
+    except psutil.Error:
+        return None  # ended meanwhile
+    stopped.append(p)
+    return p
+
+
+def _wait_for(root: psutil.Process, name: str, wait: float) -> bool:
+    """True once no process called ``name`` runs under ``root`` (within ``wait`` s)."""
+    deadline = time.monotonic() + wait
+    while True:
+        busy = []
+        for p in descendants(root):
+            try:
+                if p.name() == name:
+                    busy.append(p)
+            except psutil.Error:
+                pass
+        if not busy:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        psutil.wait_procs(busy, timeout=min(0.5, max(0.0, deadline - time.monotonic())))
+
+
 def counted_records(out_dir: Path) -> List[Dict[str, Any]]:
     """The counted lane's records in ``runs.jsonl`` (none when it has not written any)."""
     path = Path(out_dir) / "runs.jsonl"
@@ -241,6 +305,10 @@ class CountLane:
         lines = self.log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
         reason = next((ln for ln in reversed(lines) if ln.startswith("error:")), lines[-1] if lines else "")
         return f"counting failed ({reason.removeprefix('error: ')[:300]}; log: {self.log_path})"
+
+    def paused(self) -> ContextManager[int]:
+        """Rule 6: the lane's whole tree stopped for the ``with`` block (:func:`paused_tree`)."""
+        return paused_tree(self.proc.pid if self.proc.poll() is None else None)
 
     def stop(self, grace: float = 30.0) -> None:
         """SIGTERM the lane (it stops its servers), then SIGKILL it after ``grace`` s."""

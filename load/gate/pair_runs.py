@@ -1,7 +1,7 @@
 """One pair's measured runs of a gate: both sides' servers (re)started and warmed, the main runs in the pair's
 order, the interleaved low-concurrency run, each side's record streamed to runs.jsonl. A mixin of the running
 gate's session (:mod:`load.gate.running`), whose state it uses: ``opts``, ``routes``, ``servers``, ``pipeline``,
-``latency_fn``, ``result``, ``out_dir``, ``clock``, ``t0``, ``server_cpus`` and ``launch``."""
+``latency_fn``, ``result``, ``out_dir``, ``clock``, ``t0``, ``server_cpus``, ``launch`` and ``lane_paused``."""
 
 from __future__ import annotations
 
@@ -73,9 +73,10 @@ class PairRuns:
                     self.pipeline.measure(self.servers[key], route, case.concurrency, opts.warmup, http2=case.http2)
         records = {side: self._main_run(case, pair, side, position) for position, side in enumerate(order)}
         if opts.latency_duration > 0 and not case.http2:  # the latency client speaks HTTP/1.1
-            low = _low_latency_run(
-                self.latency_fn, {side: self.servers[(case.name, side)] for side in order}, route, case, opts
-            )
+            with self.lane_paused():  # the counted lane's valgrind servers off the CPUs meanwhile
+                low = _low_latency_run(
+                    self.latency_fn, {side: self.servers[(case.name, side)] for side in order}, route, case, opts
+                )
             for side in order:
                 records[side]["low_latency"] = low[side]
         for side in order:

@@ -213,7 +213,8 @@ def _method_lines(result: GateResult) -> list:
             f"- instructions per request: {n} counted pairs{more} beside the timed ones, each "
             f"{opts.count_requests} requests per side alternating between a BASE and a HEAD server under "
             f"valgrind (callgrind, every process; start-up and {opts.count_warmup} requests per side not "
-            f"counted; fresh servers every {opts.count_restart_every} pairs); head/base is the geometric "
+            f"counted; fresh servers every {opts.count_restart_every} pairs; all stopped during each latency run); "
+            "head/base is the geometric "
             f"mean of the per-pair ratios with a t interval; threshold {opts.count_threshold:.1%}"
         )
     return [

@@ -14,10 +14,11 @@ import json
 import random
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Tuple
 
 from ..plan import route as lookup_route
 from ..run import Pipeline, valgrind_missing
@@ -50,6 +51,13 @@ class _Session(PairRuns):
     loops: int = 0
     servers: Dict[Tuple[str, str], Any] = field(default_factory=dict)
     analysed: Tuple[int, Any] = (-1, None)  # (how many runs, their verdicts): the last analysis, reused at the end
+    lane: Any = None  # the counted lane running beside the pairs (None: not counting)
+
+    def lane_paused(self) -> ContextManager[Any]:
+        """The counted lane stopped for a latency run (:meth:`load.gate.counted.CountLane.paused`); nothing to
+        stop without one."""
+        paused = getattr(self.lane, "paused", None)
+        return paused() if paused else nullcontext()
 
     @property
     def server_cpus(self) -> Optional[List[int]]:
@@ -334,7 +342,8 @@ def run_gate(
         t0,
     )
     session.calibrate(head_slowdown, head_delay_increase)
-    _run(session, session.start_lane(lane_fn), rng)
+    session.lane = session.start_lane(lane_fn)
+    _run(session, session.lane, rng)
     result.results = session.analyse()
     result.seconds = clock() - t0
     return result

@@ -275,6 +275,56 @@ def test_the_lane_counts_more_pairs_while_undecided_and_inside_the_budget(tmp_pa
     assert n == 9
 
 
+def _settle(procs, *states):
+    """True once every process is in one of ``states`` (a signal is delivered asynchronously), within 5 s."""
+    import time
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if all(p.status() in states for p in procs):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_paused_tree_is_stopped_to_its_grandchildren_and_continued_after(tmp_path):
+    """A real tree (a parent and the child it started): every process stopped inside, running again after,
+    also when the block raises; with a process of the waited-for name still running, the root alone; a tree
+    that ended stops nothing."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from gatecheck.load.gate.counted import paused_tree
+
+    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'while True: pass']); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        root = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 10
+        while not root.children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        tree = [root] + root.children(recursive=True)
+        assert len(tree) == 2
+        with pytest.raises(RuntimeError):
+            with paused_tree(proc.pid) as n:
+                assert n == 2 and _settle(tree, psutil.STATUS_STOPPED)
+                raise RuntimeError("the latency run failed")
+        assert _settle(tree, psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING)
+        with paused_tree(proc.pid, wait_for=psutil.Process(tree[1].pid).name(), wait=0.5) as n:
+            assert n == 1 and tree[1].status() != psutil.STATUS_STOPPED  # it did not end: the root alone
+        assert _settle(tree, psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING)
+    finally:
+        for p in psutil.Process(proc.pid).children(recursive=True):
+            p.kill()
+        proc.kill()
+        proc.wait()
+    with paused_tree(None) as n:
+        assert n == 0
+
+
 # ---- one real counted gate -------------------------------------------------------------------------
 
 
