@@ -25,7 +25,7 @@ Rules of this module:
    than the threshold, neither verdict reached) and only when the next server pair, timed by the longest so far,
    ends before the gate's budget (``deadline``, wall clock). A decided count is never counted further, so the
    extra pairs can turn an inconclusive count into a verdict, never look again at a decided one. Measured
-   here: at 6 pairs granian's count was inconclusive in 9 of 18 A/A gates (the per-pair spread of 0.3% gives
+   here: at 6 pairs granian's count was inconclusive in 9 of 20 A/A gates (the per-pair spread of 0.3% gives
    an interval about as wide as the 1% threshold), uvicorn's in none.
 6. **Out of the latency runs' way.** While a timed pair's low-concurrency run measures latency, the lane and
    every process under it (its client, valgrind's servers, vgdb) are stopped (:func:`paused_tree`) and
