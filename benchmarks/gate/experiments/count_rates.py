@@ -125,11 +125,40 @@ def cmd_analyse(args: argparse.Namespace) -> int:
                                   (r["metrics"].get("count") or {}).get("head", []))] for k in kinds}
     lines += ["", "Counted pairs: standard deviation of the per-pair log ratio, per kind: "
               + ", ".join(f"{k} {statistics.stdev(v):.4f} ({len(v)} pairs)" for k, v in spread.items() if len(v) > 1)]
+    lines += ["", *_precision(by_kind, kinds)]
     text = "\n".join(lines)
     print(text)
     if args.write:
         Path(args.write).write_text(text + "\n", encoding="utf-8")
     return 0
+
+
+def _width(doc: Dict[str, Any], metric: str) -> Optional[float]:
+    m = (doc["results"][0]["metrics"].get(metric) or {}) if doc["results"] else {}
+    return m["high"] - m["low"] if m.get("high") is not None else None
+
+
+def _median_of(values: Sequence[Optional[float]], fmt: str) -> str:
+    got = [v for v in values if v is not None]
+    return fmt.format(statistics.median(got)) if got else "-"
+
+
+def _precision(by_kind: Dict[str, List[Dict[str, Any]]], kinds: Sequence[str]) -> List[str]:
+    """Per kind, medians over its gates (first case): BASE's mean latency at one connection, the widths of the
+    latency, CPU and count intervals, timed and counted pairs: what a lane beside the timed runs costs them."""
+    lines = ["Precision (medians over each kind's gates, first case):", "",
+             "| kind | BASE mean latency c1 (µs) | latency interval width | CPU interval width | "
+             "count interval width | timed pairs | counted pairs |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for k in kinds:
+        docs = [d for d in by_kind[k] if d["results"]]
+        lat = [statistics.median(d["results"][0]["metrics"]["lat"]["base"]) * 1000
+               if d["results"][0]["metrics"].get("lat") else None for d in docs]
+        counted = [(d["results"][0]["metrics"].get("count") or {}).get("n") for d in docs]
+        lines.append(f"| {k} | {_median_of(lat, '{:.0f}')} | {_median_of([_width(d, 'lat') for d in docs], '{:.3f}')} | "
+                     f"{_median_of([_width(d, 'cpu') for d in docs], '{:.3f}')} | "
+                     f"{_median_of([_width(d, 'count') for d in docs], '{:.4f}')} | "
+                     f"{_median_of([d['pairs'] for d in docs], '{:g}')} | {_median_of(counted, '{:g}')} |")
+    return lines
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
