@@ -52,6 +52,7 @@ from .tree import _alive as _running
 
 __all__ = [
     "ServerProcess",
+    "die_with_parent",
     "ResourceSample",
     "PeakTracker",
     "stop_all",
@@ -74,9 +75,9 @@ class ResourceSample:
     processes: int
 
 
-def _pdeathsig() -> None:
+def die_with_parent() -> None:
     """Runs in the child before exec: ask the kernel to SIGKILL it if the parent dies (SIGKILL: a
-    server that ignores SIGTERM must not outlive a killed harness)."""
+    server that ignores SIGTERM, or a process left stopped, must not outlive a killed harness)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -112,7 +113,7 @@ class ServerProcess(ListenerChecks):
         harness = os.getpid()
 
         def preexec() -> None:
-            _pdeathsig()
+            die_with_parent()
             if os.getppid() != harness:  # the harness died before the death signal was armed
                 os._exit(1)
             if cpu_set:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -48,6 +49,7 @@ from typing import Any, Callable, ContextManager, Dict, Iterator, List, Mapping,
 
 import psutil
 
+from gatecheck.servers.process import die_with_parent
 from gatecheck.servers.tree import descendants
 
 from ..plan import route as lookup_route
@@ -257,7 +259,7 @@ def _wait_for(root: psutil.Process, name: str, wait: float) -> bool:
         busy = []
         for p in descendants(root):
             try:
-                if p.name() == name:
+                if p.name() == name and p.status() != psutil.STATUS_ZOMBIE:  # a zombie has finished
                     busy.append(p)
             except psutil.Error:
                 pass
@@ -289,6 +291,7 @@ class CountLane:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,  # a gate killed while the lane is stopped (rule 6) must not leave it so
         )
 
     def wait(self, timeout: float) -> Optional[str]:
@@ -311,9 +314,11 @@ class CountLane:
         return paused_tree(self.proc.pid if self.proc.poll() is None else None)
 
     def stop(self, grace: float = 30.0) -> None:
-        """SIGTERM the lane (it stops its servers), then SIGKILL it after ``grace`` s."""
+        """SIGTERM the lane (it stops its servers), then SIGKILL it after ``grace`` s. SIGCONT after the SIGTERM:
+        a lane left stopped (rule 6) handles nothing until continued."""
         if self.proc.poll() is None:
             self.proc.terminate()
+            self.proc.send_signal(signal.SIGCONT)
             try:
                 self.proc.wait(timeout=grace)
             except subprocess.TimeoutExpired:

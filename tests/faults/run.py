@@ -21,7 +21,7 @@ import psutil
 
 from tests.installed import PYTEST, RUN_DIR
 
-__all__ = ["ROOT", "Run", "marked", "wait_until", "CHECKS"]
+__all__ = ["ROOT", "Run", "MARK", "marked", "wait_until", "CHECKS"]
 
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "GATECHECK_FAULT_MARK"

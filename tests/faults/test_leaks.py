@@ -110,3 +110,63 @@ def test_sigkill_of_the_harness_leaves_no_process_and_no_folder(tmp_path):
         assert run.left_folders(timeout=20) == []
     finally:
         run.stop()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_gate_stopped_while_its_counted_lane_is_paused_leaves_no_process(tmp_path, sig):
+    """A real gate (granian, oha, valgrind) signalled while its counted lane and the lane's valgrind servers are
+    stopped for a latency run: SIGTERM lets the gate continue and stop them, SIGKILL kills the lane by its
+    parent-death signal and its servers by theirs; either way nothing of the gate is left, stopped or not."""
+    import os
+    import secrets
+    import subprocess
+    import sys
+
+    import psutil
+
+    from gatecheck.load.run import counting
+    from gatecheck.load.run.oha import OhaNotFound, find_oha
+    from tests.faults.run import MARK, marked
+
+    try:
+        find_oha(build=False)
+    except OhaNotFound as exc:
+        pytest.skip(f"oha is not available: {exc}")
+    if counting.valgrind_missing():
+        pytest.skip(counting.valgrind_missing())
+    mark = secrets.token_hex(8)
+    argv = [sys.executable, "-m", "gatecheck.load", "gate", "--base", sys.executable, "--head", sys.executable]
+    argv += ["--out", str(tmp_path / "gate"), "--duration", "0.3", "--warmup", "0", "--latency-duration", "2"]
+    argv += ["--count-pairs", "2", "--count-requests", "60", "--quiet"]
+    gate = subprocess.Popen(
+        argv,
+        env={**os.environ, MARK: mark},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+
+        def lane_stopped():
+            for p in marked(mark):
+                try:
+                    if "gate.counted" in " ".join(p.cmdline()) and p.status() == psutil.STATUS_STOPPED:
+                        return p
+                except psutil.Error:
+                    continue
+            return None
+
+        wait_until(lane_stopped, 240, "the counted lane stopped for a latency run", interval=0.01)
+        gate.send_signal(sig)
+        gate.wait(120)
+        try:
+            wait_until(lambda: not marked(mark), 30, "every process of the gate gone")
+        except AssertionError:
+            pytest.fail("left behind: " + "; ".join(f"{p.pid} {' '.join(p.cmdline())[:120]}" for p in marked(mark)))
+    finally:
+        for p in marked(mark):
+            p.kill()
+        if gate.poll() is None:
+            gate.kill()
+            gate.wait(10)

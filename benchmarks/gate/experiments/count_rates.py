@@ -30,7 +30,7 @@ import gate_rates  # noqa: E402 - the sibling tool, from this folder
 
 from gatecheck.load.gate import cli as gate_cli  # noqa: E402
 from gatecheck.load.records import append_record, load_document, load_records  # noqa: E402
-from gatecheck.load.run import INTERRUPTED  # noqa: E402
+from gatecheck.load.run import INTERRUPTED, stop_on_signals  # noqa: E402
 
 GATED = ("count", "cpu", "lat")
 
@@ -54,7 +54,9 @@ def _set_aside(gdir: Path) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Every kind once per round, in the order given, each gate through the real CLI; resumes."""
+    """Every kind once per round, in the order given, each gate through the real CLI; resumes. SIGTERM and
+    Ctrl-C interrupt the gate under way as they do the gate's own command (its lane and servers stopped)."""
+    stop_on_signals()
     parser = argparse.ArgumentParser(prog="gate")
     gate_cli.add_arguments(parser)
     out = Path(args.out)
