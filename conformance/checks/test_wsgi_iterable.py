@@ -231,9 +231,26 @@ def test_body_matching_content_length_is_sent_whole(server, shape):
 @spec(_CL, "SHOULD NOT")
 def test_body_longer_than_content_length_is_not_sent(server, shape):
     """When the app hands over more than its Content-Length, no more than that many bytes are sent: the
-    client never reads the excess as the start of the next response."""
+    client never reads the excess as the start of the next response.
+
+    The same section lets a server raise an error instead; one that answers the over-long body with no byte
+    and a close, or with a 5xx, while the app's log shows it handed its whole body over, refused the app's
+    response: how much of such a body it sends cannot be judged, so the check is not supported there (never
+    a pass: a close is no evidence). Without that log it fails as any missing answer does."""
     declared = len(shape.body) - 5
-    _, ex = _shape_run(server, shape, _length(declared), then=(ping(server),))
+    token, ex = _shape_run(server, shape, _length(declared), then=(ping(server),))
+    refused = (not ex.raw and ex.closed) or (ex.final and ex.first.status >= 500)
+    if refused:
+        steps = wsgi_steps(shape, headers=_length(declared))
+        wait_step(server, token, len(steps) - 1, REPLY_TIMEOUT)
+        ran = steps_of(events_of(server, token))
+        assert len(ran) == len(steps), (
+            f"no 200 and no evidence the app ran and handed its body over ({len(ran)} of {len(steps)} steps "
+            f"ran): {describe(ex)}"
+        )
+        pytest.skip(
+            f"not supported: the server refused the over-long body with an error (PEP 3333 allows it): {ex.raw[:120]!r}"
+        )
     # evidence: a 200 framed by the app's Content-Length (what it carries is the other checks' business)
     assert ex.first.status == 200 and ex.first.header("content-length") == str(declared), describe(ex)
     assert not ex.leftover, f"bytes beyond Content-Length were sent: {describe(ex)}"
