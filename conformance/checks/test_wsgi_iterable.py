@@ -91,6 +91,13 @@ def _shape_run(server, shape, headers=(), then=()):
     return token, ex
 
 
+def _ran_to_its_end(server, token: str, steps: list, got: str) -> None:
+    """Evidence without a response: the app's log shows every step ran (the server took the whole iterable)."""
+    wait_step(server, token, len(steps) - 1, REPLY_TIMEOUT)
+    ran = len(steps_of(events_of(server, token)))
+    assert ran == len(steps), f"no response and no evidence the app ran to its end ({ran} of {len(steps)}): {got}"
+
+
 def _file_wrapper_offered(server, token: str, steps: list) -> None:
     for index, step_ in enumerate(steps):
         if step_[0] == "file_wrapper":
@@ -231,23 +238,14 @@ def test_body_matching_content_length_is_sent_whole(server, shape):
 @spec(_CL, "SHOULD NOT")
 def test_body_longer_than_content_length_is_not_sent(server, shape):
     """When the app hands over more than its Content-Length, no more than that many bytes are sent: the
-    client never reads the excess as the start of the next response.
-
-    The same section lets a server raise an error instead; one that answers the over-long body with no byte
-    and a close, or with a 5xx, while the app's log shows it handed its whole body over, refused the app's
-    response: how much of such a body it sends cannot be judged, so the check is not supported there (never
-    a pass: a close is no evidence). Without that log it fails as any missing answer does."""
+    client never reads the excess as the start of the next response. A server may raise an error instead: no
+    byte and a close, or a 5xx, after the app's log shows it took the whole body, is *not supported* (what such
+    a server sends cannot be judged; a close is never a pass); without that log, a failure."""
     declared = len(shape.body) - 5
     token, ex = _shape_run(server, shape, _length(declared), then=(ping(server),))
     refused = (not ex.raw and ex.closed) or (ex.final and ex.first.status >= 500)
     if refused:
-        steps = wsgi_steps(shape, headers=_length(declared))
-        wait_step(server, token, len(steps) - 1, REPLY_TIMEOUT)
-        ran = steps_of(events_of(server, token))
-        assert len(ran) == len(steps), (
-            f"no 200 and no evidence the app ran and handed its body over ({len(ran)} of {len(steps)} steps "
-            f"ran): {describe(ex)}"
-        )
+        _ran_to_its_end(server, token, wsgi_steps(shape, headers=_length(declared)), describe(ex))
         pytest.skip(
             f"not supported: the server refused the over-long body with an error (PEP 3333 allows it): {ex.raw[:120]!r}"
         )
@@ -290,13 +288,8 @@ def test_body_shorter_than_content_length_closes_the_connection(server, shape):
         assert got.status == 200 and got.header("content-length") == str(declared), (
             f"the truncated response is not a 200 declaring the app's {declared} bytes: {raw[:300]!r}"
         )
-    else:  # the app ran to its end (the server took the whole iterable), whatever each step returned
-        wait_step(server, token, len(steps) - 1, REPLY_TIMEOUT)
-        ran = steps_of(events_of(server, token))
-        assert len(ran) == len(steps), (
-            f"no response and no evidence the app ran and handed its body over "
-            f"({len(ran)} of {len(steps)} steps ran): {raw[:300]!r}"
-        )
+    else:
+        _ran_to_its_end(server, token, steps, repr(raw[:300]))
     assert b"HTTP/1." not in after, f"the next response was spliced in: {raw[-300:]!r}"
     assert closed, f"the connection stayed open 1.5s after a short body: {raw[-200:]!r}"
 
