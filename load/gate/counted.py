@@ -184,9 +184,11 @@ def run_lane(
     longest = 0.0  # the longest server pair so far, the estimate of the next one's
     first = 0
     while True:
-        todo = cases if first < spec["pairs"] else [c for c in cases if _undecided(counts[c.name], spec)]
         last = spec["pairs"] if first < spec["pairs"] else spec.get("max_pairs", spec["pairs"])
-        if first >= last or not todo:
+        if first >= last:
+            break
+        todo = cases if first < spec["pairs"] else [c for c in cases if _undecided(counts[c.name], spec)]
+        if not todo:
             break
         if first >= spec["pairs"] and time.time() + longest * len(todo) > spec.get("deadline", 0.0):
             log(f"no more counted pairs: {len(todo)} case(s) still undecided, but the next would end after the budget")
