@@ -50,7 +50,7 @@ from typing import Any, Callable, ContextManager, Dict, Iterator, List, Mapping,
 import psutil
 
 from gatecheck.servers.process import die_with_parent
-from gatecheck.servers.tree import descendants
+from gatecheck.servers.tree import TOKEN_ENV, descendants
 
 from ..plan import route as lookup_route
 from ..records import append_records, load_records
@@ -220,21 +220,24 @@ def _undecided(records: Sequence[Mapping[str, Any]], spec: Mapping[str, Any]) ->
 
 @contextmanager
 def paused_tree(pid: Optional[int], wait_for: str = "vgdb", wait: float = 5.0) -> Iterator[int]:
-    """``pid`` and every process under it stopped (SIGSTOP, psutil's checks against a reused PID) for the
-    ``with`` block, continued (SIGCONT) when it ends however it ends; yields how many were stopped. None stops
-    nothing.
+    """``pid`` and the servers under it stopped (SIGSTOP, psutil's checks against a reused PID) for the ``with``
+    block, continued (SIGCONT) when it ends however it ends; yields how many were stopped. None stops nothing.
 
-    The root is stopped first, so it starts nothing new. A ``wait_for`` process under it (vgdb) is let finish
-    first (up to ``wait`` s; else only the root stays stopped): vgdb talking to a stopped valgrind hangs
-    (measured: ``vgdb zero`` to a SIGSTOPped callgrind never answered; an idle one stopped and continued answers
-    the next at once). The tree is walked twice for a child one of its children started meanwhile."""
+    Only what dies without help is stopped: the root (the lane: parent-death SIGKILL) and the processes under it
+    that carry a server token (:data:`gatecheck.servers.tree.TOKEN_ENV`: their leaders' parent-death SIGKILL and
+    the reaper's SIGKILL reach them stopped). Nothing else under it: not the reaper, which must run to kill them if
+    the gate dies meanwhile, not vgdb. The root is stopped first, so it starts nothing new; a ``wait_for``
+    process under it (vgdb) is let finish before the servers stop (up to ``wait`` s; else only the root stays
+    stopped): vgdb talking to a stopped valgrind hangs (measured: ``vgdb zero`` to a SIGSTOPped callgrind never
+    answered; an idle one stopped and continued answers the next at once). The tree is walked twice for a child
+    one of the servers started meanwhile."""
     stopped: List[psutil.Process] = []
     try:
         if pid is not None:
             root = _suspend(psutil.Process(pid), stopped)
             if root is not None and _wait_for(root, wait_for, wait):
                 for p in descendants(root) + descendants(root):
-                    if p not in stopped:
+                    if p not in stopped and _is_server(p):
                         _suspend(p, stopped)
         yield len(stopped)
     finally:
@@ -243,6 +246,13 @@ def paused_tree(pid: Optional[int], wait_for: str = "vgdb", wait: float = 5.0) -
                 p.resume()
             except psutil.Error:
                 pass
+
+
+def _is_server(p: psutil.Process) -> bool:
+    try:
+        return TOKEN_ENV in p.environ()
+    except psutil.Error:
+        return False
 
 
 def _suspend(p: psutil.Process, stopped: List[psutil.Process]) -> Optional[psutil.Process]:

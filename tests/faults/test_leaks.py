@@ -116,7 +116,8 @@ def test_sigkill_of_the_harness_leaves_no_process_and_no_folder(tmp_path):
 def test_a_gate_stopped_while_its_counted_lane_is_paused_leaves_no_process(tmp_path, sig):
     """A real gate (granian, oha, valgrind) signalled while its counted lane and the lane's valgrind servers are
     stopped for a latency run: SIGTERM lets the gate continue and stop them, SIGKILL kills the lane by its
-    parent-death signal and its servers by theirs; either way nothing of the gate is left, stopped or not."""
+    parent-death signal and its servers by theirs and by the lane's reaper (never stopped: a stopped reaper
+    reaps nothing and stays); either way nothing of the gate is left, stopped or not."""
     import os
     import secrets
     import subprocess
@@ -148,16 +149,19 @@ def test_a_gate_stopped_while_its_counted_lane_is_paused_leaves_no_process(tmp_p
     )
     try:
 
-        def lane_stopped():
+        def lane_stopped():  # with its valgrind servers and its reaper started
+            seen = set()
             for p in marked(mark):
                 try:
-                    if "gate.counted" in " ".join(p.cmdline()) and p.status() == psutil.STATUS_STOPPED:
-                        return p
+                    line = " ".join(p.cmdline())
+                    if "gate.counted" in line and p.status() == psutil.STATUS_STOPPED:
+                        seen.add("lane")
+                    seen.update(k for k in ("valgrind", "servers.reaper") if k in line)
                 except psutil.Error:
                     continue
-            return None
+            return seen == {"lane", "valgrind", "servers.reaper"}
 
-        wait_until(lane_stopped, 240, "the counted lane stopped for a latency run", interval=0.01)
+        wait_until(lane_stopped, 240, "the counted lane and its servers stopped for a latency run", interval=0.01)
         gate.send_signal(sig)
         gate.wait(120)
         try:

@@ -287,10 +287,11 @@ def _settle(procs, *states):
     return False
 
 
-def test_a_paused_tree_is_stopped_to_its_grandchildren_and_continued_after(tmp_path):
-    """A real tree (a parent and the child it started): every process stopped inside, running again after,
-    also when the block raises; with a process of the waited-for name still running, the root alone; a tree
-    that ended stops nothing."""
+def test_a_paused_tree_stops_the_root_and_its_servers_only_and_continues_them_after(tmp_path):
+    """A real tree: a parent, a child carrying a server token and one without (as the lane's reaper): the parent
+    and the server stopped inside, the other never (it must outlive a gate killed meanwhile), all running after,
+    also when the block raises; with a process of the waited-for name still running, the root alone; a tree that
+    ended stops nothing."""
     import subprocess
     import sys
     import time
@@ -298,24 +299,32 @@ def test_a_paused_tree_is_stopped_to_its_grandchildren_and_continued_after(tmp_p
     import psutil
 
     from gatecheck.load.gate.counted import paused_tree
+    from gatecheck.servers.tree import TOKEN_ENV
 
-    code = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'while True: pass']); time.sleep(60)"
-    proc = subprocess.Popen([sys.executable, "-c", code])
+    spin = "[sys.executable, '-c', 'while True: pass']"
+    code = (
+        f"import os, subprocess, sys, time; subprocess.Popen({spin}, env=dict(os.environ, {TOKEN_ENV}='t')); "
+        f"subprocess.Popen({spin}); time.sleep(60)"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != TOKEN_ENV}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     try:
         root = psutil.Process(proc.pid)
         deadline = time.monotonic() + 10
-        while not root.children() and time.monotonic() < deadline:
+        while len(root.children()) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        tree = [root] + root.children(recursive=True)
-        assert len(tree) == 2
+        children = root.children()
+        server = next(p for p in children if TOKEN_ENV in p.environ())
+        other = next(p for p in children if p != server)
         with pytest.raises(RuntimeError):
             with paused_tree(proc.pid) as n:
-                assert n == 2 and _settle(tree, psutil.STATUS_STOPPED)
+                assert n == 2 and _settle([root, server], psutil.STATUS_STOPPED)
+                assert other.status() != psutil.STATUS_STOPPED
                 raise RuntimeError("the latency run failed")
-        assert _settle(tree, psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING)
-        with paused_tree(proc.pid, wait_for=psutil.Process(tree[1].pid).name(), wait=0.5) as n:
-            assert n == 1 and tree[1].status() != psutil.STATUS_STOPPED  # it did not end: the root alone
-        assert _settle(tree, psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING)
+        assert _settle([root, server, other], psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING)
+        with paused_tree(proc.pid, wait_for=other.name(), wait=0.5) as n:
+            assert n == 1 and server.status() != psutil.STATUS_STOPPED  # it did not end: the root alone
+        assert _settle([root, server, other], psutil.STATUS_RUNNING, psutil.STATUS_SLEEPING)
     finally:
         for p in psutil.Process(proc.pid).children(recursive=True):
             p.kill()
