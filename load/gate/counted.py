@@ -27,9 +27,9 @@ Rules of this module:
    extra pairs can turn an inconclusive count into a verdict, never look again at a decided one. Measured
    here: at 6 pairs granian's count was inconclusive in 9 of 20 A/A gates (the per-pair spread of 0.3% gives
    an interval about as wide as the 1% threshold), uvicorn's in none.
-6. **Out of the latency runs' way.** While a timed pair's low-concurrency run measures latency, the lane and
-   every process under it (its client, valgrind's servers, vgdb) are stopped (:func:`paused_tree`) and
-   continued after it, however it ends: counts do not depend on when they run, and beside unpinned valgrind
+6. **Out of the latency runs' way.** While a timed pair's low-concurrency run measures latency, the lane (its
+   client) and its valgrind servers are stopped (:func:`paused_tree`; never its reaper) and continued after it,
+   however it ends: counts do not depend on when they run, and beside unpinned valgrind
    servers BASE's latency at one connection rose by about 20% and the latency interval doubled in width (the
    ninth experiment, docs/gate.md).
 """
